@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what building and testing AskBridge needs, and skips what is already there.
+# Called by `make run` and `make test`; safe to run again. Versions are pinned on purpose:
+# see ../shared/BUILD-NOTES.md for why each one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CARGO_LEPTOS_VERSION=0.3.10
+WASM_BINDGEN_VERSION=0.2.130
+
+say() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Rust: the wasm target.
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# cargo-leptos, pinned (0.3.11 needs rustc 1.96). The first install compiles for ~20 minutes.
+if ! cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (first time: about 20 minutes on 2 cores)"
+  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
+fi
+
+# wasm-bindgen-cli at exactly the crate version in Cargo.lock (without --locked: one of its
+# locked dependencies is missing from the registry here).
+if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
+  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+# Debian's Chromium for the browser tests (Playwright's own download cannot work offline).
+if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! [ -x /usr/bin/chromium ]; then
+  say "installing Debian chromium"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+fi
+
+# npm packages: wasm-opt (binaryen), Playwright, and the pinned Claude Code CLI.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+fi

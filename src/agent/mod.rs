@@ -1,0 +1,54 @@
+//! The agents AskBridge drives, behind one trait.
+//!
+//! A backend turns a person's message into a turn: streamed text, tool calls with their arguments
+//! and results, through a [`TurnSink`]. Backends never talk to the browser; the session runtime
+//! stores and broadcasts what they emit.
+
+pub mod scripted;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::thread::{Message, Usage};
+
+pub use crate::session::TurnSink;
+
+/// What a backend gets to run one turn.
+pub struct TurnRequest {
+    pub session_id: String,
+    /// The person's message.
+    pub text: String,
+    /// The thread before this message, for backends that resend the conversation.
+    pub history: Vec<Message>,
+    /// Cancelled when the person presses Stop; the backend should wind down promptly.
+    pub cancel: CancellationToken,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The turn was stopped through its cancellation token.
+    #[error("interrupted")]
+    Interrupted,
+    /// The session was deleted or the server is stopping: nobody will read the rest of the turn.
+    #[error("the session is gone")]
+    SessionGone,
+    #[error("{0}")]
+    Failed(String),
+}
+
+pub trait AgentBackend: Send + Sync + 'static {
+    /// The name people pick with `--agent`, also stored with each session.
+    fn name(&self) -> &'static str;
+
+    fn run_turn<'a>(
+        &'a self,
+        request: TurnRequest,
+        sink: &'a TurnSink,
+    ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>>;
+}
+
+/// Arguments to show for a tool call, serialized the way they would stream from a model.
+pub fn tool_input_json(input: &Value) -> String {
+    serde_json::to_string(input).unwrap_or_else(|_| "{}".to_string())
+}

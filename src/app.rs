@@ -1,0 +1,85 @@
+//! The page shell and the routes.
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Title, provide_meta_context};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::{SsrMode, path};
+
+use crate::ui::workspace::Workspace;
+
+/// Where the stylesheet is: its name carries a content hash in release builds.
+#[derive(Debug, Clone)]
+pub struct AssetPaths {
+    pub stylesheet: String,
+}
+
+impl AssetPaths {
+    /// Reads cargo-leptos' `hash.txt` (lines like `css: 1a2b…`), when the build hashed names.
+    #[cfg(feature = "ssr")]
+    pub fn read(hash_file: Option<&std::path::Path>) -> Self {
+        let css_hash = hash_file
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .and_then(|text| {
+                text.lines().find_map(|line| {
+                    let (kind, hash) = line.split_once(':')?;
+                    (kind.trim() == "css").then(|| hash.trim().to_string())
+                })
+            });
+        let stylesheet = match css_hash {
+            Some(hash) => format!("/pkg/askbridge.{hash}.css"),
+            None => "/pkg/askbridge.css".to_string(),
+        };
+        Self { stylesheet }
+    }
+}
+
+pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover" />
+                <meta name="color-scheme" content="light dark" />
+                <meta name="theme-color" media="(prefers-color-scheme: light)" content="#f6f7f9" />
+                <meta name="theme-color" media="(prefers-color-scheme: dark)" content="#111418" />
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                <link rel="stylesheet" href=assets.stylesheet />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Title formatter=|title: String| if title.is_empty() { "AskBridge".to_string() } else { format!("{title} · AskBridge") } />
+        <Router>
+            <Routes fallback=|| view! { <NotFound /> }>
+                <Route path=path!("/") view=Workspace ssr=SsrMode::Async />
+                <Route path=path!("/s/:id") view=Workspace ssr=SsrMode::Async />
+            </Routes>
+        </Router>
+    }
+}
+
+#[component]
+fn NotFound() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.set_status(axum::http::StatusCode::NOT_FOUND);
+    }
+    view! {
+        <Title text="Not found" />
+        <main class="not-found">
+            <h1>"Nothing here"</h1>
+            <p><a href="/">"Back to your sessions"</a></p>
+        </main>
+    }
+}

@@ -1,0 +1,26 @@
+//! AskBridge: a browser chat UI for coding agents, built around answering their questions.
+//!
+//! The crate has two faces. With `ssr` it is the server (`server`, `session`'s manager, `store`,
+//! `agent`, `live::hub`); with `hydrate` it is the WebAssembly bundle that takes over the
+//! server-rendered page (`ui`, `live::client`). `thread` and `error` are shared by both.
+
+pub mod app;
+pub mod error;
+pub mod live;
+pub mod session;
+pub mod thread;
+pub mod ui;
+
+#[cfg(feature = "ssr")]
+pub mod agent;
+#[cfg(feature = "ssr")]
+pub mod server;
+#[cfg(feature = "ssr")]
+pub mod store;
+
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_body(app::App);
+}

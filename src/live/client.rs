@@ -1,0 +1,212 @@
+//! The browser side of the live stream: an `EventSource` that resumes after the last event it
+//! applied, reconnects by itself with back-off (at once when the browser comes back online), and
+//! never applies an event twice or out of order.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+use std::time::Duration;
+
+use leptos::prelude::{TimeoutHandle, set_timeout_with_handle};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
+use web_sys::{EventSource, MessageEvent};
+
+use super::{ConnectionStatus, LIVE_PATH, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
+use crate::error::AppError;
+use crate::thread::{SessionEvent, SessionSummary};
+
+const FIRST_RETRY: Duration = Duration::from_millis(500);
+const LAST_RETRY: Duration = Duration::from_secs(15);
+
+/// What the page does with what arrives.
+pub struct Handlers {
+    pub on_event: Box<dyn Fn(SessionEvent)>,
+    pub on_sessions: Box<dyn Fn(Vec<SessionSummary>)>,
+    pub on_status: Box<dyn Fn(ConnectionStatus)>,
+}
+
+/// An open live stream; dropping it closes the connection.
+pub struct LiveConnection {
+    inner: Rc<RefCell<Inner>>,
+}
+
+type Listener = Closure<dyn FnMut(web_sys::Event)>;
+
+struct Inner {
+    session: Option<String>,
+    last_seq: u64,
+    attempt: u32,
+    source: Option<(EventSource, Vec<Listener>)>,
+    retry: Option<TimeoutHandle>,
+    online: Option<Listener>,
+    stopped: bool,
+    handlers: Rc<Handlers>,
+}
+
+impl LiveConnection {
+    /// Follows `session` (or only the session list) from the event after `after`.
+    pub fn start(session: Option<String>, after: u64, handlers: Handlers) -> Self {
+        let inner = Rc::new(RefCell::new(Inner {
+            session,
+            last_seq: after,
+            attempt: 0,
+            source: None,
+            retry: None,
+            online: None,
+            stopped: false,
+            handlers: Rc::new(handlers),
+        }));
+        let weak = Rc::downgrade(&inner);
+        let online: Listener = Closure::new(move |_: web_sys::Event| {
+            if let Some(inner) = weak.upgrade() {
+                let waiting = inner.borrow_mut().retry.take();
+                if let Some(timer) = waiting {
+                    timer.clear();
+                    open(&inner);
+                }
+            }
+        });
+        if let Some(window) = web_sys::window() {
+            let _ = window.add_event_listener_with_callback("online", online.as_ref().unchecked_ref());
+        }
+        inner.borrow_mut().online = Some(online);
+        open(&inner);
+        Self { inner }
+    }
+}
+
+impl Drop for LiveConnection {
+    fn drop(&mut self) {
+        let mut inner = self.inner.borrow_mut();
+        inner.stopped = true;
+        close(&mut inner);
+        if let Some(timer) = inner.retry.take() {
+            timer.clear();
+        }
+        if let (Some(online), Some(window)) = (inner.online.take(), web_sys::window()) {
+            let _ = window.remove_event_listener_with_callback("online", online.as_ref().unchecked_ref());
+        }
+    }
+}
+
+fn close(inner: &mut Inner) {
+    if let Some((source, _listeners)) = inner.source.take() {
+        source.close();
+    }
+}
+
+fn open(this: &Rc<RefCell<Inner>>) {
+    let url = {
+        let inner = this.borrow();
+        if inner.stopped {
+            return;
+        }
+        let mut url = format!("{LIVE_PATH}?after={}", inner.last_seq);
+        if let Some(session) = &inner.session {
+            url.push_str("&session=");
+            url.push_str(&String::from(js_sys::encode_uri_component(session)));
+        }
+        url
+    };
+    let Ok(source) = EventSource::new(&url) else {
+        schedule_retry(this);
+        return;
+    };
+    let weak = Rc::downgrade(this);
+    let listeners = vec![
+        listen(&source, "open", &weak, |this, _| {
+            this.borrow_mut().attempt = 0;
+            status(this, ConnectionStatus::Live);
+        }),
+        listen(&source, "error", &weak, |this, _| {
+            close(&mut this.borrow_mut());
+            schedule_retry(this);
+        }),
+        listen(&source, SESSION_EVENT, &weak, |this, data| {
+            let Ok(event) = serde_json::from_str::<SessionEvent>(&data) else { return };
+            let last = this.borrow().last_seq;
+            if event.seq <= last {
+                return; // already applied
+            }
+            if event.seq != last + 1 {
+                // A gap would lose events: start again from the last one applied.
+                close(&mut this.borrow_mut());
+                open(this);
+                return;
+            }
+            this.borrow_mut().last_seq = event.seq;
+            let handlers = this.borrow().handlers.clone();
+            (handlers.on_event)(event);
+        }),
+        listen(&source, SESSIONS_EVENT, &weak, |this, data| {
+            if let Ok(list) = serde_json::from_str::<Vec<SessionSummary>>(&data) {
+                let handlers = this.borrow().handlers.clone();
+                (handlers.on_sessions)(list);
+            }
+        }),
+        listen(&source, PROBLEM_EVENT, &weak, |this, data| {
+            let error = serde_json::from_str::<AppError>(&data)
+                .unwrap_or_else(|_| AppError::Internal { detail: "the live stream ended".into() });
+            {
+                let mut inner = this.borrow_mut();
+                inner.stopped = true;
+                close(&mut inner);
+            }
+            status(this, ConnectionStatus::Closed(error));
+        }),
+    ];
+    this.borrow_mut().source = Some((source, listeners));
+}
+
+fn listen(
+    source: &EventSource,
+    name: &str,
+    weak: &Weak<RefCell<Inner>>,
+    handle: impl Fn(&Rc<RefCell<Inner>>, String) + 'static,
+) -> Listener {
+    let weak = weak.clone();
+    let listener: Listener = Closure::new(move |event: web_sys::Event| {
+        let Some(this) = weak.upgrade() else { return };
+        let data = event.dyn_ref::<MessageEvent>().and_then(|m| m.data().as_string()).unwrap_or_default();
+        handle(&this, data);
+    });
+    let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+    listener
+}
+
+fn status(this: &Rc<RefCell<Inner>>, status: ConnectionStatus) {
+    let handlers = this.borrow().handlers.clone();
+    (handlers.on_status)(status);
+}
+
+fn schedule_retry(this: &Rc<RefCell<Inner>>) {
+    let (attempt, delay) = {
+        let mut inner = this.borrow_mut();
+        if inner.stopped || inner.retry.is_some() {
+            return;
+        }
+        inner.attempt += 1;
+        (inner.attempt, backoff(inner.attempt))
+    };
+    status(this, ConnectionStatus::Reconnecting { attempt });
+    let weak = Rc::downgrade(this);
+    let timer = set_timeout_with_handle(
+        move || {
+            if let Some(this) = weak.upgrade() {
+                this.borrow_mut().retry = None;
+                open(&this);
+            }
+        },
+        delay,
+    );
+    if let Ok(timer) = timer {
+        this.borrow_mut().retry = Some(timer);
+    }
+}
+
+/// Doubles from half a second up to 15 s, with ±20 % jitter so that many tabs do not
+/// reconnect in step after a server restart.
+fn backoff(attempt: u32) -> Duration {
+    let base = FIRST_RETRY.saturating_mul(1 << attempt.saturating_sub(1).min(10)).min(LAST_RETRY);
+    base.mul_f64(0.8 + 0.4 * js_sys::Math::random())
+}

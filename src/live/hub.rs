@@ -1,0 +1,137 @@
+//! The event hub's read side: a session's events after a sequence number, first from the store,
+//! then live, with no gap and no repeat, even when a slow tab falls behind the broadcast.
+
+use std::sync::Arc;
+
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use crate::session::{SessionManager, SessionRuntime};
+use crate::store::Store;
+use crate::thread::{SessionEvent, SessionSummary};
+
+/// Events read from the store at a time while catching up.
+const CATCH_UP_PAGE: u32 = 500;
+
+/// Every event of the session after `after`, in order, until the session or the server goes away.
+pub fn follow_session(
+    store: Store,
+    runtime: Arc<SessionRuntime>,
+    after: u64,
+    shutdown: CancellationToken,
+) -> mpsc::Receiver<Arc<SessionEvent>> {
+    let (tx, rx) = mpsc::channel(256);
+    // Subscribe before reading the store: an event is stored before it is broadcast, so each one
+    // is found in one place or the other (or both, and then skipped by its number).
+    let mut live = runtime.subscribe();
+    let session_id = runtime.id().to_string();
+    tokio::spawn(async move {
+        let mut last = after;
+        if catch_up(&store, &session_id, &mut last, &tx).await.is_err() {
+            return;
+        }
+        loop {
+            let event = tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tx.closed() => return,
+                received = live.recv() => received,
+            };
+            let caught_up = match event {
+                Ok(event) if event.seq <= last => Ok(()),
+                Ok(event) if event.seq == last + 1 => {
+                    last = event.seq;
+                    tx.send(event).await.map_err(drop)
+                }
+                // Fell behind the broadcast (or saw a gap): the store has everything.
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    debug!(session = %session_id, last, "live stream fell behind; catching up from the store");
+                    catch_up(&store, &session_id, &mut last, &tx).await
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            };
+            if caught_up.is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+async fn catch_up(
+    store: &Store,
+    session_id: &str,
+    last: &mut u64,
+    tx: &mpsc::Sender<Arc<SessionEvent>>,
+) -> Result<(), ()> {
+    loop {
+        let page = store.events_after(session_id, *last, CATCH_UP_PAGE).await.map_err(drop)?;
+        let full = page.len() == CATCH_UP_PAGE as usize;
+        for event in page {
+            *last = event.seq;
+            tx.send(Arc::new(event)).await.map_err(drop)?;
+        }
+        if !full {
+            return Ok(());
+        }
+    }
+}
+
+/// The session list now, then again each time it changes.
+pub fn follow_list(manager: Arc<SessionManager>, shutdown: CancellationToken) -> mpsc::Receiver<Vec<SessionSummary>> {
+    let (tx, rx) = mpsc::channel(4);
+    let mut changes = manager.subscribe_list();
+    tokio::spawn(async move {
+        loop {
+            let Ok(list) = manager.list_sessions().await else { return };
+            if tx.send(list).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tx.closed() => return,
+                changed = changes.recv() => match changed {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+            }
+            // Several changes at once (a turn's start and its title) make one update.
+            while changes.try_recv().is_ok() {}
+        }
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::scripted::{Scenario, ScriptedAgent};
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn a_stream_from_the_middle_gets_the_rest_then_live_events_without_repeats() {
+        let scenario = Scenario::parse(
+            "pace = 200\n[[turn]]\n[[turn.step]]\nsay = \"one two three four five six seven\"\n",
+            "t",
+        )
+        .unwrap();
+        let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+        let session = manager.create_session().await.unwrap();
+        manager.send_message(&session.id, "first".into()).await.unwrap();
+        // Join while the reply is streaming, from event 3.
+        tokio::time::sleep(Duration::from_millis(15)).await;
+        let runtime = manager.runtime(&session.id).await.unwrap();
+        let mut rx = follow_session(manager.store().clone(), runtime, 3, CancellationToken::new());
+
+        let mut seen = Vec::new();
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap();
+            seen.push(event.seq);
+            if matches!(event.body, crate::thread::EventBody::TurnEnded { .. }) {
+                break;
+            }
+        }
+        let expected: Vec<u64> = (4..=*seen.last().unwrap()).collect();
+        assert_eq!(seen, expected);
+    }
+}

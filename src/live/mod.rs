@@ -1,0 +1,36 @@
+//! Live events: one ordered stream per tab, carrying its session's events and the session list.
+//!
+//! Server-Sent Events rather than a websocket: the stream only ever flows to the browser (actions
+//! go through server functions), SSE is plain HTTP so the token cookie, the Origin check and
+//! proxies treat it like any other request, and each event carries its sequence number as the SSE
+//! `id`. A tab that reconnects says the last number it saw (`?after=`, or the standard
+//! `Last-Event-ID` header) and gets everything after it, from the store when memory has moved on.
+
+#[cfg(feature = "hydrate")]
+pub mod client;
+#[cfg(feature = "ssr")]
+pub mod hub;
+#[cfg(feature = "ssr")]
+pub mod sse;
+
+/// The path of the live stream; `?session=<id>&after=<seq>`.
+pub const LIVE_PATH: &str = "/api/live";
+
+/// SSE event names.
+pub const SESSION_EVENT: &str = "session";
+pub const SESSIONS_EVENT: &str = "sessions";
+/// A problem that ends the stream (an `AppError` as JSON), such as a deleted session.
+pub const PROBLEM_EVENT: &str = "problem";
+
+use crate::error::AppError;
+
+/// How the tab's live stream is doing, for the banner that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConnectionStatus {
+    Connecting,
+    Live,
+    /// Lost; the next attempt is scheduled.
+    Reconnecting { attempt: u32 },
+    /// The server ended the stream for good (the session was deleted).
+    Closed(AppError),
+}

@@ -1,0 +1,88 @@
+//! The command line: `askbridge serve` and its flags, each also read from an environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "askbridge",
+    version,
+    about = "A self-hosted browser chat UI for coding agents, built around answering their questions.",
+    long_about = "AskBridge serves a browser UI for coding agents. When the agent asks a question or \
+                  needs permission, the page shows a card; the answer reaches the agent in its own \
+                  format. Sessions, messages and events are stored in SQLite under --data-dir."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the web UI and drive the agent.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but a loopback address needs --token.
+    #[arg(long, env = "ASKBRIDGE_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+
+    /// Folder for the database (askbridge.db); created if missing.
+    #[arg(long, env = "ASKBRIDGE_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// The agent new sessions talk to.
+    #[arg(long, env = "ASKBRIDGE_AGENT", value_enum, default_value_t = AgentChoice::Scripted)]
+    pub agent: AgentChoice,
+
+    /// A scenario file (TOML) for the scripted agent; without it, the built-in demo plays.
+    #[arg(long, env = "ASKBRIDGE_SCENARIO")]
+    pub scenario: Option<PathBuf>,
+
+    /// Access token: required by every page, server function and event stream when set, and
+    /// required to listen on a non-loopback address. Open `http://HOST/?token=...` once to sign in.
+    #[arg(long, env = "ASKBRIDGE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+
+    /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
+    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
+    pub site_root: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentChoice {
+    /// Plays a scenario offline: the demo, or --scenario FILE.
+    Scripted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serve_defaults_to_loopback_and_the_scripted_agent() {
+        let cli = Cli::try_parse_from(["askbridge", "serve"]).unwrap();
+        let Command::Serve(args) = cli.command;
+        assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
+        assert_eq!(args.agent, AgentChoice::Scripted);
+        assert_eq!(args.data_dir, PathBuf::from("data"));
+    }
+
+    #[test]
+    fn help_explains_every_flag() {
+        let mut help = Vec::new();
+        <Cli as clap::CommandFactory>::command()
+            .find_subcommand_mut("serve")
+            .unwrap()
+            .write_long_help(&mut help)
+            .unwrap();
+        let help = String::from_utf8(help).unwrap();
+        for flag in ["--addr", "--data-dir", "--agent", "--scenario", "--token", "ASKBRIDGE_TOKEN"] {
+            assert!(help.contains(flag), "{flag} missing from:\n{help}");
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! Durable storage: sessions, their messages and their event logs, in SQLite through sqlx.
+//!
+//! Migrations are embedded in the binary and run at start. Every event is written, together with
+//! the message it changed, before anything is sent to a browser.
+
+use std::path::Path;
+use std::str::FromStr;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+
+use crate::error::AppError;
+use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored JSON is unreadable: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    #[error("no session {0}")]
+    SessionNotFound(String),
+}
+
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::SessionNotFound(id) => AppError::SessionNotFound { id },
+            other => {
+                tracing::error!(error = %other, "store failed");
+                AppError::Storage { detail: other.to_string() }
+            }
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// What one event changed, written in a single transaction.
+pub struct Append<'a> {
+    pub session_id: &'a str,
+    pub event: &'a SessionEvent,
+    /// The messages the event changed, with their positions in the thread.
+    pub messages: Vec<(usize, &'a Message)>,
+    /// The turn state, when the event changed it.
+    pub turn: Option<&'a TurnState>,
+}
+
+impl<'a> Append<'a> {
+    /// What `thread` (after applying `event`) needs stored.
+    pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &Change) -> Self {
+        Self {
+            session_id,
+            event,
+            messages: change.messages.iter().filter_map(|&i| Some((i, thread.messages.get(i)?))).collect(),
+            turn: change.turn.then_some(&thread.turn),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database file and brings its schema up to date.
+    pub async fn open(path: &Path) -> StoreResult<Self> {
+        let options = SqliteConnectOptions::from_str("sqlite://")?
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .foreign_keys(true)
+            .busy_timeout(std::time::Duration::from_secs(10));
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        Self::migrated(pool).await
+    }
+
+    /// A private database that lives as long as the store: for tests.
+    pub async fn open_in_memory() -> StoreResult<Self> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        // One connection: each in-memory connection would otherwise be its own database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        Self::migrated(pool).await
+    }
+
+    async fn migrated(pool: SqlitePool) -> StoreResult<Self> {
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
+        sqlx::query(
+            "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(&summary.id)
+        .bind(&summary.title)
+        .bind(&summary.agent)
+        .bind(summary.created_at_ms)
+        .bind(summary.updated_at_ms)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every session, the most recently active first.
+    pub async fn list_sessions(&self) -> StoreResult<Vec<SessionSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions
+             ORDER BY updated_at_ms DESC, created_at_ms DESC",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(summary_from_row).collect()
+    }
+
+    pub async fn session(&self, id: &str) -> StoreResult<SessionSummary> {
+        let row = sqlx::query(
+            "SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions WHERE id = ?",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+        summary_from_row(&row)
+    }
+
+    /// Renames a session; from then on its title no longer follows its first message.
+    pub async fn rename_session(&self, id: &str, title: &str) -> StoreResult<()> {
+        let done = sqlx::query("UPDATE sessions SET title = ?, title_is_auto = 0 WHERE id = ?")
+            .bind(title)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Titles a session after its first message, unless the person has named it.
+    pub async fn set_automatic_title(&self, id: &str, title: &str) -> StoreResult<()> {
+        sqlx::query("UPDATE sessions SET title = ?, title_is_auto = 0 WHERE id = ? AND title_is_auto = 1")
+            .bind(title)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes a session with its messages and log.
+    pub async fn delete_session(&self, id: &str) -> StoreResult<()> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?").bind(id).execute(&self.pool).await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::SessionNotFound(id.to_string()));
+        }
+        Ok(())
+    }
+
+    /// The thread as of the session's last stored event.
+    pub async fn load_thread(&self, id: &str) -> StoreResult<Thread> {
+        // One read transaction, so the messages and `last_seq` describe the same moment.
+        let mut tx = self.pool.begin().await?;
+        let head = sqlx::query("SELECT last_seq, turn FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+        let rows = sqlx::query(
+            "SELECT id, role, blocks, streaming, created_at_ms FROM messages
+             WHERE session_id = ? ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+
+        let messages = rows
+            .iter()
+            .map(|row| {
+                Ok(Message {
+                    id: row.get("id"),
+                    role: role_from_str(row.get("role")),
+                    blocks: serde_json::from_str::<Vec<Block>>(row.get("blocks"))?,
+                    streaming: row.get("streaming"),
+                    created_at_ms: row.get("created_at_ms"),
+                })
+            })
+            .collect::<StoreResult<Vec<_>>>()?;
+        Ok(Thread {
+            messages,
+            turn: serde_json::from_str(head.get("turn"))?,
+            seq: head.get::<i64, _>("last_seq") as u64,
+        })
+    }
+
+    /// Stores one event and what it changed, atomically.
+    pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
+        let Append { session_id, event, messages, turn } = append;
+        let seq = event.seq as i64;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES (?, ?, ?, ?, ?)")
+            .bind(session_id)
+            .bind(seq)
+            .bind(event.at_ms)
+            .bind(event.body.kind())
+            .bind(serde_json::to_string(&event.body)?)
+            .execute(&mut *tx)
+            .await?;
+        for (position, message) in messages {
+            sqlx::query(
+                "INSERT INTO messages (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (session_id, position) DO UPDATE SET
+                   blocks = excluded.blocks, streaming = excluded.streaming, updated_seq = excluded.updated_seq",
+            )
+            .bind(session_id)
+            .bind(position as i64)
+            .bind(&message.id)
+            .bind(role_to_str(message.role))
+            .bind(serde_json::to_string(&message.blocks)?)
+            .bind(message.streaming)
+            .bind(message.created_at_ms)
+            .bind(seq)
+            .execute(&mut *tx)
+            .await?;
+        }
+        // Deltas do not move a session up the list; messages and turn changes do.
+        let touches = !matches!(event.body, EventBody::TextDelta { .. } | EventBody::ToolInputDelta { .. });
+        let turn_json = turn.map(serde_json::to_string).transpose()?;
+        let updated = sqlx::query(
+            "UPDATE sessions SET last_seq = ?,
+               turn = COALESCE(?, turn),
+               updated_at_ms = CASE WHEN ? THEN ? ELSE updated_at_ms END
+             WHERE id = ? AND last_seq = ?",
+        )
+        .bind(seq)
+        .bind(turn_json)
+        .bind(touches)
+        .bind(event.at_ms)
+        .bind(session_id)
+        .bind(seq - 1)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            // Either the session is gone, or someone else wrote this seq: both leave the log as is.
+            return Err(StoreError::SessionNotFound(session_id.to_string()));
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Up to `limit` events after `after`, oldest first.
+    pub async fn events_after(&self, session_id: &str, after: u64, limit: u32) -> StoreResult<Vec<SessionEvent>> {
+        let rows = sqlx::query(
+            "SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(session_id)
+        .bind(after as i64)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(SessionEvent {
+                    seq: row.get::<i64, _>("seq") as u64,
+                    at_ms: row.get("at_ms"),
+                    body: serde_json::from_str(row.get("body"))?,
+                })
+            })
+            .collect()
+    }
+
+    /// Sessions whose last turn never ended: the server stopped while their agent was working.
+    pub async fn sessions_with_unfinished_turns(&self) -> StoreResult<Vec<String>> {
+        let rows = sqlx::query("SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 1")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|row| row.get("id")).collect())
+    }
+}
+
+fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<SessionSummary> {
+    let turn: TurnState = serde_json::from_str(row.get("turn"))?;
+    Ok(SessionSummary {
+        id: row.get("id"),
+        title: row.get("title"),
+        agent: row.get("agent"),
+        created_at_ms: row.get("created_at_ms"),
+        updated_at_ms: row.get("updated_at_ms"),
+        working: turn.working,
+    })
+}
+
+fn role_to_str(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Notice => "notice",
+    }
+}
+
+fn role_from_str(role: &str) -> Role {
+    match role {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        _ => Role::Notice,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::thread::TurnOutcome;
+
+    fn summary(id: &str, at: i64) -> SessionSummary {
+        SessionSummary {
+            id: id.into(),
+            title: "New session".into(),
+            agent: "scripted".into(),
+            created_at_ms: at,
+            updated_at_ms: at,
+            working: false,
+        }
+    }
+
+    /// Applies and stores events the way the session runtime does.
+    async fn record(store: &Store, session: &str, thread: &mut Thread, bodies: Vec<EventBody>) {
+        for body in bodies {
+            let event = SessionEvent { seq: thread.seq + 1, at_ms: 10_000 + thread.seq as i64, body };
+            let change = thread.apply(&event);
+            store.append(Append::of(session, &event, thread, &change)).await.unwrap();
+        }
+    }
+
+    fn a_turn() -> Vec<EventBody> {
+        vec![
+            EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
+            EventBody::TurnStarted,
+            EventBody::AssistantMessageStarted { message_id: "a1".into() },
+            EventBody::TextDelta { message_id: "a1".into(), text: "Hello ".into() },
+            EventBody::TextDelta { message_id: "a1".into(), text: "there".into() },
+            EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
+            EventBody::ToolCallReady { tool_use_id: "t1".into(), input: serde_json::json!({"command": "ls"}) },
+            EventBody::ToolResult { tool_use_id: "t1".into(), output: "x".into(), is_error: false },
+            EventBody::MessageFinished { message_id: "a1".into() },
+            EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None },
+        ]
+    }
+
+    #[tokio::test]
+    async fn migrations_run_on_a_new_file_and_again_on_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("askbridge.db");
+        let store = Store::open(&path).await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        drop(store);
+        let store = Store::open(&path).await.unwrap();
+        assert_eq!(store.list_sessions().await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn stored_thread_equals_the_fold_of_its_events() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let mut live = Thread::default();
+        record(&store, "s1", &mut live, a_turn()).await;
+
+        let loaded = store.load_thread("s1").await.unwrap();
+        assert_eq!(loaded, live);
+
+        let mut replayed = Thread::default();
+        for event in store.events_after("s1", 0, 1000).await.unwrap() {
+            replayed.apply(&event);
+        }
+        assert_eq!(replayed, live);
+    }
+
+    #[tokio::test]
+    async fn events_after_a_sequence_number_are_exactly_the_rest() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let mut thread = Thread::default();
+        record(&store, "s1", &mut thread, a_turn()).await;
+        let rest = store.events_after("s1", 4, 1000).await.unwrap();
+        assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), (5..=10).collect::<Vec<_>>());
+        let page = store.events_after("s1", 4, 2).await.unwrap();
+        assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5, 6]);
+        assert!(store.events_after("s1", 10, 1000).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_sequence_number_is_written_once() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let mut thread = Thread::default();
+        record(&store, "s1", &mut thread, a_turn()).await;
+        let stale = SessionEvent { seq: 3, at_ms: 0, body: EventBody::TurnStarted };
+        let result = store.append(Append { session_id: "s1", event: &stale, messages: vec![], turn: None }).await;
+        assert!(result.is_err());
+        assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    }
+
+    #[tokio::test]
+    async fn sessions_list_most_recent_first_and_rename_stops_auto_titles() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("old", 1)).await.unwrap();
+        store.create_session(&summary("new", 2)).await.unwrap();
+        let ids: Vec<_> = store.list_sessions().await.unwrap().into_iter().map(|s| s.id).collect();
+        assert_eq!(ids, vec!["new", "old"]);
+
+        store.rename_session("old", "Mine").await.unwrap();
+        store.set_automatic_title("old", "from message").await.unwrap();
+        assert_eq!(store.session("old").await.unwrap().title, "Mine");
+        store.set_automatic_title("new", "from message").await.unwrap();
+        assert_eq!(store.session("new").await.unwrap().title, "from message");
+    }
+
+    #[tokio::test]
+    async fn deleting_a_session_removes_its_log_and_unknown_ids_are_not_found() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let mut thread = Thread::default();
+        record(&store, "s1", &mut thread, a_turn()).await;
+        store.delete_session("s1").await.unwrap();
+        assert!(matches!(store.load_thread("s1").await, Err(StoreError::SessionNotFound(_))));
+        assert!(store.events_after("s1", 0, 10).await.unwrap().is_empty());
+        assert!(matches!(store.delete_session("s1").await, Err(StoreError::SessionNotFound(_))));
+        assert!(matches!(store.rename_session("nope", "x").await, Err(StoreError::SessionNotFound(_))));
+    }
+
+    #[tokio::test]
+    async fn unfinished_turns_are_found_after_a_restart() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        store.create_session(&summary("s2", 1)).await.unwrap();
+        let mut thread = Thread::default();
+        let mut bodies = a_turn();
+        bodies.truncate(4);
+        record(&store, "s1", &mut thread, bodies).await;
+        assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
+    }
+}

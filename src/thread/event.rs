@@ -1,0 +1,68 @@
+//! The events of a session's log: what is stored, replayed and streamed to every tab.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEvent {
+    pub seq: u64,
+    pub at_ms: i64,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    UserMessage { message_id: String, text: String },
+    Notice { message_id: String, text: String },
+    TurnStarted,
+    AssistantMessageStarted { message_id: String },
+    TextDelta { message_id: String, text: String },
+    ToolCallStarted { message_id: String, tool_use_id: String, name: String },
+    ToolInputDelta { tool_use_id: String, partial_json: String },
+    ToolCallReady { tool_use_id: String, input: Value },
+    ToolResult { tool_use_id: String, output: String, is_error: bool },
+    MessageFinished { message_id: String },
+    TurnEnded { outcome: TurnOutcome, usage: Option<Usage> },
+}
+
+impl EventBody {
+    /// The name stored in the log's `kind` column, for reading the log by hand.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::UserMessage { .. } => "user_message",
+            Self::Notice { .. } => "notice",
+            Self::TurnStarted => "turn_started",
+            Self::AssistantMessageStarted { .. } => "assistant_message_started",
+            Self::TextDelta { .. } => "text_delta",
+            Self::ToolCallStarted { .. } => "tool_call_started",
+            Self::ToolInputDelta { .. } => "tool_input_delta",
+            Self::ToolCallReady { .. } => "tool_call_ready",
+            Self::ToolResult { .. } => "tool_result",
+            Self::MessageFinished { .. } => "message_finished",
+            Self::TurnEnded { .. } => "turn_ended",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum TurnOutcome {
+    Completed,
+    /// The person pressed Stop.
+    Interrupted,
+    /// The agent failed; `error` says how, for a person.
+    Failed { error: String },
+    /// The server stopped while the turn was running.
+    Abandoned,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub duration_ms: Option<u64>,
+}

@@ -1,0 +1,413 @@
+//! The conversation model shared by the server and the browser.
+//!
+//! A session's thread is a fold of its event log: the server applies each event before storing
+//! the changed message, the browser applies the same events as they stream in. One reducer, so
+//! the page after a reload and the page that watched it live cannot disagree.
+
+mod event;
+
+pub use event::{EventBody, SessionEvent, TurnOutcome, Usage};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A session as the session list shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub id: String,
+    pub title: String,
+    pub agent: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// The agent is in the middle of a turn.
+    pub working: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// Something the product itself says in the thread: an agent error, an interrupted turn.
+    Notice,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub blocks: Vec<Block>,
+    /// Still receiving deltas.
+    pub streaming: bool,
+    pub created_at_ms: i64,
+}
+
+impl Message {
+    /// The plain text of the message, tool calls left out.
+    pub fn text(&self) -> String {
+        self.blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Text { text } => Some(text.as_str()),
+                Block::ToolCall(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Block {
+    Text { text: String },
+    ToolCall(ToolCall),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The agent's `tool_use` id.
+    pub id: String,
+    pub name: String,
+    /// The arguments once they are complete.
+    pub input: Option<Value>,
+    /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub partial_input: String,
+    pub status: ToolStatus,
+    pub result: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The agent is still writing the arguments.
+    Streaming,
+    Running,
+    Done,
+    Failed,
+    /// The turn ended (interrupted, agent gone) before the tool finished.
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// What the session's agent is doing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TurnState {
+    pub working: bool,
+    /// The last turn's outcome, once it ended.
+    pub last_outcome: Option<TurnOutcome>,
+    pub last_usage: Option<Usage>,
+}
+
+/// A session's thread at a point of its event log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    pub messages: Vec<Message>,
+    pub turn: TurnState,
+    /// The sequence number of the last event applied; live events continue after it.
+    pub seq: u64,
+}
+
+/// What an event changed, so that the caller stores (or re-renders) only that.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Change {
+    /// Positions of the messages that changed; a message's position never changes.
+    pub messages: Vec<usize>,
+    pub turn: bool,
+}
+
+impl Change {
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty() && !self.turn
+    }
+
+    fn message(index: usize) -> Self {
+        Self { messages: vec![index], turn: false }
+    }
+
+    fn turn() -> Self {
+        Self { messages: Vec::new(), turn: true }
+    }
+}
+
+impl Thread {
+    /// Applies one event. Events at or below `self.seq` were applied already and change nothing,
+    /// so replaying an overlapping range is harmless.
+    pub fn apply(&mut self, event: &SessionEvent) -> Change {
+        if event.seq <= self.seq {
+            return Change::default();
+        }
+        self.seq = event.seq;
+        self.apply_body(&event.body, event.at_ms)
+    }
+
+    fn apply_body(&mut self, body: &EventBody, at_ms: i64) -> Change {
+        match body {
+            EventBody::UserMessage { message_id, text } => self.push(Message {
+                id: message_id.clone(),
+                role: Role::User,
+                blocks: vec![Block::Text { text: text.clone() }],
+                streaming: false,
+                created_at_ms: at_ms,
+            }),
+            EventBody::Notice { message_id, text } => self.push(Message {
+                id: message_id.clone(),
+                role: Role::Notice,
+                blocks: vec![Block::Text { text: text.clone() }],
+                streaming: false,
+                created_at_ms: at_ms,
+            }),
+            EventBody::TurnStarted => {
+                self.turn.working = true;
+                self.turn.last_outcome = None;
+                Change::turn()
+            }
+            EventBody::AssistantMessageStarted { message_id } => self.push(Message {
+                id: message_id.clone(),
+                role: Role::Assistant,
+                blocks: Vec::new(),
+                streaming: true,
+                created_at_ms: at_ms,
+            }),
+            EventBody::TextDelta { message_id, text } => {
+                self.with_message(message_id, |message| match message.blocks.last_mut() {
+                    Some(Block::Text { text: last }) => last.push_str(text),
+                    _ => message.blocks.push(Block::Text { text: text.clone() }),
+                })
+            }
+            EventBody::ToolCallStarted { message_id, tool_use_id, name } => {
+                self.with_message(message_id, |message| {
+                    message.blocks.push(Block::ToolCall(ToolCall {
+                        id: tool_use_id.clone(),
+                        name: name.clone(),
+                        input: None,
+                        partial_input: String::new(),
+                        status: ToolStatus::Streaming,
+                        result: None,
+                    }))
+                })
+            }
+            EventBody::ToolInputDelta { tool_use_id, partial_json } => {
+                self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
+            }
+            EventBody::ToolCallReady { tool_use_id, input } => {
+                self.with_tool_call(tool_use_id, |call| {
+                    call.input = Some(input.clone());
+                    call.partial_input.clear();
+                    call.status = ToolStatus::Running;
+                })
+            }
+            EventBody::ToolResult { tool_use_id, output, is_error } => {
+                self.with_tool_call(tool_use_id, |call| {
+                    call.result = Some(output.clone());
+                    call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
+                })
+            }
+            EventBody::MessageFinished { message_id } => {
+                self.with_message(message_id, |message| message.streaming = false)
+            }
+            EventBody::TurnEnded { outcome, usage } => {
+                self.turn.working = false;
+                self.turn.last_outcome = Some(outcome.clone());
+                self.turn.last_usage = usage.clone();
+                // Nothing streams or runs past the end of its turn.
+                let mut change = Change::turn();
+                for (index, message) in self.messages.iter_mut().enumerate() {
+                    let mut changed = std::mem::replace(&mut message.streaming, false);
+                    for block in &mut message.blocks {
+                        if let Block::ToolCall(call) = block
+                            && !call.status.is_finished()
+                        {
+                            call.status = ToolStatus::Cancelled;
+                            changed = true;
+                        }
+                    }
+                    if changed {
+                        change.messages.push(index);
+                    }
+                }
+                change
+            }
+        }
+    }
+
+    fn push(&mut self, message: Message) -> Change {
+        self.messages.push(message);
+        Change::message(self.messages.len() - 1)
+    }
+
+    fn with_message(&mut self, id: &str, change: impl FnOnce(&mut Message)) -> Change {
+        // The message being changed is nearly always the last one.
+        match self.messages.iter().rposition(|message| message.id == id) {
+            Some(index) => {
+                change(&mut self.messages[index]);
+                Change::message(index)
+            }
+            None => Change::default(),
+        }
+    }
+
+    fn with_tool_call(&mut self, tool_use_id: &str, change: impl FnOnce(&mut ToolCall)) -> Change {
+        for (index, message) in self.messages.iter_mut().enumerate().rev() {
+            for block in &mut message.blocks {
+                if let Block::ToolCall(call) = block
+                    && call.id == tool_use_id
+                {
+                    change(call);
+                    return Change::message(index);
+                }
+            }
+        }
+        Change::default()
+    }
+
+}
+
+/// The text shown on a tool card's header: the argument a person would look for first.
+pub fn summarize_tool_input(name: &str, input: &Value) -> String {
+    const PREFERRED: &[&str] = &[
+        "command", "file_path", "path", "url", "pattern", "query", "description", "prompt",
+    ];
+    let preferred = match name {
+        "Bash" => Some("command"),
+        "Read" | "Write" | "Edit" | "NotebookEdit" => Some("file_path"),
+        "WebFetch" => Some("url"),
+        "WebSearch" => Some("query"),
+        "Grep" | "Glob" => Some("pattern"),
+        _ => None,
+    };
+    let Some(object) = input.as_object() else {
+        return one_line(&input.to_string());
+    };
+    let value = preferred
+        .and_then(|key| object.get(key))
+        .or_else(|| PREFERRED.iter().find_map(|key| object.get(*key)))
+        .or_else(|| object.values().find(|value| value.is_string()));
+    match value {
+        Some(Value::String(text)) => one_line(text),
+        Some(other) => one_line(&other.to_string()),
+        None if object.is_empty() => String::new(),
+        None => one_line(&Value::Object(object.clone()).to_string()),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    const MAX: usize = 120;
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > MAX {
+        let cut: String = line.chars().take(MAX - 1).collect();
+        format!("{cut}…")
+    } else {
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(seq: u64, body: EventBody) -> SessionEvent {
+        SessionEvent { seq, at_ms: 1_000 + seq as i64, body }
+    }
+
+    fn streamed_turn() -> Vec<SessionEvent> {
+        vec![
+            event(1, EventBody::UserMessage { message_id: "u1".into(), text: "list files".into() }),
+            event(2, EventBody::TurnStarted),
+            event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
+            event(4, EventBody::TextDelta { message_id: "a1".into(), text: "Sure, ".into() }),
+            event(5, EventBody::TextDelta { message_id: "a1".into(), text: "listing.".into() }),
+            event(
+                6,
+                EventBody::ToolCallStarted {
+                    message_id: "a1".into(),
+                    tool_use_id: "t1".into(),
+                    name: "Bash".into(),
+                },
+            ),
+            event(7, EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "{\"comm".into() }),
+            event(
+                8,
+                EventBody::ToolCallReady { tool_use_id: "t1".into(), input: json!({"command": "ls"}) },
+            ),
+            event(
+                9,
+                EventBody::ToolResult { tool_use_id: "t1".into(), output: "a\nb".into(), is_error: false },
+            ),
+            event(10, EventBody::TextDelta { message_id: "a1".into(), text: "Done.".into() }),
+            event(11, EventBody::MessageFinished { message_id: "a1".into() }),
+            event(12, EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None }),
+        ]
+    }
+
+    #[test]
+    fn folding_a_streamed_turn_gives_text_then_tool_then_text() {
+        let mut thread = Thread::default();
+        for e in streamed_turn() {
+            thread.apply(&e);
+        }
+        assert_eq!(thread.seq, 12);
+        assert_eq!(thread.messages.len(), 2);
+        let reply = &thread.messages[1];
+        assert!(!reply.streaming);
+        assert_eq!(reply.blocks.len(), 3);
+        assert_eq!(reply.blocks[0], Block::Text { text: "Sure, listing.".into() });
+        let Block::ToolCall(call) = &reply.blocks[1] else { panic!("expected a tool call") };
+        assert_eq!(call.status, ToolStatus::Done);
+        assert_eq!(call.input, Some(json!({"command": "ls"})));
+        assert_eq!(call.partial_input, "");
+        assert_eq!(call.result.as_deref(), Some("a\nb"));
+        assert_eq!(reply.blocks[2], Block::Text { text: "Done.".into() });
+        assert!(!thread.turn.working);
+    }
+
+    #[test]
+    fn replaying_events_already_applied_changes_nothing() {
+        let events = streamed_turn();
+        let mut once = Thread::default();
+        for e in &events {
+            once.apply(e);
+        }
+        let mut twice = once.clone();
+        for e in &events {
+            assert!(twice.apply(e).is_empty());
+        }
+        assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn turn_end_cancels_tools_still_running() {
+        let mut thread = Thread::default();
+        for e in streamed_turn().into_iter().take(8) {
+            thread.apply(&e);
+        }
+        let change = thread.apply(&event(9, EventBody::TurnEnded { outcome: TurnOutcome::Interrupted, usage: None }));
+        assert_eq!(change, Change { messages: vec![1], turn: true });
+        let Block::ToolCall(call) = &thread.messages[1].blocks[1] else { panic!() };
+        assert_eq!(call.status, ToolStatus::Cancelled);
+        assert!(!thread.messages[1].streaming);
+    }
+
+    #[test]
+    fn events_for_unknown_messages_are_ignored() {
+        let mut thread = Thread::default();
+        let change = thread.apply(&event(1, EventBody::TextDelta { message_id: "nope".into(), text: "x".into() }));
+        assert!(change.is_empty());
+        assert_eq!(thread.seq, 1);
+    }
+
+    #[test]
+    fn tool_summary_prefers_the_argument_people_look_for() {
+        assert_eq!(summarize_tool_input("Bash", &json!({"description": "x", "command": "ls -la"})), "ls -la");
+        assert_eq!(summarize_tool_input("Read", &json!({"file_path": "/a/b.rs"})), "/a/b.rs");
+        assert_eq!(summarize_tool_input("Mystery", &json!({"n": 3, "label": "multi\nline"})), "multi line");
+        assert_eq!(summarize_tool_input("Mystery", &json!({})), "");
+        assert!(summarize_tool_input("Bash", &json!({"command": "x".repeat(500)})).ends_with('…'));
+    }
+}

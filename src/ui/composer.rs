@@ -1,0 +1,189 @@
+//! The composer: Enter sends, Shift+Enter starts a new line; says why it cannot send when it
+//! cannot; Stop interrupts the agent's turn. The draft survives a reload and a failed send.
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::use_navigate;
+
+use super::icons;
+use super::state::{ThreadState, use_workspace};
+use crate::error::{AppError, MAX_MESSAGE_CHARS, validate_message};
+use crate::live::ConnectionStatus;
+use crate::session::{create_session, interrupt_turn, send_message};
+
+#[component]
+pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl IntoView {
+    let workspace = use_workspace();
+    let navigate = use_navigate();
+    let input = NodeRef::<html::Textarea>::new();
+    let draft = RwSignal::new(String::new());
+    let sending = RwSignal::new(false);
+    let stopping = RwSignal::new(false);
+    let problem = RwSignal::new(None::<String>);
+    let session = StoredValue::new(session);
+    let draft_key = StoredValue::new(format!("askbridge:draft:{}", session.get_value().as_deref().unwrap_or("new")));
+
+    restore_draft(draft, draft_key, input);
+
+    let working = move || thread.is_some_and(|t| t.turn.with(|turn| turn.working));
+    let gone = move || matches!(workspace.connection.get(), ConnectionStatus::Closed(_));
+    let too_long = move || draft.with(|d| d.chars().count() > MAX_MESSAGE_CHARS);
+    // Why the message cannot be sent right now, in words; None when it can.
+    let blocked = move || -> Option<String> {
+        if !workspace.hydrated.get() {
+            Some("Loading…".into())
+        } else if gone() {
+            Some("This session is no longer available.".into())
+        } else if working() {
+            Some("The agent is working. Wait for it, or press Stop.".into())
+        } else if sending.get() {
+            Some("Sending…".into())
+        } else if too_long() {
+            Some(format!("The message is longer than {MAX_MESSAGE_CHARS} characters."))
+        } else {
+            None
+        }
+    };
+    let can_send = move || blocked().is_none() && draft.with(|d| !d.trim().is_empty());
+
+    let send = move || {
+        if !can_send() {
+            return;
+        }
+        let text = draft.get_untracked();
+        if let Err(error) = validate_message(&text) {
+            problem.set(Some(error.to_string()));
+            return;
+        }
+        sending.set(true);
+        problem.set(None);
+        let navigate = navigate.clone();
+        spawn_local(async move {
+            let result: Result<Option<String>, AppError> = async {
+                match session.get_value() {
+                    Some(id) => send_message(id, text).await.map(|()| None),
+                    None => {
+                        let created = create_session().await?;
+                        send_message(created.id.clone(), text).await?;
+                        Ok(Some(created.id))
+                    }
+                }
+            }
+            .await;
+            sending.set(false);
+            match result {
+                Ok(created) => {
+                    draft.set(String::new());
+                    save_draft(draft_key, "");
+                    if let Some(id) = created {
+                        navigate(&format!("/s/{id}"), Default::default());
+                    } else if let Some(el) = input.get_untracked() {
+                        let _ = el.focus();
+                    }
+                }
+                // The draft stays, so nothing typed is lost.
+                Err(error) => problem.set(Some(error.to_string())),
+            }
+        });
+    };
+    let send_on_submit = send.clone();
+
+    let stop = move |_| {
+        let Some(id) = session.get_value() else { return };
+        stopping.set(true);
+        spawn_local(async move {
+            if let Err(error) = interrupt_turn(id).await {
+                problem.set(Some(error.to_string()));
+            }
+            stopping.set(false);
+        });
+    };
+
+    let hint = move || problem.get().or_else(blocked).unwrap_or_default();
+    view! {
+        <form
+            class="composer"
+            on:submit=move |ev| {
+                ev.prevent_default();
+                send_on_submit();
+            }
+        >
+            <div class="composer-box">
+                <textarea
+                    node_ref=input
+                    class="composer-input"
+                    aria-label="Message"
+                    aria-describedby="composer-hint"
+                    placeholder="Message the agent…  (Enter to send, Shift+Enter for a new line)"
+                    rows="1"
+                    prop:value=move || draft.get()
+                    on:input=move |ev| {
+                        let value = event_target_value(&ev);
+                        save_draft(draft_key, &value);
+                        draft.set(value);
+                    }
+                    on:keydown=move |ev| {
+                        if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
+                            ev.prevent_default();
+                            send();
+                        }
+                    }
+                ></textarea>
+                <div class="composer-actions">
+                    <Show when=working>
+                        <button
+                            type="button"
+                            class="button stop"
+                            on:click=stop
+                            disabled=move || stopping.get()
+                        >
+                            {icons::stop()}
+                            "Stop"
+                        </button>
+                    </Show>
+                    <button
+                        type="submit"
+                        class="button primary send"
+                        disabled=move || !can_send()
+                        aria-describedby="composer-hint"
+                    >
+                        {icons::send()}
+                        "Send"
+                    </button>
+                </div>
+            </div>
+            <p id="composer-hint" class="composer-hint" class:problem=move || problem.with(Option::is_some) aria-live="polite">
+                {hint}
+            </p>
+        </form>
+    }
+}
+
+/// Brings back what was typed before a reload, and focuses the box.
+#[allow(unused_variables)]
+fn restore_draft(draft: RwSignal<String>, key: StoredValue<String>, input: NodeRef<html::Textarea>) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let Some(saved) = local_storage().and_then(|s| s.get_item(&key.get_value()).ok().flatten()) {
+            draft.set(saved);
+        }
+        if let Some(el) = input.get() {
+            let _ = el.focus();
+        }
+    });
+}
+
+#[allow(unused_variables)]
+fn save_draft(key: StoredValue<String>, value: &str) {
+    #[cfg(feature = "hydrate")]
+    if let Some(storage) = local_storage() {
+        let key = key.get_value();
+        let _ = if value.is_empty() { storage.remove_item(&key) } else { storage.set_item(&key, value) };
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}

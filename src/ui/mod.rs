@@ -1,0 +1,11 @@
+//! The interface, named for what people see: the workspace with its session list, the thread
+//! with its messages and tool cards, and the composer.
+
+pub mod composer;
+pub mod icons;
+pub mod markdown;
+pub mod session_list;
+pub mod state;
+pub mod thread_view;
+pub mod tool_card;
+pub mod workspace;

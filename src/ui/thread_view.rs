@@ -1,0 +1,150 @@
+//! The thread: messages as they stream in, each block rendered by what it is.
+
+use leptos::html;
+use leptos::prelude::*;
+
+use super::markdown::Markdown;
+use super::state::ThreadState;
+use super::tool_card::ToolCard;
+use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
+
+#[component]
+pub fn ThreadView(thread: ThreadState) -> impl IntoView {
+    let scroller = NodeRef::<html::Div>::new();
+    follow_newest(scroller, thread);
+    let empty = move || thread.messages.with(Vec::is_empty);
+    view! {
+        <div class="thread" node_ref=scroller>
+            <div class="thread-inner" role="log" aria-label="Conversation" aria-live="off">
+                <Show when=empty>
+                    <p class="thread-empty">"Send a message to start."</p>
+                </Show>
+                <For each=move || thread.messages.get() key=|entry| entry.id.clone() let:entry>
+                    <MessageView message=entry.message.into() />
+                </For>
+                <TurnFooter thread />
+            </div>
+        </div>
+    }
+}
+
+/// Keeps the newest message in view while the person is at the bottom; leaves them alone once
+/// they scroll up to read.
+#[allow(unused_variables)]
+fn follow_newest(scroller: NodeRef<html::Div>, thread: ThreadState) {
+    #[cfg(feature = "hydrate")]
+    {
+        let pinned = StoredValue::new(true);
+        let on_scroll = move || {
+            if let Some(el) = scroller.get_untracked() {
+                let from_bottom = el.scroll_height() - el.scroll_top() - el.client_height();
+                pinned.set_value(from_bottom < 80);
+            }
+        };
+        Effect::new(move |_| {
+            if let Some(el) = scroller.get() {
+                el.set_scroll_top(el.scroll_height());
+                let handler = wasm_bindgen::closure::Closure::<dyn Fn()>::new(on_scroll);
+                let _ = el.add_event_listener_with_callback("scroll", wasm_bindgen::JsCast::unchecked_ref(handler.as_ref()));
+                handler.forget();
+            }
+        });
+        Effect::new(move |_| {
+            thread.version.track();
+            if pinned.get_value()
+                && let Some(el) = scroller.get_untracked()
+            {
+                el.set_scroll_top(el.scroll_height());
+            }
+        });
+    }
+}
+
+#[component]
+fn MessageView(message: Signal<Message>) -> impl IntoView {
+    let role = message.with_untracked(|m| m.role);
+    let (role_name, label) = match role {
+        Role::User => ("user", "You"),
+        Role::Assistant => ("assistant", "Agent"),
+        Role::Notice => ("notice", "Notice"),
+    };
+    let block_count = move || message.with(|m| m.blocks.len());
+    view! {
+        <article class="message" data-role=role_name class:streaming=move || message.with(|m| m.streaming) aria-label=label>
+            <For each=move || 0..block_count() key=|index| *index let:index>
+                <BlockView message index role />
+            </For>
+        </article>
+    }
+}
+
+/// A block keeps its kind for life, so the branch is taken once and its content updates in place
+/// (an open tool card stays open while its result arrives).
+#[component]
+fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoView {
+    let is_text = message.with_untracked(|m| matches!(m.blocks.get(index), Some(Block::Text { .. })));
+    if is_text {
+        let text = Memo::new(move |_| {
+            message.with(|m| match m.blocks.get(index) {
+                Some(Block::Text { text }) => text.clone(),
+                _ => String::new(),
+            })
+        });
+        return match role {
+            Role::Assistant => view! { <Markdown text /> }.into_any(),
+            Role::User => view! { <p class="plain-text">{text}</p> }.into_any(),
+            Role::Notice => view! { <p class="notice-text" role="note">{text}</p> }.into_any(),
+        };
+    }
+    let call = Memo::new(move |_| {
+        message.with(|m| match m.blocks.get(index) {
+            Some(Block::ToolCall(call)) => Some(call.clone()),
+            _ => None,
+        })
+    });
+    let call = Signal::derive(move || call.get().unwrap_or_else(placeholder_call));
+    view! { <ToolCard call /> }.into_any()
+}
+
+fn placeholder_call() -> ToolCall {
+    ToolCall {
+        id: String::new(),
+        name: String::new(),
+        input: None,
+        partial_input: String::new(),
+        status: crate::thread::ToolStatus::Cancelled,
+        result: None,
+    }
+}
+
+/// Under the last message: the agent is working, or how its turn ended when that is news.
+#[component]
+fn TurnFooter(thread: ThreadState) -> impl IntoView {
+    move || {
+        thread.turn.with(|turn| {
+            if turn.working {
+                return Some(
+                    view! {
+                        <div class="turn-footer working" role="status">
+                            <span class="typing" aria-hidden="true"><i></i><i></i><i></i></span>
+                            "Agent is working…"
+                        </div>
+                    }
+                    .into_any(),
+                );
+            }
+            match &turn.last_outcome {
+                Some(TurnOutcome::Interrupted) => Some(
+                    view! { <div class="turn-footer" role="status">"Stopped. Send a message to go on."</div> }.into_any(),
+                ),
+                Some(TurnOutcome::Failed { error }) => Some(
+                    view! {
+                        <div class="turn-footer failed" role="alert">"The agent failed: " {error.clone()}</div>
+                    }
+                    .into_any(),
+                ),
+                _ => None,
+            }
+        })
+    }
+}

@@ -1,0 +1,89 @@
+//! The generic tool card: any tool name, its arguments as they stream, its status and result.
+//! Tools with their own card (questions, approvals) are drawn elsewhere; every other tool,
+//! including ones nobody has heard of, lands here.
+
+use leptos::prelude::*;
+
+use crate::thread::{ToolCall, ToolStatus, summarize_tool_input};
+
+#[component]
+pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
+    let status = Memo::new(move |_| call.with(|c| c.status));
+    let name = Memo::new(move |_| call.with(|c| c.name.clone()));
+    let summary = Memo::new(move |_| {
+        call.with(|c| match &c.input {
+            Some(input) => summarize_tool_input(&c.name, input),
+            None => String::new(),
+        })
+    });
+    let arguments = Memo::new(move |_| {
+        call.with(|c| match &c.input {
+            Some(input) => serde_json::to_string_pretty(input).unwrap_or_default(),
+            None => c.partial_input.clone(),
+        })
+    });
+    let result = Memo::new(move |_| call.with(|c| c.result.clone()));
+    let status_text = move || status_label(status.get());
+    let label = move || {
+        let summary = summary.get();
+        if summary.is_empty() {
+            format!("{}, {}", name.get(), status_text())
+        } else {
+            format!("{}: {}, {}", name.get(), summary, status_text())
+        }
+    };
+
+    view! {
+        <div class="tool-card" data-status=move || status_key(status.get()) role="group" aria-label=label>
+            <details>
+                <summary>
+                    <span class="tool-status-icon" aria-hidden="true"></span>
+                    <span class="tool-name">{name}</span>
+                    <code class="tool-summary">{summary}</code>
+                    <span class="tool-state">{status_text}</span>
+                </summary>
+                <div class="tool-body">
+                    <section class="tool-section">
+                        <h4>"Arguments"</h4>
+                        <pre class="tool-pre">{arguments}</pre>
+                    </section>
+                    {move || {
+                        result
+                            .get()
+                            .map(|result| {
+                                let heading = if status.get() == ToolStatus::Failed { "Error" } else { "Result" };
+                                view! {
+                                    <section class="tool-section">
+                                        <h4>{heading}</h4>
+                                        <pre class="tool-pre tool-result">
+                                            {if result.is_empty() { "(no output)".to_string() } else { result }}
+                                        </pre>
+                                    </section>
+                                }
+                            })
+                    }}
+                </div>
+            </details>
+        </div>
+    }
+}
+
+fn status_key(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Streaming => "streaming",
+        ToolStatus::Running => "running",
+        ToolStatus::Done => "done",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Cancelled => "cancelled",
+    }
+}
+
+fn status_label(status: ToolStatus) -> &'static str {
+    match status {
+        ToolStatus::Streaming => "preparing",
+        ToolStatus::Running => "running",
+        ToolStatus::Done => "done",
+        ToolStatus::Failed => "failed",
+        ToolStatus::Cancelled => "cancelled",
+    }
+}
