@@ -1,10 +1,8 @@
 //! The page shell and the routes.
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Title, provide_meta_context};
-use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{SsrMode, path};
 
+use crate::ui::navigation::{Page, provide_location};
 use crate::ui::workspace::Workspace;
 
 /// Where the stylesheet is: its name carries a content hash in release builds.
@@ -17,14 +15,12 @@ impl AssetPaths {
     /// Reads cargo-leptos' `hash.txt` (lines like `css: 1a2b…`), when the build hashed names.
     #[cfg(feature = "ssr")]
     pub fn read(hash_file: Option<&std::path::Path>) -> Self {
-        let css_hash = hash_file
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .and_then(|text| {
-                text.lines().find_map(|line| {
-                    let (kind, hash) = line.split_once(':')?;
-                    (kind.trim() == "css").then(|| hash.trim().to_string())
-                })
-            });
+        let css_hash = hash_file.and_then(|path| std::fs::read_to_string(path).ok()).and_then(|text| {
+            text.lines().find_map(|line| {
+                let (kind, hash) = line.split_once(':')?;
+                (kind.trim() == "css").then(|| hash.trim().to_string())
+            })
+        });
         let stylesheet = match css_hash {
             Some(hash) => format!("/pkg/askbridge.{hash}.css"),
             None => "/pkg/askbridge.css".to_string(),
@@ -45,8 +41,8 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <meta name="theme-color" media="(prefers-color-scheme: dark)" content="#111418" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <link rel="stylesheet" href=assets.stylesheet />
+                <title>"AskBridge"</title>
                 <HydrationScripts options />
-                <MetaTags />
             </head>
             <body>
                 <App />
@@ -57,26 +53,18 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
 
 #[component]
 pub fn App() -> impl IntoView {
-    provide_meta_context();
-    view! {
-        <Title formatter=|title: String| if title.is_empty() { "AskBridge".to_string() } else { format!("{title} · AskBridge") } />
-        <Router>
-            <Routes fallback=|| view! { <NotFound /> }>
-                <Route path=path!("/") view=Workspace ssr=SsrMode::Async />
-                <Route path=path!("/s/:id") view=Workspace ssr=SsrMode::Async />
-            </Routes>
-        </Router>
-    }
+    let location = provide_location();
+    // Memoized, so that moving between sessions keeps the workspace mounted.
+    let found = Memo::new(move |_| location.page() != Page::NotFound);
+    move || if found.get() { view! { <Workspace /> }.into_any() } else { not_found().into_any() }
 }
 
-#[component]
-fn NotFound() -> impl IntoView {
+fn not_found() -> impl IntoView {
     #[cfg(feature = "ssr")]
     if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
         response.set_status(axum::http::StatusCode::NOT_FOUND);
     }
     view! {
-        <Title text="Not found" />
         <main class="not-found">
             <h1>"Nothing here"</h1>
             <p><a href="/">"Back to your sessions"</a></p>

@@ -9,11 +9,16 @@ use server_fn::error::{FromServerFnError, ServerFnErrorErr};
 
 /// The longest message the composer accepts, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 64 * 1024;
+/// Larger request bodies are refused before they are read (the longest message fits easily).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The longest session title, in characters.
 pub const MAX_TITLE_CHARS: usize = 200;
 
+/// On the wire an error is one flat object: `{"error": "session_not_found", "message": "…",
+/// "id": "…"}`. The kind is for programs, the message for people; and one flat shape keeps the
+/// browser's decoder small.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[serde(tag = "error", rename_all = "snake_case")]
+#[serde(into = "WireError", from = "WireError")]
 pub enum AppError {
     #[error("There is no session with id “{id}”. It may have been deleted.")]
     SessionNotFound { id: String },
@@ -27,6 +32,8 @@ pub enum AppError {
     AgentBusy,
     #[error("The request could not be understood: {detail}")]
     BadRequest { detail: String },
+    #[error("The request is too large: the limit is {max_kib} KiB.")]
+    TooLarge { max_kib: usize },
     #[error("Sign-in required: open the link with the access token, or enter the token.")]
     Unauthorized,
     #[error("The request came from another site and was refused.")]
@@ -39,14 +46,72 @@ pub enum AppError {
     Internal { detail: String },
 }
 
+#[derive(Serialize, Deserialize)]
+struct WireError {
+    error: String,
+    message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    chars: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max: Option<usize>,
+}
+
+impl From<AppError> for WireError {
+    fn from(error: AppError) -> Self {
+        let message = error.to_string();
+        let (kind, id, detail, chars, max) = match error {
+            AppError::SessionNotFound { id } => ("session_not_found", Some(id), None, None, None),
+            AppError::EmptyMessage => ("empty_message", None, None, None, None),
+            AppError::MessageTooLong { chars, max } => ("message_too_long", None, None, Some(chars), Some(max)),
+            AppError::InvalidTitle { max } => ("invalid_title", None, None, None, Some(max)),
+            AppError::AgentBusy => ("agent_busy", None, None, None, None),
+            AppError::BadRequest { detail } => ("bad_request", None, Some(detail), None, None),
+            AppError::TooLarge { max_kib } => ("too_large", None, None, None, Some(max_kib)),
+            AppError::Unauthorized => ("unauthorized", None, None, None, None),
+            AppError::ForbiddenOrigin => ("forbidden_origin", None, None, None, None),
+            AppError::Storage { detail } => ("storage", None, Some(detail), None, None),
+            AppError::Unreachable { detail } => ("unreachable", None, Some(detail), None, None),
+            AppError::Internal { detail } => ("internal", None, Some(detail), None, None),
+        };
+        Self { error: kind.to_string(), message, id, detail, chars, max }
+    }
+}
+
+impl From<WireError> for AppError {
+    fn from(wire: WireError) -> Self {
+        let detail = || wire.detail.clone().unwrap_or_default();
+        let max = wire.max.unwrap_or_default();
+        match wire.error.as_str() {
+            "session_not_found" => Self::SessionNotFound { id: wire.id.clone().unwrap_or_default() },
+            "empty_message" => Self::EmptyMessage,
+            "message_too_long" => Self::MessageTooLong { chars: wire.chars.unwrap_or_default(), max },
+            "invalid_title" => Self::InvalidTitle { max },
+            "agent_busy" => Self::AgentBusy,
+            "bad_request" => Self::BadRequest { detail: detail() },
+            "too_large" => Self::TooLarge { max_kib: max },
+            "unauthorized" => Self::Unauthorized,
+            "forbidden_origin" => Self::ForbiddenOrigin,
+            "storage" => Self::Storage { detail: detail() },
+            "unreachable" => Self::Unreachable { detail: detail() },
+            // A kind this build does not know (a newer server): keep its message.
+            "internal" => Self::Internal { detail: detail() },
+            _ => Self::Internal { detail: wire.message },
+        }
+    }
+}
+
 impl AppError {
     pub fn status(&self) -> u16 {
         match self {
             Self::SessionNotFound { .. } => 404,
-            Self::EmptyMessage
-            | Self::MessageTooLong { .. }
-            | Self::InvalidTitle { .. }
-            | Self::BadRequest { .. } => 400,
+            Self::EmptyMessage | Self::MessageTooLong { .. } | Self::InvalidTitle { .. } | Self::BadRequest { .. } => {
+                400
+            }
+            Self::TooLarge { .. } => 413,
             Self::AgentBusy => 409,
             Self::Unauthorized => 401,
             Self::ForbiddenOrigin => 403,
@@ -62,12 +127,17 @@ impl FromServerFnError for AppError {
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
         match value {
             ServerFnErrorErr::Args(detail) => Self::BadRequest { detail },
-            ServerFnErrorErr::MissingArg(arg) => {
-                Self::BadRequest { detail: format!("missing argument `{arg}`") }
+            // On the server this is the request body that could not be read; in the browser,
+            // the server's reply.
+            ServerFnErrorErr::Deserialization(detail) if cfg!(feature = "ssr") => {
+                if detail.contains("length limit exceeded") {
+                    Self::TooLarge { max_kib: MAX_BODY_BYTES / 1024 }
+                } else {
+                    Self::BadRequest { detail }
+                }
             }
-            ServerFnErrorErr::Request(detail) | ServerFnErrorErr::Response(detail) => {
-                Self::Unreachable { detail }
-            }
+            ServerFnErrorErr::MissingArg(arg) => Self::BadRequest { detail: format!("missing argument `{arg}`") },
+            ServerFnErrorErr::Request(detail) | ServerFnErrorErr::Response(detail) => Self::Unreachable { detail },
             ServerFnErrorErr::UnsupportedRequestMethod(method) => {
                 Self::BadRequest { detail: format!("unsupported method {method}") }
             }
@@ -114,9 +184,34 @@ mod tests {
     }
 
     #[test]
-    fn errors_round_trip_through_json() {
-        let error = AppError::SessionNotFound { id: "abc".into() };
-        let json = serde_json::to_string(&error).unwrap();
-        assert_eq!(serde_json::from_str::<AppError>(&json).unwrap(), error);
+    fn every_error_round_trips_through_its_flat_json() {
+        let errors = [
+            AppError::SessionNotFound { id: "abc".into() },
+            AppError::EmptyMessage,
+            AppError::MessageTooLong { chars: 9, max: 8 },
+            AppError::InvalidTitle { max: 200 },
+            AppError::AgentBusy,
+            AppError::BadRequest { detail: "x".into() },
+            AppError::TooLarge { max_kib: 1024 },
+            AppError::Unauthorized,
+            AppError::ForbiddenOrigin,
+            AppError::Storage { detail: "disk".into() },
+            AppError::Unreachable { detail: "net".into() },
+            AppError::Internal { detail: "bug".into() },
+        ];
+        for error in errors {
+            let json = serde_json::to_string(&error).unwrap();
+            assert_eq!(serde_json::from_str::<AppError>(&json).unwrap(), error, "{json}");
+        }
+        let json = serde_json::to_value(AppError::SessionNotFound { id: "abc".into() }).unwrap();
+        assert_eq!(json["error"], "session_not_found");
+        assert_eq!(json["id"], "abc");
+        assert!(json["message"].as_str().unwrap().contains("abc"));
+    }
+
+    #[test]
+    fn an_unknown_kind_keeps_its_message() {
+        let error: AppError = serde_json::from_str(r#"{"error":"new_kind","message":"Try later."}"#).unwrap();
+        assert_eq!(error, AppError::Internal { detail: "Try later.".into() });
     }
 }

@@ -4,6 +4,8 @@
 //! `agent`, `live::hub`); with `hydrate` it is the WebAssembly bundle that takes over the
 //! server-rendered page (`ui`, `live::client`). `thread` and `error` are shared by both.
 
+#![recursion_limit = "256"]
+
 pub mod app;
 pub mod error;
 pub mod live;

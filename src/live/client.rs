@@ -1,22 +1,28 @@
 //! The browser side of the live stream: an `EventSource` that resumes after the last event it
 //! applied, reconnects by itself with back-off (at once when the browser comes back online), and
 //! never applies an event twice or out of order.
+//!
+//! A connection can die without an error: a laptop lid closes, a phone changes networks. So the
+//! browser's `offline` event drops it at once, and a watchdog drops it when even the server's
+//! heartbeat (`ping`, every 15 s) has stopped arriving.
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 use std::time::Duration;
 
-use leptos::prelude::{TimeoutHandle, set_timeout_with_handle};
+use leptos::prelude::{IntervalHandle, TimeoutHandle, set_interval_with_handle, set_timeout_with_handle};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use web_sys::{EventSource, MessageEvent};
 
-use super::{ConnectionStatus, LIVE_PATH, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
+use super::{ConnectionStatus, HEARTBEAT_EVENT, LIVE_PATH, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
 use crate::error::AppError;
 use crate::thread::{SessionEvent, SessionSummary};
 
 const FIRST_RETRY: Duration = Duration::from_millis(500);
 const LAST_RETRY: Duration = Duration::from_secs(15);
+/// Silence longer than this (three heartbeats) means the connection is dead.
+const SILENCE_MS: f64 = 45_000.0;
 
 /// What the page does with what arrives.
 pub struct Handlers {
@@ -38,7 +44,11 @@ struct Inner {
     attempt: u32,
     source: Option<(EventSource, Vec<Listener>)>,
     retry: Option<TimeoutHandle>,
-    online: Option<Listener>,
+    /// The `online` and `offline` listeners on the window.
+    network: Vec<(&'static str, Listener)>,
+    watchdog: Option<IntervalHandle>,
+    /// When anything last arrived (ms since the epoch).
+    last_heard: f64,
     stopped: bool,
     handlers: Rc<Handlers>,
 }
@@ -52,7 +62,9 @@ impl LiveConnection {
             attempt: 0,
             source: None,
             retry: None,
-            online: None,
+            network: Vec::new(),
+            watchdog: None,
+            last_heard: js_sys::Date::now(),
             stopped: false,
             handlers: Rc::new(handlers),
         }));
@@ -66,10 +78,37 @@ impl LiveConnection {
                 }
             }
         });
+        let weak = Rc::downgrade(&inner);
+        let offline: Listener = Closure::new(move |_: web_sys::Event| {
+            if let Some(inner) = weak.upgrade() {
+                drop_connection(&inner);
+            }
+        });
         if let Some(window) = web_sys::window() {
             let _ = window.add_event_listener_with_callback("online", online.as_ref().unchecked_ref());
+            let _ = window.add_event_listener_with_callback("offline", offline.as_ref().unchecked_ref());
         }
-        inner.borrow_mut().online = Some(online);
+        let weak = Rc::downgrade(&inner);
+        let watchdog = set_interval_with_handle(
+            move || {
+                if let Some(inner) = weak.upgrade() {
+                    let silent = {
+                        let state = inner.borrow();
+                        state.source.is_some() && js_sys::Date::now() - state.last_heard > SILENCE_MS
+                    };
+                    if silent {
+                        drop_connection(&inner);
+                    }
+                }
+            },
+            Duration::from_secs(10),
+        )
+        .ok();
+        {
+            let mut state = inner.borrow_mut();
+            state.network = vec![("online", online), ("offline", offline)];
+            state.watchdog = watchdog;
+        }
         open(&inner);
         Self { inner }
     }
@@ -83,8 +122,13 @@ impl Drop for LiveConnection {
         if let Some(timer) = inner.retry.take() {
             timer.clear();
         }
-        if let (Some(online), Some(window)) = (inner.online.take(), web_sys::window()) {
-            let _ = window.remove_event_listener_with_callback("online", online.as_ref().unchecked_ref());
+        if let Some(watchdog) = inner.watchdog.take() {
+            watchdog.clear();
+        }
+        if let Some(window) = web_sys::window() {
+            for (name, listener) in inner.network.drain(..) {
+                let _ = window.remove_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+            }
         }
     }
 }
@@ -93,6 +137,12 @@ fn close(inner: &mut Inner) {
     if let Some((source, _listeners)) = inner.source.take() {
         source.close();
     }
+}
+
+/// The connection is dead although the browser has not said so: start again.
+fn drop_connection(this: &Rc<RefCell<Inner>>) {
+    close(&mut this.borrow_mut());
+    schedule_retry(this);
 }
 
 fn open(this: &Rc<RefCell<Inner>>) {
@@ -118,10 +168,8 @@ fn open(this: &Rc<RefCell<Inner>>) {
             this.borrow_mut().attempt = 0;
             status(this, ConnectionStatus::Live);
         }),
-        listen(&source, "error", &weak, |this, _| {
-            close(&mut this.borrow_mut());
-            schedule_retry(this);
-        }),
+        listen(&source, "error", &weak, |this, _| drop_connection(this)),
+        listen(&source, HEARTBEAT_EVENT, &weak, |_, _| {}),
         listen(&source, SESSION_EVENT, &weak, |this, data| {
             let Ok(event) = serde_json::from_str::<SessionEvent>(&data) else { return };
             let last = this.borrow().last_seq;
@@ -167,6 +215,7 @@ fn listen(
     let weak = weak.clone();
     let listener: Listener = Closure::new(move |event: web_sys::Event| {
         let Some(this) = weak.upgrade() else { return };
+        this.borrow_mut().last_heard = js_sys::Date::now();
         let data = event.dyn_ref::<MessageEvent>().and_then(|m| m.data().as_string()).unwrap_or_default();
         handle(&this, data);
     });
@@ -185,6 +234,7 @@ fn schedule_retry(this: &Rc<RefCell<Inner>>) {
         if inner.stopped || inner.retry.is_some() {
             return;
         }
+        close(&mut inner);
         inner.attempt += 1;
         (inner.attempt, backoff(inner.attempt))
     };

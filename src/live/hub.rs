@@ -110,12 +110,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_stream_from_the_middle_gets_the_rest_then_live_events_without_repeats() {
-        let scenario = Scenario::parse(
-            "pace = 200\n[[turn]]\n[[turn.step]]\nsay = \"one two three four five six seven\"\n",
-            "t",
-        )
-        .unwrap();
-        let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+        let scenario =
+            Scenario::parse("pace = 200\n[[turn]]\n[[turn.step]]\nsay = \"one two three four five six seven\"\n", "t")
+                .unwrap();
+        let manager =
+            SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
         let session = manager.create_session().await.unwrap();
         manager.send_message(&session.id, "first".into()).await.unwrap();
         // Join while the reply is streaming, from event 3.

@@ -19,6 +19,8 @@ pub const LIVE_PATH: &str = "/api/live";
 /// SSE event names.
 pub const SESSION_EVENT: &str = "session";
 pub const SESSIONS_EVENT: &str = "sessions";
+/// The server's heartbeat, so that the browser can tell a quiet stream from a dead one.
+pub const HEARTBEAT_EVENT: &str = "ping";
 /// A problem that ends the stream (an `AppError` as JSON), such as a deleted session.
 pub const PROBLEM_EVENT: &str = "problem";
 
@@ -30,7 +32,9 @@ pub enum ConnectionStatus {
     Connecting,
     Live,
     /// Lost; the next attempt is scheduled.
-    Reconnecting { attempt: u32 },
+    Reconnecting {
+        attempt: u32,
+    },
     /// The server ended the stream for good (the session was deleted).
     Closed(AppError),
 }

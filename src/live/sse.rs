@@ -5,16 +5,16 @@ use std::sync::Arc;
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse;
+use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
 use serde::Deserialize;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
 
 use super::hub::{follow_list, follow_session};
-use super::{PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
+use super::{HEARTBEAT_EVENT, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
 use crate::error::AppError;
 use crate::session::SessionManager;
 
@@ -34,10 +34,9 @@ pub async fn live(
         headers.get("last-event-id").and_then(|value| value.to_str().ok()).and_then(|value| value.parse().ok())
     });
     let stream = open(manager, query.session, after.unwrap_or(0)).await;
-    (
-        [("x-accel-buffering", "no")],
-        Sse::new(stream).keep_alive(KeepAlive::default()),
-    )
+    let heartbeat =
+        KeepAlive::new().interval(std::time::Duration::from_secs(15)).event(Event::default().event(HEARTBEAT_EVENT));
+    ([("x-accel-buffering", "no")], Sse::new(stream).keep_alive(heartbeat))
 }
 
 async fn open(

@@ -10,12 +10,11 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::FromRef;
-use axum::http::{HeaderValue, Response, StatusCode, header};
+use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use leptos::config::LeptosOptions;
 use leptos::prelude::provide_context;
-use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
@@ -25,16 +24,13 @@ use tracing::{info, warn};
 
 use crate::agent::AgentBackend;
 use crate::agent::scripted::{Scenario, ScriptedAgent};
-use crate::app::{App, AssetPaths, shell};
-use crate::error::AppError;
+use crate::app::{AssetPaths, shell};
+use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
 use crate::session::SessionManager;
 use crate::store::Store;
 use cli::{AgentChoice, ServeArgs};
 use security::Access;
-
-/// Larger request bodies are refused before they are read (the longest message is 64 Ki chars).
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -96,6 +92,8 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
 
 /// The whole application as one axum router.
 pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
+    // Rendering spawns its tasks on tokio (a second call finds it set: fine).
+    let _ = any_spawner::Executor::init_tokio();
     let hashed = hash_file_beside_exe().is_some();
     let leptos_options = LeptosOptions::builder()
         .output_name("askbridge")
@@ -111,29 +109,39 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
     let access = Access::new(args.token.clone());
     let state = AppState { leptos_options: leptos_options.clone(), manager: manager.clone(), access: access.clone() };
 
-    let context_manager = manager.clone();
-    let shell_assets = assets.clone();
+    // What pages and server functions find in their context.
+    let context = {
+        let manager = manager.clone();
+        let options = leptos_options.clone();
+        move || {
+            provide_context(manager.clone());
+            provide_context(options.clone());
+        }
+    };
+    // Pages render once their data is loaded (no loading placeholders in the HTML).
+    let page = leptos_axum::render_app_async_with_context(context.clone(), {
+        let options = leptos_options.clone();
+        let assets = assets.clone();
+        move || shell(options.clone(), assets.clone())
+    });
+    let server_fn = move |request: Request<Body>| {
+        let context = context.clone();
+        async move { leptos_axum::handle_server_fns_with_context(context, request).await }
+    };
     let fallback_assets = assets;
-    let routes = generate_route_list(App);
 
     Router::new()
+        .route("/", get(page.clone()))
+        .route("/s/{id}", get(page))
+        .route("/api/{*function}", post(server_fn))
         .route(LIVE_PATH, get(sse::live))
         .route(security::LOGIN_PATH, post(security::login))
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || provide_context(context_manager.clone()),
-            {
-                let options = leptos_options.clone();
-                move || shell(options.clone(), shell_assets.clone())
-            },
-        )
         .nest_service("/pkg", pkg_service(&args.site_root, hashed))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(move |options| {
             shell(options, fallback_assets.clone())
         }))
-        .layer(axum::middleware::map_response(typed_error_status))
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        .layer(axum::middleware::map_response(typed_error_status))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(access, security::guard))
         .layer(TraceLayer::new_for_http())
@@ -144,9 +152,9 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
 /// Files are served pre-compressed (`.br`, `.gz`) when the build made them.
 fn pkg_service(site_root: &Path, hashed: bool) -> Router {
     let cache = if hashed { "public, max-age=31536000, immutable" } else { "no-cache" };
-    Router::new().fallback_service(ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip()).layer(
-        SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(cache)),
-    )
+    Router::new()
+        .fallback_service(ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip())
+        .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(cache)))
 }
 
 /// cargo-leptos writes the hashes of the bundle's file names next to the server binary.
@@ -161,7 +169,7 @@ async fn typed_error_status(response: Response<Body>) -> Response<Body> {
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE
         && !response.headers().contains_key(server_fn::error::SERVER_FN_ERROR_HEADER)
     {
-        let error = AppError::BadRequest { detail: format!("the request is larger than {} KiB", MAX_BODY_BYTES / 1024) };
+        let error = AppError::TooLarge { max_kib: MAX_BODY_BYTES / 1024 };
         return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(error)).into_response();
     }
     if !response.headers().contains_key(server_fn::error::SERVER_FN_ERROR_HEADER) {

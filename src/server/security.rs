@@ -167,7 +167,8 @@ fn host_name_with_brackets(authority: &str) -> &str {
 }
 
 fn token_from_query(uri: &Uri) -> Option<String> {
-    form_urlencoded::parse(uri.query()?.as_bytes()).find_map(|(key, value)| (key == "token").then(|| value.into_owned()))
+    form_urlencoded::parse(uri.query()?.as_bytes())
+        .find_map(|(key, value)| (key == "token").then(|| value.into_owned()))
 }
 
 fn uri_without_token(uri: &Uri) -> String {
@@ -195,10 +196,7 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
 }
 
 fn set_cookie(response: &mut Response, token: &str) {
-    let cookie = format!(
-        "{TOKEN_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000",
-        percent_encode(token)
-    );
+    let cookie = format!("{TOKEN_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000", percent_encode(token));
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
@@ -223,7 +221,8 @@ fn refuse(status: StatusCode, error: AppError) -> Response {
 
 fn login_page(status: StatusCode, next: &str, problem: Option<&str>) -> Response {
     let next = html_escape(safe_next(next));
-    let problem = problem.map(|p| format!(r#"<p class="problem" role="alert">{}</p>"#, html_escape(p))).unwrap_or_default();
+    let problem =
+        problem.map(|p| format!(r#"<p class="problem" role="alert">{}</p>"#, html_escape(p))).unwrap_or_default();
     let page = format!(include_str!("login.html"), next = next, problem = problem);
     let mut response = (status, Html(page)).into_response();
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -341,13 +340,19 @@ mod tests {
     async fn the_token_is_accepted_as_bearer_or_cookie() {
         let bearer = send(
             app(Some(TOKEN)),
-            request("POST", "/api/thing").header(header::AUTHORIZATION, format!("Bearer {TOKEN}")).body(Body::empty()).unwrap(),
+            request("POST", "/api/thing")
+                .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+                .body(Body::empty())
+                .unwrap(),
         )
         .await;
         assert_eq!(bearer.status(), StatusCode::OK);
         let cookie = send(
             app(Some(TOKEN)),
-            request("GET", "/").header(header::COOKIE, format!("a=b; {TOKEN_COOKIE}={TOKEN}")).body(Body::empty()).unwrap(),
+            request("GET", "/")
+                .header(header::COOKIE, format!("a=b; {TOKEN_COOKIE}={TOKEN}"))
+                .body(Body::empty())
+                .unwrap(),
         )
         .await;
         assert_eq!(cookie.status(), StatusCode::OK);

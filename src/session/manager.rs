@@ -76,18 +76,25 @@ impl SessionManager {
             warn!(session = %id, "the server stopped during a turn; ending it");
             let runtime = self.runtime(&id).await?;
             let mut state = runtime.state.lock().await;
-            runtime.append_locked(&self.store, &mut state, EventBody::TurnEnded {
-                outcome: TurnOutcome::Abandoned,
-                usage: None,
-            })
-            .await?;
-            runtime.append_locked(&self.store, &mut state, EventBody::Notice {
-                message_id: new_id(),
-                text: "The server stopped while the agent was working, so that turn was cut short. \
+            runtime
+                .append_locked(
+                    &self.store,
+                    &mut state,
+                    EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None },
+                )
+                .await?;
+            runtime
+                .append_locked(
+                    &self.store,
+                    &mut state,
+                    EventBody::Notice {
+                        message_id: new_id(),
+                        text: "The server stopped while the agent was working, so that turn was cut short. \
                        Send a message to continue."
-                    .to_string(),
-            })
-            .await?;
+                            .to_string(),
+                    },
+                )
+                .await?;
         }
         Ok(())
     }
@@ -191,10 +198,7 @@ impl SessionManager {
         let history = state.thread.messages.clone();
         let first_message = !history.iter().any(|message| message.role == Role::User);
         runtime
-            .append_locked(&self.store, &mut state, EventBody::UserMessage {
-                message_id: new_id(),
-                text: text.clone(),
-            })
+            .append_locked(&self.store, &mut state, EventBody::UserMessage { message_id: new_id(), text: text.clone() })
             .await?;
         runtime.append_locked(&self.store, &mut state, EventBody::TurnStarted).await?;
         let cancel = self.shutdown.child_token();
@@ -277,7 +281,12 @@ impl SessionRuntime {
 
     /// Numbers, applies, stores and then broadcasts one event. The lock on `state` is what keeps
     /// sequence numbers gap-free and in the order the tabs see them.
-    async fn append_locked(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<SessionEvent> {
+    async fn append_locked(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        body: EventBody,
+    ) -> StoreResult<SessionEvent> {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         if let Err(error) = store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
@@ -344,12 +353,8 @@ impl TurnSink {
     }
 
     pub async fn tool_result(&self, tool_use_id: &str, output: &str, is_error: bool) -> Result<(), AgentError> {
-        self.emit(EventBody::ToolResult {
-            tool_use_id: tool_use_id.to_string(),
-            output: output.to_string(),
-            is_error,
-        })
-        .await
+        self.emit(EventBody::ToolResult { tool_use_id: tool_use_id.to_string(), output: output.to_string(), is_error })
+            .await
     }
 
     pub async fn finish_message(&self, message_id: &str) -> Result<(), AgentError> {
@@ -521,10 +526,8 @@ duration_ms = 1
         .join()
         .unwrap();
 
-        let manager = SessionManager::new(
-            Store::open(&path).await.unwrap(),
-            Arc::new(ScriptedAgent::new(quick_scenario())),
-        );
+        let manager =
+            SessionManager::new(Store::open(&path).await.unwrap(), Arc::new(ScriptedAgent::new(quick_scenario())));
         manager.recover_unfinished_turns().await.unwrap();
         let (summary, thread) = manager.snapshot(&id).await.unwrap();
         assert!(!summary.working);

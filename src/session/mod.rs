@@ -1,6 +1,7 @@
 //! Sessions: the server functions the browser calls to list, create, rename, delete and load
 //! sessions, send a message and stop a turn. The runtime behind them (`SessionManager`) is
-//! server-only.
+//! server-only. Each function has a stable path, `/api/<name>`, taking and returning JSON, so
+//! that scripts and tests can drive AskBridge without a browser.
 
 #[cfg(feature = "ssr")]
 mod manager;
@@ -28,27 +29,50 @@ fn manager() -> Result<std::sync::Arc<SessionManager>, AppError> {
         .ok_or_else(|| AppError::Internal { detail: "the session manager is not running".into() })
 }
 
-#[server(input = Json)]
+#[server(input = Json, endpoint = "list_sessions")]
 pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
     manager()?.list_sessions().await
 }
 
-#[server(input = Json)]
+#[server(input = Json, endpoint = "create_session")]
 pub async fn create_session() -> Result<SessionSummary, AppError> {
     manager()?.create_session().await
 }
 
-#[server(input = Json)]
+#[server(input = Json, endpoint = "rename_session")]
 pub async fn rename_session(id: String, title: String) -> Result<(), AppError> {
     manager()?.rename_session(&id, &title).await
 }
 
-#[server(input = Json)]
+#[server(input = Json, endpoint = "delete_session")]
 pub async fn delete_session(id: String) -> Result<(), AppError> {
     manager()?.delete_session(&id).await
 }
 
-#[server(input = Json)]
+/// What the workspace page shows: the session list and the open session, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceData {
+    pub sessions: Vec<SessionSummary>,
+    pub current: Option<SessionView>,
+    /// Why `current` is missing although a session was asked for.
+    pub problem: Option<AppError>,
+}
+
+#[server(input = Json, endpoint = "load_workspace")]
+pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceData, AppError> {
+    let manager = manager()?;
+    let sessions = manager.list_sessions().await?;
+    let (current, problem) = match session {
+        None => (None, None),
+        Some(id) => match manager.snapshot(&id).await {
+            Ok((summary, thread)) => (Some(SessionView { summary, thread }), None),
+            Err(error) => (None, Some(error)),
+        },
+    };
+    Ok(WorkspaceData { sessions, current, problem })
+}
+
+#[server(input = Json, endpoint = "load_session")]
 pub async fn load_session(id: String) -> Result<SessionView, AppError> {
     let (summary, thread) = manager()?.snapshot(&id).await?;
     Ok(SessionView { summary, thread })
@@ -56,12 +80,12 @@ pub async fn load_session(id: String) -> Result<SessionView, AppError> {
 
 /// Stores the message and starts the agent's turn. Returns once the message is stored: the
 /// reply arrives on the live stream.
-#[server(input = Json)]
+#[server(input = Json, endpoint = "send_message")]
 pub async fn send_message(session: String, text: String) -> Result<(), AppError> {
     manager()?.send_message(&session, text).await
 }
 
-#[server(input = Json)]
+#[server(input = Json, endpoint = "interrupt_turn")]
 pub async fn interrupt_turn(session: String) -> Result<(), AppError> {
     manager()?.interrupt(&session).await
 }

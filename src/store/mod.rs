@@ -98,16 +98,14 @@ impl Store {
     }
 
     pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
-        sqlx::query(
-            "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(&summary.id)
-        .bind(&summary.title)
-        .bind(&summary.agent)
-        .bind(summary.created_at_ms)
-        .bind(summary.updated_at_ms)
-        .execute(&self.pool)
-        .await?;
+        sqlx::query("INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?)")
+            .bind(&summary.id)
+            .bind(&summary.title)
+            .bind(&summary.agent)
+            .bind(summary.created_at_ms)
+            .bind(summary.updated_at_ms)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -123,13 +121,11 @@ impl Store {
     }
 
     pub async fn session(&self, id: &str) -> StoreResult<SessionSummary> {
-        let row = sqlx::query(
-            "SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions WHERE id = ?",
-        )
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+        let row = sqlx::query("SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions WHERE id = ?")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
         summary_from_row(&row)
     }
 
@@ -260,14 +256,13 @@ impl Store {
 
     /// Up to `limit` events after `after`, oldest first.
     pub async fn events_after(&self, session_id: &str, after: u64, limit: u32) -> StoreResult<Vec<SessionEvent>> {
-        let rows = sqlx::query(
-            "SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-        )
-        .bind(session_id)
-        .bind(after as i64)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+        let rows =
+            sqlx::query("SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+                .bind(session_id)
+                .bind(after as i64)
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter()
             .map(|row| {
                 Ok(SessionEvent {

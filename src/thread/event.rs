@@ -8,12 +8,11 @@ use serde_json::Value;
 pub struct SessionEvent {
     pub seq: u64,
     pub at_ms: i64,
-    #[serde(flatten)]
     pub body: EventBody,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum EventBody {
     UserMessage { message_id: String, text: String },
     Notice { message_id: String, text: String },
@@ -48,13 +47,15 @@ impl EventBody {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum TurnOutcome {
     Completed,
     /// The person pressed Stop.
     Interrupted,
     /// The agent failed; `error` says how, for a person.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
     /// The server stopped while the turn was running.
     Abandoned,
 }

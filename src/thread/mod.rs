@@ -57,7 +57,7 @@ impl Message {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Block {
     Text { text: String },
     ToolCall(ToolCall),
@@ -180,34 +180,28 @@ impl Thread {
                     _ => message.blocks.push(Block::Text { text: text.clone() }),
                 })
             }
-            EventBody::ToolCallStarted { message_id, tool_use_id, name } => {
-                self.with_message(message_id, |message| {
-                    message.blocks.push(Block::ToolCall(ToolCall {
-                        id: tool_use_id.clone(),
-                        name: name.clone(),
-                        input: None,
-                        partial_input: String::new(),
-                        status: ToolStatus::Streaming,
-                        result: None,
-                    }))
-                })
-            }
+            EventBody::ToolCallStarted { message_id, tool_use_id, name } => self.with_message(message_id, |message| {
+                message.blocks.push(Block::ToolCall(ToolCall {
+                    id: tool_use_id.clone(),
+                    name: name.clone(),
+                    input: None,
+                    partial_input: String::new(),
+                    status: ToolStatus::Streaming,
+                    result: None,
+                }))
+            }),
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
                 self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
             }
-            EventBody::ToolCallReady { tool_use_id, input } => {
-                self.with_tool_call(tool_use_id, |call| {
-                    call.input = Some(input.clone());
-                    call.partial_input.clear();
-                    call.status = ToolStatus::Running;
-                })
-            }
-            EventBody::ToolResult { tool_use_id, output, is_error } => {
-                self.with_tool_call(tool_use_id, |call| {
-                    call.result = Some(output.clone());
-                    call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
-                })
-            }
+            EventBody::ToolCallReady { tool_use_id, input } => self.with_tool_call(tool_use_id, |call| {
+                call.input = Some(input.clone());
+                call.partial_input.clear();
+                call.status = ToolStatus::Running;
+            }),
+            EventBody::ToolResult { tool_use_id, output, is_error } => self.with_tool_call(tool_use_id, |call| {
+                call.result = Some(output.clone());
+                call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
+            }),
             EventBody::MessageFinished { message_id } => {
                 self.with_message(message_id, |message| message.streaming = false)
             }
@@ -265,14 +259,11 @@ impl Thread {
         }
         Change::default()
     }
-
 }
 
 /// The text shown on a tool card's header: the argument a person would look for first.
 pub fn summarize_tool_input(name: &str, input: &Value) -> String {
-    const PREFERRED: &[&str] = &[
-        "command", "file_path", "path", "url", "pattern", "query", "description", "prompt",
-    ];
+    const PREFERRED: &[&str] = &["command", "file_path", "path", "url", "pattern", "query", "description", "prompt"];
     let preferred = match name {
         "Bash" => Some("command"),
         "Read" | "Write" | "Edit" | "NotebookEdit" => Some("file_path"),
@@ -325,21 +316,11 @@ mod tests {
             event(5, EventBody::TextDelta { message_id: "a1".into(), text: "listing.".into() }),
             event(
                 6,
-                EventBody::ToolCallStarted {
-                    message_id: "a1".into(),
-                    tool_use_id: "t1".into(),
-                    name: "Bash".into(),
-                },
+                EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
             ),
             event(7, EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "{\"comm".into() }),
-            event(
-                8,
-                EventBody::ToolCallReady { tool_use_id: "t1".into(), input: json!({"command": "ls"}) },
-            ),
-            event(
-                9,
-                EventBody::ToolResult { tool_use_id: "t1".into(), output: "a\nb".into(), is_error: false },
-            ),
+            event(8, EventBody::ToolCallReady { tool_use_id: "t1".into(), input: json!({"command": "ls"}) }),
+            event(9, EventBody::ToolResult { tool_use_id: "t1".into(), output: "a\nb".into(), is_error: false }),
             event(10, EventBody::TextDelta { message_id: "a1".into(), text: "Done.".into() }),
             event(11, EventBody::MessageFinished { message_id: "a1".into() }),
             event(12, EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None }),

@@ -4,9 +4,9 @@
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::use_navigate;
 
 use super::icons;
+use super::navigation::{session_path, use_location};
 use super::state::{ThreadState, use_workspace};
 use crate::error::{AppError, MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
@@ -15,7 +15,7 @@ use crate::session::{create_session, interrupt_turn, send_message};
 #[component]
 pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl IntoView {
     let workspace = use_workspace();
-    let navigate = use_navigate();
+    let location = use_location();
     let input = NodeRef::<html::Textarea>::new();
     let draft = RwSignal::new(String::new());
     let sending = RwSignal::new(false);
@@ -58,7 +58,6 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
         }
         sending.set(true);
         problem.set(None);
-        let navigate = navigate.clone();
         spawn_local(async move {
             let result: Result<Option<String>, AppError> = async {
                 match session.get_value() {
@@ -77,7 +76,7 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
                     draft.set(String::new());
                     save_draft(draft_key, "");
                     if let Some(id) = created {
-                        navigate(&format!("/s/{id}"), Default::default());
+                        location.navigate(&session_path(&id));
                     } else if let Some(el) = input.get_untracked() {
                         let _ = el.focus();
                     }
@@ -87,7 +86,7 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
             }
         });
     };
-    let send_on_submit = send.clone();
+    let send_on_submit = send;
 
     let stop = move |_| {
         let Some(id) = session.get_value() else { return };
@@ -100,7 +99,7 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
         });
     };
 
-    let hint = move || problem.get().or_else(blocked).unwrap_or_default();
+    let hint = move || problem.get().or_else(blocked);
     view! {
         <form
             class="composer"
@@ -115,7 +114,7 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
                     class="composer-input"
                     aria-label="Message"
                     aria-describedby="composer-hint"
-                    placeholder="Message the agent…  (Enter to send, Shift+Enter for a new line)"
+                    placeholder="Message the agent…"
                     rows="1"
                     prop:value=move || draft.get()
                     on:input=move |ev| {
@@ -131,17 +130,16 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
                     }
                 ></textarea>
                 <div class="composer-actions">
-                    <Show when=working>
-                        <button
-                            type="button"
-                            class="button stop"
-                            on:click=stop
-                            disabled=move || stopping.get()
-                        >
-                            {icons::stop()}
-                            "Stop"
-                        </button>
-                    </Show>
+                    <button
+                        type="button"
+                        class="button stop"
+                        hidden=move || !working()
+                        on:click=stop
+                        disabled=move || stopping.get()
+                    >
+                        {icons::stop()}
+                        "Stop"
+                    </button>
                     <button
                         type="submit"
                         class="button primary send"
@@ -153,8 +151,14 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
                     </button>
                 </div>
             </div>
-            <p id="composer-hint" class="composer-hint" class:problem=move || problem.with(Option::is_some) aria-live="polite">
-                {hint}
+            <p
+                id="composer-hint"
+                class="composer-hint"
+                class:problem=move || problem.with(Option::is_some)
+                class:idle=move || hint().is_none()
+                aria-live="polite"
+            >
+                {move || hint().unwrap_or_default()}
             </p>
         </form>
     }

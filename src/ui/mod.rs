@@ -4,6 +4,7 @@
 pub mod composer;
 pub mod icons;
 pub mod markdown;
+pub mod navigation;
 pub mod session_list;
 pub mod state;
 pub mod thread_view;

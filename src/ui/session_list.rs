@@ -2,9 +2,9 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::use_navigate;
 
 use super::icons;
+use super::navigation::{session_path, use_location};
 use super::state::use_workspace;
 use crate::session::{create_session, delete_session, rename_session};
 use crate::thread::SessionSummary;
@@ -12,19 +12,18 @@ use crate::thread::SessionSummary;
 #[component]
 pub fn SessionList(current: Option<String>) -> impl IntoView {
     let workspace = use_workspace();
-    let navigate = use_navigate();
+    let location = use_location();
     let problem = RwSignal::new(None::<String>);
     let creating = RwSignal::new(false);
     let current = StoredValue::new(current);
 
     let new_session = move |_| {
-        let navigate = navigate.clone();
         creating.set(true);
         spawn_local(async move {
             match create_session().await {
                 Ok(summary) => {
                     workspace.drawer_open.set(false);
-                    navigate(&format!("/s/{}", summary.id), Default::default());
+                    location.navigate(&session_path(&summary.id));
                 }
                 Err(error) => problem.set(Some(error.to_string())),
             }
@@ -63,9 +62,9 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
                         />
                     </For>
                 </ul>
-                <Show when=move || workspace.sessions.with(Vec::is_empty)>
-                    <p class="empty-list">"No sessions yet."</p>
-                </Show>
+                <p class="empty-list" hidden=move || !workspace.sessions.with(Vec::is_empty)>
+                    "No sessions yet."
+                </p>
             </nav>
         </aside>
     }
@@ -81,13 +80,23 @@ enum Mode {
 #[component]
 fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<String>>) -> impl IntoView {
     let workspace = use_workspace();
-    let navigate = use_navigate();
+    let location = use_location();
     let mode = RwSignal::new(Mode::Showing);
     let draft = RwSignal::new(summary.title.clone());
     let id = StoredValue::new(summary.id.clone());
     let title = StoredValue::new(summary.title.clone());
-    let href = format!("/s/{}", summary.id);
+    let href = session_path(&summary.id);
     let working = summary.working;
+    let rename_input = NodeRef::<leptos::html::Input>::new();
+    // The title box takes the focus when it opens.
+    Effect::new(move |_| {
+        if mode.get() == Mode::Renaming
+            && let Some(input) = rename_input.get()
+        {
+            let _ = input.focus();
+            input.select();
+        }
+    });
 
     let save = move || {
         let new_title = draft.get_untracked();
@@ -103,13 +112,12 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
         });
     };
     let remove = move |_| {
-        let navigate = navigate.clone();
         spawn_local(async move {
             match delete_session(id.get_value()).await {
                 Ok(()) => {
                     workspace.sessions.update(|list| list.retain(|s| s.id != id.get_value()));
                     if active {
-                        navigate("/", Default::default());
+                        location.navigate("/");
                     }
                 }
                 Err(error) => problem.set(Some(error.to_string())),
@@ -117,80 +125,72 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
         });
     };
 
+    // One element tree for every mode, shown and hidden: cheaper in the bundle than three views.
+    let showing = move || mode.get() == Mode::Showing;
     view! {
         <li class="session-item" class:active=active class:working=working>
-            {move || match mode.get() {
-                Mode::Renaming => {
-                    view! {
-                        <form
-                            class="rename-form"
-                            on:submit=move |ev| {
-                                ev.prevent_default();
-                                save();
-                            }
-                        >
-                            <input
-                                class="rename-input"
-                                aria-label="Session title"
-                                maxlength="200"
-                                prop:value=move || draft.get()
-                                on:input=move |ev| draft.set(event_target_value(&ev))
-                                on:keydown=move |ev| {
-                                    if ev.key() == "Escape" {
-                                        mode.set(Mode::Showing);
-                                    }
-                                }
-                                autofocus
-                            />
-                            <button type="submit" class="button small">"Save"</button>
-                        </form>
+            <a
+                class="session-link"
+                href=href
+                aria-current=active.then_some("page")
+                hidden=move || !showing()
+                on:click=move |_| workspace.drawer_open.set(false)
+            >
+                <span class="session-name">{title.get_value()}</span>
+                {working.then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
+            </a>
+            <span class="item-actions" hidden=move || !showing()>
+                <button
+                    class="icon-button"
+                    aria-label=format!("Rename {}", title.get_value())
+                    on:click=move |_| {
+                        draft.set(title.get_value());
+                        mode.set(Mode::Renaming);
                     }
-                        .into_any()
+                >
+                    {icons::pencil()}
+                </button>
+                <button
+                    class="icon-button"
+                    aria-label=format!("Delete {}", title.get_value())
+                    on:click=move |_| mode.set(Mode::ConfirmingDelete)
+                >
+                    {icons::trash()}
+                </button>
+            </span>
+            <form
+                class="rename-form"
+                hidden=move || mode.get() != Mode::Renaming
+                on:submit=move |ev| {
+                    ev.prevent_default();
+                    save();
                 }
-                Mode::ConfirmingDelete => {
-                    view! {
-                        <div class="confirm-delete" role="group" aria-label="Confirm delete">
-                            <span>"Delete “" {title.get_value()} "”?"</span>
-                            <button class="button small danger" on:click=remove.clone()>"Delete"</button>
-                            <button class="button small" on:click=move |_| mode.set(Mode::Showing)>"Cancel"</button>
-                        </div>
+            >
+                <input
+                    node_ref=rename_input
+                    class="rename-input"
+                    aria-label="Session title"
+                    maxlength="200"
+                    prop:value=move || draft.get()
+                    on:input=move |ev| draft.set(event_target_value(&ev))
+                    on:keydown=move |ev| {
+                        if ev.key() == "Escape" {
+                            mode.set(Mode::Showing);
+                        }
                     }
-                        .into_any()
-                }
-                Mode::Showing => {
-                    view! {
-                        <a
-                            class="session-link"
-                            href=href.clone()
-                            aria-current=active.then_some("page")
-                            on:click=move |_| workspace.drawer_open.set(false)
-                        >
-                            <span class="session-name">{title.get_value()}</span>
-                            {working.then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
-                        </a>
-                        <span class="item-actions">
-                            <button
-                                class="icon-button"
-                                aria-label=format!("Rename {}", title.get_value())
-                                on:click=move |_| {
-                                    draft.set(title.get_value());
-                                    mode.set(Mode::Renaming);
-                                }
-                            >
-                                {icons::pencil()}
-                            </button>
-                            <button
-                                class="icon-button"
-                                aria-label=format!("Delete {}", title.get_value())
-                                on:click=move |_| mode.set(Mode::ConfirmingDelete)
-                            >
-                                {icons::trash()}
-                            </button>
-                        </span>
-                    }
-                        .into_any()
-                }
-            }}
+                />
+                <button type="submit" class="button small">"Save"</button>
+            </form>
+            <div
+                class="confirm-delete"
+                role="group"
+                aria-label="Confirm delete"
+                hidden=move || mode.get() != Mode::ConfirmingDelete
+            >
+                <span>"Delete “" {title.get_value()} "”?"</span>
+                <button class="button small danger" on:click=remove>"Delete"</button>
+                <button class="button small" on:click=move |_| mode.set(Mode::Showing)>"Cancel"</button>
+            </div>
         </li>
     }
 }

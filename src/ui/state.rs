@@ -21,6 +21,23 @@ pub fn use_workspace() -> Workspace {
     expect_context::<Workspace>()
 }
 
+/// Keeps the tab's title on what the pane shows ("Title · AskBridge"). The server sends
+/// "AskBridge"; the browser names the tab once it takes over.
+#[allow(unused_variables)]
+pub fn use_document_title(title: impl Fn() -> String + Send + Sync + 'static) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        let title = title();
+        if let Some(document) = web_sys::window().and_then(|w| w.document()) {
+            document.set_title(&if title.is_empty() {
+                "AskBridge".to_string()
+            } else {
+                format!("{title} · AskBridge")
+            });
+        }
+    });
+}
+
 /// One message of the open thread, with its own signal: a streamed word re-renders that message
 /// and nothing else.
 #[derive(Clone)]

@@ -3,7 +3,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::markdown::Markdown;
+use super::markdown::markdown;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
 use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
@@ -16,13 +16,11 @@ pub fn ThreadView(thread: ThreadState) -> impl IntoView {
     view! {
         <div class="thread" node_ref=scroller>
             <div class="thread-inner" role="log" aria-label="Conversation" aria-live="off">
-                <Show when=empty>
-                    <p class="thread-empty">"Send a message to start."</p>
-                </Show>
+                <p class="thread-empty" hidden=move || !empty()>"Send a message to start."</p>
                 <For each=move || thread.messages.get() key=|entry| entry.id.clone() let:entry>
                     <MessageView message=entry.message.into() />
                 </For>
-                <TurnFooter thread />
+                {turn_footer(thread)}
             </div>
         </div>
     }
@@ -45,7 +43,8 @@ fn follow_newest(scroller: NodeRef<html::Div>, thread: ThreadState) {
             if let Some(el) = scroller.get() {
                 el.set_scroll_top(el.scroll_height());
                 let handler = wasm_bindgen::closure::Closure::<dyn Fn()>::new(on_scroll);
-                let _ = el.add_event_listener_with_callback("scroll", wasm_bindgen::JsCast::unchecked_ref(handler.as_ref()));
+                let _ = el
+                    .add_event_listener_with_callback("scroll", wasm_bindgen::JsCast::unchecked_ref(handler.as_ref()));
                 handler.forget();
             }
         });
@@ -91,9 +90,9 @@ fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoVie
             })
         });
         return match role {
-            Role::Assistant => view! { <Markdown text /> }.into_any(),
-            Role::User => view! { <p class="plain-text">{text}</p> }.into_any(),
-            Role::Notice => view! { <p class="notice-text" role="note">{text}</p> }.into_any(),
+            Role::Assistant => markdown(text.into()).into_any(),
+            // What people type is shown as they typed it; notices are plain text too.
+            Role::User | Role::Notice => view! { <p class="plain-text">{text}</p> }.into_any(),
         };
     }
     let call = Memo::new(move |_| {
@@ -118,33 +117,19 @@ fn placeholder_call() -> ToolCall {
 }
 
 /// Under the last message: the agent is working, or how its turn ended when that is news.
-#[component]
-fn TurnFooter(thread: ThreadState) -> impl IntoView {
-    move || {
-        thread.turn.with(|turn| {
-            if turn.working {
-                return Some(
-                    view! {
-                        <div class="turn-footer working" role="status">
-                            <span class="typing" aria-hidden="true"><i></i><i></i><i></i></span>
-                            "Agent is working…"
-                        </div>
-                    }
-                    .into_any(),
-                );
-            }
-            match &turn.last_outcome {
-                Some(TurnOutcome::Interrupted) => Some(
-                    view! { <div class="turn-footer" role="status">"Stopped. Send a message to go on."</div> }.into_any(),
-                ),
-                Some(TurnOutcome::Failed { error }) => Some(
-                    view! {
-                        <div class="turn-footer failed" role="alert">"The agent failed: " {error.clone()}</div>
-                    }
-                    .into_any(),
-                ),
-                _ => None,
-            }
+fn turn_footer(thread: ThreadState) -> impl IntoView {
+    let state = move || {
+        thread.turn.with(|turn| match &turn.last_outcome {
+            _ if turn.working => ("working", "Agent is working…".to_string()),
+            Some(TurnOutcome::Interrupted) => ("stopped", "Stopped. Send a message to go on.".to_string()),
+            Some(TurnOutcome::Failed { error }) => ("failed", format!("The agent failed: {error}")),
+            _ => ("", String::new()),
         })
+    };
+    view! {
+        <div class="turn-footer" data-state=move || state().0 role="status" hidden=move || state().0.is_empty()>
+            <span class="typing" aria-hidden="true"><i></i><i></i><i></i></span>
+            {move || state().1}
+        </div>
     }
 }

@@ -2,59 +2,50 @@
 //! open), loaded on the server, then kept live in the browser.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
-use leptos_router::hooks::use_params_map;
 
 use super::composer::Composer;
 use super::icons;
+use super::navigation::{Page, use_location};
 use super::session_list::SessionList;
-use super::state::{ThreadState, Workspace, use_workspace};
+use super::state::{ThreadState, Workspace, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
 use crate::error::AppError;
 use crate::live::ConnectionStatus;
-use crate::session::{SessionView, list_sessions, load_session};
+use crate::session::{WorkspaceData, load_workspace};
 use crate::thread::{SessionSummary, TurnOutcome};
 
 #[component]
 pub fn Workspace() -> impl IntoView {
-    let params = use_params_map();
-    let session_id = Memo::new(move |_| params.read().get("id"));
-    let sessions = Resource::new(|| (), |()| list_sessions());
-    let current = Resource::new(
-        move || session_id.get(),
-        |id| async move {
-            match id {
-                Some(id) => load_session(id).await.map(Some),
-                None => Ok(None),
-            }
-        },
-    );
+    let location = use_location();
+    let session_id = Memo::new(move |_| match location.page() {
+        Page::Session(id) => Some(id),
+        _ => None,
+    });
+    // One request for the list and the open session, on the server for the first page and on
+    // each switch after.
+    let data = Resource::new(move || session_id.get(), load_workspace);
     view! {
         <Transition fallback=|| view! { <div class="page-loading" role="status">"Loading…"</div> }>
-            {move || Suspend::new(async move {
-                let list = sessions.await;
-                let current = current.await;
-                view! { <WorkspaceView list current /> }
-            })}
+            {move || Suspend::new(async move { view! { <WorkspaceView data=data.await /> } })}
         </Transition>
     }
 }
 
 #[component]
-fn WorkspaceView(list: Result<Vec<SessionSummary>, AppError>, current: Result<Option<SessionView>, AppError>) -> impl IntoView {
-    let list_problem = list.as_ref().err().cloned();
+fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
+    let WorkspaceData { sessions, current, problem } =
+        data.unwrap_or_else(|error| WorkspaceData { sessions: Vec::new(), current: None, problem: Some(error) });
     let workspace = Workspace {
-        sessions: RwSignal::new(list.unwrap_or_default()),
+        sessions: RwSignal::new(sessions),
         connection: RwSignal::new(ConnectionStatus::Connecting),
         drawer_open: RwSignal::new(false),
         hydrated: RwSignal::new(false),
     };
     provide_context(workspace);
 
-    let (thread, summary, problem) = match current {
-        Ok(Some(view)) => (Some(ThreadState::new(view.summary.id.clone(), view.thread)), Some(view.summary), None),
-        Ok(None) => (None, None, list_problem),
-        Err(error) => (None, None, Some(error)),
+    let (thread, summary) = match current {
+        Some(view) => (Some(ThreadState::new(view.summary.id.clone(), view.thread)), Some(view.summary)),
+        None => (None, None),
     };
     #[cfg(feature = "ssr")]
     if let Some(error) = &problem
@@ -70,8 +61,8 @@ fn WorkspaceView(list: Result<Vec<SessionSummary>, AppError>, current: Result<Op
     let current_id = summary.as_ref().map(|s| s.id.clone());
     let pane = match (thread, summary, problem) {
         (Some(thread), Some(summary), _) => view! { <SessionPane thread initial=summary /> }.into_any(),
-        (_, _, Some(problem)) => view! { <ProblemPane problem /> }.into_any(),
-        _ => view! { <WelcomePane /> }.into_any(),
+        (_, _, Some(problem)) => problem_pane(problem).into_any(),
+        _ => welcome_pane().into_any(),
     };
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
@@ -106,8 +97,7 @@ fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
     }
 }
 
-#[component]
-fn PaneHeader(children: Children) -> impl IntoView {
+fn pane_header(heading: impl IntoView) -> impl IntoView {
     let workspace = use_workspace();
     view! {
         <header class="pane-header">
@@ -119,9 +109,9 @@ fn PaneHeader(children: Children) -> impl IntoView {
             >
                 {icons::menu()}
             </button>
-            {children()}
+            {heading}
         </header>
-        <ConnectionBanner />
+        {connection_banner()}
     }
 }
 
@@ -134,24 +124,24 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
         workspace.sessions.with(|list| list.iter().find(|s| s.id == id).cloned()).unwrap_or_else(|| initial.clone())
     });
     let title = move || summary.with(|s| s.title.clone());
+    use_document_title(title);
+    let heading = view! {
+        <div class="session-heading">
+            <h1 class="session-title">{title}</h1>
+            <span class="session-meta">
+                <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
+                {turn_status(thread)}
+            </span>
+        </div>
+    };
     view! {
-        <Title text=title />
-        <PaneHeader>
-            <div class="session-heading">
-                <h1 class="session-title">{title}</h1>
-                <span class="session-meta">
-                    <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
-                    <TurnStatus thread />
-                </span>
-            </div>
-        </PaneHeader>
+        {pane_header(heading)}
         <ThreadView thread />
         <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) />
     }
 }
 
-#[component]
-fn TurnStatus(thread: ThreadState) -> impl IntoView {
+fn turn_status(thread: ThreadState) -> impl IntoView {
     let label = move || {
         thread.turn.with(|turn| {
             if turn.working {
@@ -173,15 +163,10 @@ fn TurnStatus(thread: ThreadState) -> impl IntoView {
     }
 }
 
-#[component]
-fn WelcomePane() -> impl IntoView {
+fn welcome_pane() -> impl IntoView {
+    use_document_title(String::new);
     view! {
-        <Title text="" />
-        <PaneHeader>
-            <div class="session-heading">
-                <h1 class="session-title">"New session"</h1>
-            </div>
-        </PaneHeader>
+        {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
         <section class="welcome">
             <h2>"Work with your coding agent from the browser"</h2>
             <p>
@@ -193,19 +178,14 @@ fn WelcomePane() -> impl IntoView {
     }
 }
 
-#[component]
-fn ProblemPane(problem: AppError) -> impl IntoView {
+fn problem_pane(problem: AppError) -> impl IntoView {
     let heading = match problem {
         AppError::SessionNotFound { .. } => "This session does not exist",
         _ => "This page could not be loaded",
     };
+    use_document_title(move || heading.to_string());
     view! {
-        <Title text=heading />
-        <PaneHeader>
-            <div class="session-heading">
-                <h1 class="session-title">{heading}</h1>
-            </div>
-        </PaneHeader>
+        {pane_header(view! { <div class="session-heading"><h1 class="session-title">{heading}</h1></div> })}
         <section class="welcome problem-pane" role="alert">
             <h2>{heading}</h2>
             <p>{problem.to_string()}</p>
@@ -215,30 +195,21 @@ fn ProblemPane(problem: AppError) -> impl IntoView {
 }
 
 /// Says when the live stream is down, so that nobody mistakes a quiet thread for an idle agent.
-#[component]
-fn ConnectionBanner() -> impl IntoView {
+fn connection_banner() -> impl IntoView {
     let workspace = use_workspace();
-    let message = move || match workspace.connection.get() {
-        ConnectionStatus::Reconnecting { attempt } if attempt > 0 => Some((
-            "reconnecting",
-            "Connection lost. Reconnecting… Events that arrive meanwhile are not lost.".to_string(),
-        )),
-        ConnectionStatus::Closed(error) => Some(("closed", error.to_string())),
-        _ => None,
+    let state = move || match workspace.connection.get() {
+        ConnectionStatus::Reconnecting { attempt } if attempt > 0 => {
+            ("reconnecting", "Connection lost. Reconnecting… Events that arrive meanwhile are not lost.".to_string())
+        }
+        ConnectionStatus::Closed(error) => ("closed", error.to_string()),
+        _ => ("", String::new()),
     };
     view! {
         <div class="connection-banner-slot" role="status" aria-live="polite">
-            {move || {
-                message()
-                    .map(|(kind, text)| {
-                        view! {
-                            <div class="connection-banner" data-kind=kind>
-                                <span class="spinner" aria-hidden="true"></span>
-                                {text}
-                            </div>
-                        }
-                    })
-            }}
+            <div class="connection-banner" data-kind=move || state().0 hidden=move || state().0.is_empty()>
+                <span class="spinner" aria-hidden="true"></span>
+                {move || state().1}
+            </div>
         </div>
     }
 }

@@ -29,9 +29,8 @@ impl ScriptedAgent {
         let started = std::time::Instant::now();
         let cancel = &request.cancel;
         let word_pause = Duration::from_secs_f64(1.0 / self.scenario.pace);
-        let no_reply = [Step::Say {
-            text: "This scenario has no reply for that message (it has no turn without `when`).".into(),
-        }];
+        let no_reply =
+            [Step::Say { text: "This scenario has no reply for that message (it has no turn without `when`).".into() }];
         let steps = self.scenario.turn_for(&request.text).map_or(&no_reply[..], |turn| &turn.steps);
 
         let message_id = sink.start_message().await?;
@@ -83,7 +82,11 @@ impl AgentBackend for ScriptedAgent {
         "scripted"
     }
 
-    fn run_turn<'a>(&'a self, request: TurnRequest, sink: &'a TurnSink) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
+    fn run_turn<'a>(
+        &'a self,
+        request: TurnRequest,
+        sink: &'a TurnSink,
+    ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
         Box::pin(async move { self.play(&request, sink).await })
     }
 }

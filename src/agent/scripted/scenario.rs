@@ -98,7 +98,8 @@ impl Scenario {
             for (step_index, raw_step) in raw_turn.step.into_iter().enumerate() {
                 let span = raw_step.span();
                 let at = format!("{at}, step {}", step_index + 1);
-                let step = raw_step.into_inner().check().map_err(|message| invalid(span, format!("{at}: {message}")))?;
+                let step =
+                    raw_step.into_inner().check().map_err(|message| invalid(span, format!("{at}: {message}")))?;
                 steps.push(step);
             }
             turns.push(Turn { when, steps });

@@ -1,0 +1,45 @@
+# AskBridge: `make run` builds and serves the app; `make test` runs every test.
+# Both install what is missing first (scripts/setup.sh), so they work on a fresh machine.
+
+SHELL := /bin/bash
+export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
+# Components return type-erased views: a smaller WASM bundle and faster builds. Every build uses
+# the same flags, so that tests and releases share what they can.
+export RUSTFLAGS := --cfg erase_components
+# Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
+ARGS ?=
+
+.PHONY: run test setup release test-rust test-e2e size clean
+
+run: release
+	target/release/askbridge serve $(ARGS)
+
+test: setup
+	$(MAKE) test-rust
+	$(MAKE) release
+	$(MAKE) test-e2e
+	scripts/size.sh
+
+setup:
+	scripts/setup.sh
+
+# The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen),
+# then pre-compressed assets.
+release: setup
+	cargo leptos build --release
+	node scripts/precompress.mjs target/site/pkg
+
+test-rust:
+	cargo test --no-default-features --features ssr
+
+# Playwright in headless Debian Chromium against the release build (end2end/playwright.config.ts
+# starts and stops the server).
+test-e2e:
+	npx playwright test --config end2end/playwright.config.ts
+
+size: release
+	scripts/size.sh
+
+clean:
+	cargo clean
+	rm -rf node_modules end2end/.data end2end/test-results

@@ -1,0 +1,102 @@
+import { test, expect } from "@playwright/test";
+import { agentReplies, composerHint, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+
+test("a message gets a reply that streams in, with a tool card", async ({ page }) => {
+  await startSession(page, "please stream something");
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("please stream something");
+
+  const reply = agentReplies(page).first();
+  await expect(reply).toContainText("Streaming reply:");
+  // Streaming: the text grows while the turn runs.
+  const early = (await reply.innerText()).length;
+  await expect.poll(async () => (await reply.innerText()).length).toBeGreaterThan(early);
+  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+
+  await expect(reply).toContainText("zulu. The end.");
+  const card = page.getByRole("group", { name: /^Bash: echo hello, (running|done)$/ });
+  await expect(card).toBeVisible();
+  await expect(page.getByRole("group", { name: "Bash: echo hello, done" })).toBeVisible();
+  await expect(reply).toContainText("All done.");
+  await waitForTurnEnd(page);
+
+  // The card opens to show the arguments and the result.
+  await page.getByRole("group", { name: "Bash: echo hello, done" }).locator("summary").click();
+  await expect(card.getByText('"command": "echo hello"')).toBeVisible();
+  await expect(card.locator(".tool-result")).toHaveText("hello");
+});
+
+test("a reload shows the same history", async ({ page }) => {
+  await startSession(page, "stream please");
+  await expect(agentReplies(page).first()).toContainText("All done.");
+  await waitForTurnEnd(page);
+  const before = await page.locator(".thread").innerText();
+
+  await page.reload();
+  await waitForHydration(page);
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("stream please");
+  await expect(page.getByRole("group", { name: "Bash: echo hello, done" })).toBeVisible();
+  expect(await page.locator(".thread").innerText()).toBe(before);
+  // The session list titles the session after its first message.
+  await expect(page.getByRole("link", { name: "stream please" })).toHaveAttribute("aria-current", "page");
+});
+
+test("Enter sends, Shift+Enter starts a new line, and the composer says why it cannot send", async ({ page }) => {
+  await startSession(page, "hello there");
+  await expect(agentReplies(page).first()).toContainText("Echo: hello there");
+  await waitForTurnEnd(page);
+
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill("first line");
+  await box.press("Shift+Enter");
+  await box.pressSequentially("second line");
+  await expect(box).toHaveValue("first line\nsecond line");
+  await box.press("Enter");
+  await expect(page.getByRole("article", { name: "You" }).nth(1)).toHaveText("first line\nsecond line");
+  await expect(box).toHaveValue("");
+  await waitForTurnEnd(page);
+
+  // While the agent works, Send is disabled and the reason is given.
+  await box.fill("a long one");
+  await box.press("Enter");
+  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+  await box.fill("next message");
+  await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
+  await expect(composerHint(page)).toHaveText("The agent is working. Wait for it, or press Stop.");
+});
+
+test("Stop interrupts the turn", async ({ page }) => {
+  await startSession(page, "a long one please");
+  const reply = agentReplies(page).first();
+  await expect(reply).toContainText("w005");
+  await page.getByRole("button", { name: "Stop" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Stopped. Send a message to go on." })).toBeVisible();
+  await expect(page.locator(".turn-status")).toHaveText("Stopped");
+  const stoppedAt = await reply.innerText();
+  expect(stoppedAt).not.toContain("w300");
+  // Nothing more arrives after the stop, and the composer works again.
+  await page.waitForTimeout(500);
+  expect(await reply.innerText()).toBe(stoppedAt);
+  await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
+  await page.getByRole("textbox", { name: "Message" }).fill("again");
+  await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+});
+
+test("a failing tool is shown as failed", async ({ page }) => {
+  await startSession(page, "make it fail");
+  const card = page.getByRole("group", { name: "Bash: false, failed" });
+  await expect(card).toBeVisible();
+  await card.locator("summary").click();
+  await expect(card.getByRole("heading", { name: "Error" })).toBeVisible();
+  await expect(card.locator(".tool-result")).toHaveText("exit status 1");
+});
+
+test("agent output cannot run script or link to javascript", async ({ page }) => {
+  await startSession(page, "say something unsafe");
+  const reply = agentReplies(page).first();
+  await expect(reply).toContainText("<script>window.__pwned = true</script>");
+  await expect(reply).toContainText("<b>raw html</b>");
+  await expect(reply.locator("script, b")).toHaveCount(0);
+  await expect(reply.getByRole("link", { name: "bad link" })).toHaveAttribute("href", "#");
+  await reply.getByRole("link", { name: "bad link" }).click();
+  expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined();
+});

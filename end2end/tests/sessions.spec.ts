@@ -1,0 +1,54 @@
+import { test, expect } from "@playwright/test";
+import { startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+
+test("sessions can be created, switched, renamed and deleted; most recent first", async ({ page }) => {
+  const first = await startSession(page, "first topic");
+  await waitForTurnEnd(page);
+  const second = await startSession(page, "second topic");
+  await waitForTurnEnd(page);
+
+  const items = page.getByRole("navigation", { name: "Session list" }).getByRole("link");
+  await expect(items.first()).toHaveText("second topic");
+
+  // Switch.
+  await page.getByRole("link", { name: "first topic" }).click();
+  await page.waitForURL(`**/s/${first}`);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("first topic");
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("first topic");
+
+  // Rename.
+  await page.getByRole("button", { name: "Rename first topic" }).click();
+  const title = page.getByRole("textbox", { name: "Session title" });
+  await title.fill("Renamed topic");
+  await title.press("Enter");
+  await expect(page.getByRole("link", { name: "Renamed topic" })).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("Renamed topic");
+  await expect(page).toHaveTitle("Renamed topic · AskBridge");
+
+  // Delete the open session: back to the welcome page, and it is gone from the list.
+  await page.getByRole("button", { name: "Delete Renamed topic" }).click();
+  await page.getByRole("group", { name: "Confirm delete" }).getByRole("button", { name: "Delete" }).click();
+  await page.waitForURL(/\/$/);
+  await expect(page.getByRole("link", { name: "Renamed topic" })).toHaveCount(0);
+  await expect(page.getByRole("link", { name: "second topic" })).toBeVisible();
+
+  await page.goto(`/s/${first}`);
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("This session does not exist");
+  void second;
+});
+
+test("New session opens an empty session", async ({ page }) => {
+  await page.goto("/");
+  await waitForHydration(page);
+  await page.getByRole("button", { name: "New session" }).click();
+  await page.waitForURL(/\/s\/[0-9a-f]+$/);
+  await expect(page.getByText("Send a message to start.")).toBeVisible();
+  await expect(page.getByRole("heading", { level: 1 })).toHaveText("New session");
+});
+
+test("an unknown session id gets a clear page with status 404", async ({ page }) => {
+  const response = await page.goto("/s/does-not-exist");
+  expect(response?.status()).toBe(404);
+  await expect(page.getByRole("alert")).toContainText("There is no session with id “does-not-exist”");
+  await expect(page.getByRole("link", { name: "Start a new session" })).toBeVisible();
+});

@@ -1,0 +1,210 @@
+//! Bad input against the whole router: each gets a clear, typed error with the right status, the
+//! server keeps serving, and nothing already stored is lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbridge::agent::scripted::{Scenario, ScriptedAgent};
+use askbridge::error::{AppError, MAX_MESSAGE_CHARS};
+use askbridge::server::cli::{Cli, Command};
+use askbridge::server::router;
+use askbridge::session::SessionManager;
+use askbridge::store::Store;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+struct Harness {
+    app: axum::Router,
+    manager: Arc<SessionManager>,
+}
+
+async fn harness() -> Harness {
+    let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command;
+    let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
+    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+    Harness { app: router(&args, manager.clone()), manager }
+}
+
+impl Harness {
+    async fn call(&self, request: Request<Body>) -> (StatusCode, Vec<u8>) {
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
+        (status, body)
+    }
+
+    async fn post(&self, function: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
+        self.call(
+            Request::post(format!("/api/{function}"))
+                .header(header::HOST, "127.0.0.1:3000")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "application/json")
+                .body(body.into())
+                .unwrap(),
+        )
+        .await
+    }
+
+    async fn post_json(&self, function: &str, body: Value) -> (StatusCode, Vec<u8>) {
+        self.post(function, body.to_string()).await
+    }
+
+    /// A session with one finished exchange in it.
+    async fn session_with_history(&self) -> String {
+        let session = self.manager.create_session().await.unwrap();
+        self.manager.send_message(&session.id, "remember me".into()).await.unwrap();
+        for _ in 0..500 {
+            let (_, thread) = self.manager.snapshot(&session.id).await.unwrap();
+            if !thread.turn.working {
+                return session.id;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the turn did not end");
+    }
+
+    async fn assert_history_intact(&self, id: &str) {
+        let (_, thread) = self.manager.snapshot(id).await.unwrap();
+        assert_eq!(thread.messages.len(), 2);
+        assert_eq!(thread.messages[0].text(), "remember me");
+        assert_eq!(thread.messages[1].text(), "ok");
+        assert_eq!(self.manager.store().load_thread(id).await.unwrap(), thread);
+    }
+}
+
+fn error(body: &[u8]) -> AppError {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("not a typed error ({e}): {}", String::from_utf8_lossy(body)))
+}
+
+#[tokio::test]
+async fn an_unknown_session_is_not_found() {
+    let h = harness().await;
+    let (status, body) = h.post_json("send_message", json!({"session": "nope", "text": "hi"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error(&body), AppError::SessionNotFound { id: "nope".into() });
+
+    let (status, body) = h.post_json("load_session", json!({"id": "nope"})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(error(&body), AppError::SessionNotFound { id: "nope".into() });
+}
+
+#[tokio::test]
+async fn an_unknown_session_page_says_so_with_404() {
+    let h = harness().await;
+    let (status, body) =
+        h.call(Request::get("/s/nope").header(header::HOST, "127.0.0.1:3000").body(Body::empty()).unwrap()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(String::from_utf8_lossy(&body).contains("This session does not exist"));
+}
+
+#[tokio::test]
+async fn an_oversized_message_is_refused_and_nothing_is_lost() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let text = "x".repeat(MAX_MESSAGE_CHARS + 1);
+    let (status, body) = h.post_json("send_message", json!({"session": id, "text": text})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error(&body), AppError::MessageTooLong { chars: MAX_MESSAGE_CHARS + 1, max: MAX_MESSAGE_CHARS });
+    h.assert_history_intact(&id).await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_refused_with_413() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let text = "x".repeat(2 * 1024 * 1024);
+    let (status, body) = h.post_json("send_message", json!({"session": id, "text": text})).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error(&body), AppError::TooLarge { max_kib: 1024 });
+
+    // With a Content-Length, the limit answers before the body is read.
+    let (status, body) = h
+        .call(
+            Request::post("/api/send_message")
+                .header(header::HOST, "127.0.0.1:3000")
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::CONTENT_LENGTH, 3 * 1024 * 1024)
+                .body(Body::from(vec![b' '; 3 * 1024 * 1024]))
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error(&body), AppError::TooLarge { max_kib: 1024 });
+    h.assert_history_intact(&id).await;
+}
+
+#[tokio::test]
+async fn malformed_server_function_bodies_get_a_typed_400() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    for body in ["{not json", "[]", "{\"session\": 3}", "{\"text\": \"no session\"}", ""] {
+        let (status, response) = h.post("send_message", body.to_string()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(matches!(error(&response), AppError::BadRequest { .. }), "{body}");
+    }
+    h.assert_history_intact(&id).await;
+}
+
+#[tokio::test]
+async fn a_blank_message_and_a_bad_title_are_explained() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let (status, body) = h.post_json("send_message", json!({"session": id, "text": "  "})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(error(&body), AppError::EmptyMessage);
+    let (status, body) = h.post_json("rename_session", json!({"id": id, "title": ""})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(matches!(error(&body), AppError::InvalidTitle { .. }));
+    h.assert_history_intact(&id).await;
+}
+
+#[tokio::test]
+async fn the_live_stream_of_an_unknown_session_ends_with_a_problem_event() {
+    let h = harness().await;
+    let (status, body) = h
+        .call(
+            Request::get("/api/live?session=nope&after=0")
+                .header(header::HOST, "127.0.0.1:3000")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8_lossy(&body);
+    assert!(text.contains("event: problem"), "{text}");
+    assert!(text.contains("session_not_found"), "{text}");
+}
+
+#[tokio::test]
+async fn the_live_stream_replays_from_a_sequence_number() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let response = h
+        .app
+        .clone()
+        .oneshot(
+            Request::get(format!("/api/live?session={id}&after=2"))
+                .header(header::HOST, "127.0.0.1:3000")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.headers()[header::CONTENT_TYPE], "text/event-stream");
+    // Read what has arrived until the turn's end; the stream itself stays open.
+    let mut body = response.into_body();
+    let mut text = String::new();
+    while !text.contains("turn_ended") {
+        let frame = tokio::time::timeout(Duration::from_secs(5), body.frame()).await.unwrap().unwrap().unwrap();
+        if let Ok(data) = frame.into_data() {
+            text.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    let ids: Vec<u64> = text.lines().filter_map(|line| line.strip_prefix("id: ")).map(|n| n.parse().unwrap()).collect();
+    assert_eq!(ids.first(), Some(&3));
+    assert!(ids.windows(2).all(|pair| pair[1] == pair[0] + 1), "{ids:?}");
+}
