@@ -30,6 +30,14 @@ pub enum AppError {
     InvalidTitle { max: usize },
     #[error("The agent is still working on the last message. Wait for it, or press Stop.")]
     AgentBusy,
+    #[error("There is no question “{tool_use_id}” in this session.")]
+    InteractionNotFound { tool_use_id: String },
+    #[error("“{question}”: {detail}.")]
+    InvalidAnswer { question: String, detail: String },
+    #[error("This question was already answered, with a different answer.")]
+    AlreadyAnswered,
+    #[error("The agent is no longer waiting for this answer: {detail}.")]
+    NotWaiting { detail: String },
     #[error("The request could not be understood: {detail}")]
     BadRequest { detail: String },
     #[error("The request is too large: the limit is {max_kib} KiB.")]
@@ -69,6 +77,14 @@ impl From<AppError> for WireError {
             AppError::MessageTooLong { chars, max } => ("message_too_long", None, None, Some(chars), Some(max)),
             AppError::InvalidTitle { max } => ("invalid_title", None, None, None, Some(max)),
             AppError::AgentBusy => ("agent_busy", None, None, None, None),
+            AppError::InteractionNotFound { tool_use_id } => {
+                ("interaction_not_found", Some(tool_use_id), None, None, None)
+            }
+            AppError::InvalidAnswer { question, detail } => {
+                ("invalid_answer", Some(question), Some(detail), None, None)
+            }
+            AppError::AlreadyAnswered => ("already_answered", None, None, None, None),
+            AppError::NotWaiting { detail } => ("not_waiting", None, Some(detail), None, None),
             AppError::BadRequest { detail } => ("bad_request", None, Some(detail), None, None),
             AppError::TooLarge { max_kib } => ("too_large", None, None, None, Some(max_kib)),
             AppError::Unauthorized => ("unauthorized", None, None, None, None),
@@ -91,6 +107,10 @@ impl From<WireError> for AppError {
             "message_too_long" => Self::MessageTooLong { chars: wire.chars.unwrap_or_default(), max },
             "invalid_title" => Self::InvalidTitle { max },
             "agent_busy" => Self::AgentBusy,
+            "interaction_not_found" => Self::InteractionNotFound { tool_use_id: wire.id.clone().unwrap_or_default() },
+            "invalid_answer" => Self::InvalidAnswer { question: wire.id.clone().unwrap_or_default(), detail: detail() },
+            "already_answered" => Self::AlreadyAnswered,
+            "not_waiting" => Self::NotWaiting { detail: detail() },
             "bad_request" => Self::BadRequest { detail: detail() },
             "too_large" => Self::TooLarge { max_kib: max },
             "unauthorized" => Self::Unauthorized,
@@ -107,7 +127,9 @@ impl From<WireError> for AppError {
 impl AppError {
     pub fn status(&self) -> u16 {
         match self {
-            Self::SessionNotFound { .. } => 404,
+            Self::SessionNotFound { .. } | Self::InteractionNotFound { .. } => 404,
+            Self::InvalidAnswer { .. } => 400,
+            Self::AlreadyAnswered | Self::NotWaiting { .. } => 409,
             Self::EmptyMessage | Self::MessageTooLong { .. } | Self::InvalidTitle { .. } | Self::BadRequest { .. } => {
                 400
             }
@@ -191,6 +213,10 @@ mod tests {
             AppError::MessageTooLong { chars: 9, max: 8 },
             AppError::InvalidTitle { max: 200 },
             AppError::AgentBusy,
+            AppError::InteractionNotFound { tool_use_id: "t1".into() },
+            AppError::InvalidAnswer { question: "Q?".into(), detail: "no".into() },
+            AppError::AlreadyAnswered,
+            AppError::NotWaiting { detail: "it was cancelled".into() },
             AppError::BadRequest { detail: "x".into() },
             AppError::TooLarge { max_kib: 1024 },
             AppError::Unauthorized,

@@ -9,12 +9,15 @@
 pub mod app;
 pub mod error;
 pub mod live;
+pub mod question;
 pub mod session;
 pub mod thread;
 pub mod ui;
 
 #[cfg(feature = "ssr")]
 pub mod agent;
+#[cfg(feature = "ssr")]
+pub mod bridge;
 #[cfg(feature = "ssr")]
 pub mod server;
 #[cfg(feature = "ssr")]

@@ -48,6 +48,12 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
 
+    /// How long a question waits for an answer (e.g. 10m, 1h); when it passes, the card shows
+    /// expired and the agent is told that nobody answered in time. Default: as long as the agent
+    /// waits.
+    #[arg(long, env = "ASKBRIDGE_QUESTION_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub question_timeout: Option<std::time::Duration>,
+
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -70,6 +76,15 @@ mod tests {
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
         assert_eq!(args.agent, AgentChoice::Scripted);
         assert_eq!(args.data_dir, PathBuf::from("data"));
+        assert_eq!(args.question_timeout, None);
+    }
+
+    #[test]
+    fn question_timeout_reads_human_durations() {
+        let cli = Cli::try_parse_from(["askbridge", "serve", "--question-timeout", "90s"]).unwrap();
+        let Command::Serve(args) = cli.command;
+        assert_eq!(args.question_timeout, Some(std::time::Duration::from_secs(90)));
+        assert!(Cli::try_parse_from(["askbridge", "serve", "--question-timeout", "soon"]).is_err());
     }
 
     #[test]
@@ -81,7 +96,9 @@ mod tests {
             .write_long_help(&mut help)
             .unwrap();
         let help = String::from_utf8(help).unwrap();
-        for flag in ["--addr", "--data-dir", "--agent", "--scenario", "--token", "ASKBRIDGE_TOKEN"] {
+        for flag in
+            ["--addr", "--data-dir", "--agent", "--scenario", "--token", "ASKBRIDGE_TOKEN", "--question-timeout"]
+        {
             assert!(help.contains(flag), "{flag} missing from:\n{help}");
         }
     }

@@ -49,7 +49,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let db_path = args.data_dir.join("askbridge.db");
     let store = Store::open(&db_path).await.map_err(|error| format!("cannot open {}: {error}", db_path.display()))?;
     let agent = build_agent(&args)?;
-    let manager = SessionManager::new(store, agent);
+    let manager = SessionManager::with_question_timeout(store, agent, args.question_timeout);
     manager.recover_unfinished_turns().await?;
 
     let app = router(&args, manager.clone());

@@ -14,7 +14,11 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::agent::{AgentBackend, AgentError, TurnRequest};
+use crate::bridge::InteractionBridge;
 use crate::error::{AppError, validate_message, validate_title};
+use crate::question::{
+    InteractionOutcome, InteractionRequest, MAX_ANSWER_CHARS, QuestionAnswer, normalize_question_args, validate_answers,
+};
 use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, Role, SessionEvent, SessionSummary, Thread, TurnOutcome};
 
@@ -26,6 +30,9 @@ const CHANNEL_CAPACITY: usize = 1024;
 pub struct SessionManager {
     store: Store,
     agent: Arc<dyn AgentBackend>,
+    bridge: InteractionBridge,
+    /// How long a question waits for the person; `None` waits as long as the agent does.
+    question_timeout: Option<Duration>,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     list_changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
@@ -47,9 +54,19 @@ struct RuntimeState {
 
 impl SessionManager {
     pub fn new(store: Store, agent: Arc<dyn AgentBackend>) -> Arc<Self> {
+        Self::with_question_timeout(store, agent, None)
+    }
+
+    pub fn with_question_timeout(
+        store: Store,
+        agent: Arc<dyn AgentBackend>,
+        question_timeout: Option<Duration>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             store,
             agent,
+            bridge: InteractionBridge::default(),
+            question_timeout,
             runtimes: Mutex::new(HashMap::new()),
             list_changes: broadcast::channel(64).0,
             shutdown: CancellationToken::new(),
@@ -63,6 +80,10 @@ impl SessionManager {
 
     pub fn agent_name(&self) -> &'static str {
         self.agent.name()
+    }
+
+    pub fn bridge(&self) -> &InteractionBridge {
+        &self.bridge
     }
 
     /// Cancelled when the server begins to stop.
@@ -131,6 +152,7 @@ impl SessionManager {
             created_at_ms: now,
             updated_at_ms: now,
             working: false,
+            waiting: false,
         };
         self.store.create_session(&summary).await?;
         info!(session = %summary.id, agent = %summary.agent, "session created");
@@ -227,9 +249,105 @@ impl SessionManager {
         Ok(())
     }
 
+    /// Answers a pending question: checked against the questions asked, then the first answer
+    /// wins, the same answer again is accepted, and a different later one is refused.
+    pub async fn answer_question(
+        &self,
+        session_id: &str,
+        tool_use_id: &str,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<(), AppError> {
+        let runtime = self.runtime(session_id).await?;
+        let questions = {
+            let state = runtime.state.lock().await;
+            let interaction = state
+                .thread
+                .tool_call(tool_use_id)
+                .and_then(|call| call.interaction.clone())
+                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+            interaction.questions().to_vec()
+        };
+        let answers = validate_answers(&questions, &answers)?;
+        self.resolve(&runtime, tool_use_id, InteractionOutcome::Answered { answers }).await
+    }
+
+    /// Skips a pending question; the agent is told that the person declined to answer.
+    pub async fn decline_question(
+        &self,
+        session_id: &str,
+        tool_use_id: &str,
+        reason: Option<String>,
+    ) -> Result<(), AppError> {
+        let reason = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+        if reason.as_ref().is_some_and(|r| r.chars().count() > MAX_ANSWER_CHARS) {
+            return Err(AppError::BadRequest {
+                detail: format!("the reason is longer than {MAX_ANSWER_CHARS} characters"),
+            });
+        }
+        let runtime = self.runtime(session_id).await?;
+        self.resolve(&runtime, tool_use_id, InteractionOutcome::Declined { reason }).await
+    }
+
+    /// Ends an interaction with `outcome`, if it is still open. Runs under the session's lock:
+    /// of two resolutions at once, the one that takes the lock first wins.
+    async fn resolve(
+        &self,
+        runtime: &SessionRuntime,
+        tool_use_id: &str,
+        outcome: InteractionOutcome,
+    ) -> Result<(), AppError> {
+        let mut state = runtime.state.lock().await;
+        let existing = state
+            .thread
+            .tool_call(tool_use_id)
+            .and_then(|call| call.interaction.as_ref())
+            .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?
+            .outcome
+            .clone();
+        match existing {
+            None => {}
+            Some(existing) if existing == outcome => return Ok(()),
+            Some(InteractionOutcome::Answered { .. }) => return Err(AppError::AlreadyAnswered),
+            Some(other) => return Err(AppError::NotWaiting { detail: describe(&other) }),
+        }
+        let session_id = runtime.id.clone();
+        if !self.bridge.is_waiting(&session_id, tool_use_id) {
+            // The agent is gone: the interaction ends here, and the answer is not taken.
+            let reason = "the agent is no longer running".to_string();
+            runtime
+                .append_locked(
+                    &self.store,
+                    &mut state,
+                    EventBody::InteractionResolved {
+                        tool_use_id: tool_use_id.to_string(),
+                        outcome: InteractionOutcome::Cancelled { reason: reason.clone() },
+                    },
+                )
+                .await?;
+            drop(state);
+            self.list_changed();
+            return Err(AppError::NotWaiting { detail: reason });
+        }
+        runtime
+            .append_locked(
+                &self.store,
+                &mut state,
+                EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome: outcome.clone() },
+            )
+            .await?;
+        if let InteractionOutcome::Answered { answers } = &outcome {
+            self.bridge.store_answer(&session_id, tool_use_id, answers.clone());
+        }
+        info!(session = %session_id, tool_use_id, outcome = outcome_name(&outcome), "interaction resolved");
+        self.bridge.deliver(&session_id, tool_use_id, outcome);
+        drop(state);
+        self.list_changed();
+        Ok(())
+    }
+
     async fn run_turn(self: Arc<Self>, runtime: Arc<SessionRuntime>, request: TurnRequest) {
         let cancel = request.cancel.clone();
-        let sink = TurnSink { runtime: runtime.clone(), store: self.store.clone() };
+        let sink = TurnSink { manager: self.clone(), runtime: runtime.clone() };
         let turn = AssertUnwindSafe(self.agent.run_turn(request, &sink)).catch_unwind();
         let grace_over = async {
             cancel.cancelled().await;
@@ -260,7 +378,29 @@ impl SessionManager {
             warn!(%error, "could not record the end of the turn");
         }
         drop(state);
+        self.bridge.forget_session(runtime.id());
         self.list_changed();
+    }
+}
+
+fn outcome_name(outcome: &InteractionOutcome) -> &'static str {
+    match outcome {
+        InteractionOutcome::Answered { .. } => "answered",
+        InteractionOutcome::Declined { .. } => "declined",
+        InteractionOutcome::Expired => "expired",
+        InteractionOutcome::Cancelled { .. } => "cancelled",
+        InteractionOutcome::Failed { .. } => "failed",
+    }
+}
+
+/// Why an interaction no longer takes an answer, in words.
+fn describe(outcome: &InteractionOutcome) -> String {
+    match outcome {
+        InteractionOutcome::Answered { .. } => "it was already answered".into(),
+        InteractionOutcome::Declined { .. } => "it was skipped".into(),
+        InteractionOutcome::Expired => "it was not answered in time".into(),
+        InteractionOutcome::Cancelled { reason } => format!("it was cancelled ({reason})"),
+        InteractionOutcome::Failed { error } => format!("the question could not be read ({error})"),
     }
 }
 
@@ -303,13 +443,13 @@ impl SessionRuntime {
 
 /// How a backend reports its turn: each call is stored and broadcast before it returns.
 pub struct TurnSink {
+    manager: Arc<SessionManager>,
     runtime: Arc<SessionRuntime>,
-    store: Store,
 }
 
 impl TurnSink {
     async fn emit(&self, body: EventBody) -> Result<(), AgentError> {
-        match self.runtime.append(&self.store, body).await {
+        match self.runtime.append(&self.manager.store, body).await {
             Ok(_) => Ok(()),
             Err(StoreError::SessionNotFound(_)) => Err(AgentError::SessionGone),
             Err(error) => Err(AgentError::Failed(format!("could not store the agent's output: {error}"))),
@@ -359,6 +499,74 @@ impl TurnSink {
 
     pub async fn finish_message(&self, message_id: &str) -> Result<(), AgentError> {
         self.emit(EventBody::MessageFinished { message_id: message_id.to_string() }).await
+    }
+
+    /// Puts the question in tool call `tool_use_id` to the person and waits for the outcome: an
+    /// answer, a decline, an expiry (with `--question-timeout`), or `Failed` at once when the
+    /// arguments cannot be understood. Stopping the turn stops the wait.
+    pub async fn ask(
+        &self,
+        tool_use_id: &str,
+        tool_name: &str,
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, AgentError> {
+        let session = self.session_id().to_string();
+        let questions = match normalize_question_args(tool_name, input) {
+            Ok(questions) => questions,
+            Err(error) => {
+                let error = error.to_string();
+                warn!(session, tool_use_id, %error, "the agent's question could not be read");
+                self.emit(EventBody::InteractionOpened {
+                    tool_use_id: tool_use_id.to_string(),
+                    request: InteractionRequest::Unreadable { error: error.clone() },
+                })
+                .await?;
+                let outcome = InteractionOutcome::Failed { error };
+                self.emit(EventBody::InteractionResolved {
+                    tool_use_id: tool_use_id.to_string(),
+                    outcome: outcome.clone(),
+                })
+                .await?;
+                return Ok(outcome);
+            }
+        };
+        let bridge = &self.manager.bridge;
+        let answered = bridge.register(&session, tool_use_id);
+        let opened = self
+            .emit(EventBody::InteractionOpened {
+                tool_use_id: tool_use_id.to_string(),
+                request: InteractionRequest::Question { questions },
+            })
+            .await;
+        if let Err(error) = opened {
+            bridge.forget(&session, tool_use_id);
+            return Err(error);
+        }
+        self.manager.list_changed();
+        info!(session, tool_use_id, "waiting for the person");
+
+        let expired = async {
+            match self.manager.question_timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut answered = answered;
+        tokio::select! {
+            outcome = &mut answered => return outcome.map_err(|_| AgentError::Interrupted),
+            () = cancel.cancelled() => {
+                bridge.forget(&session, tool_use_id);
+                return Err(AgentError::Interrupted);
+            }
+            () = expired => {}
+        }
+        // Time is up, unless an answer got there first: then that answer is the outcome.
+        match self.manager.resolve(&self.runtime, tool_use_id, InteractionOutcome::Expired).await {
+            Ok(()) | Err(AppError::AlreadyAnswered) | Err(AppError::NotWaiting { .. }) => {}
+            Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
+        }
+        answered.await.map_err(|_| AgentError::Interrupted)
     }
 
     /// Something the product says in the thread, outside the agent's own messages.
@@ -534,6 +742,184 @@ duration_ms = 1
         assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Abandoned));
         assert_eq!(thread.messages.last().unwrap().role, Role::Notice);
         assert!(!thread.messages[1].streaming, "the cut-short reply no longer streams");
+    }
+
+    const ASKING: &str = r#"
+pace = 1000
+[[turn]]
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+
+    async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
+        let scenario = Scenario::parse(ASKING, "test").unwrap();
+        let manager = SessionManager::with_question_timeout(
+            Store::open_in_memory().await.unwrap(),
+            Arc::new(ScriptedAgent::new(scenario)),
+            timeout,
+        );
+        let session = manager.create_session().await.unwrap();
+        manager.send_message(&session.id, "go".into()).await.unwrap();
+        (manager, session.id)
+    }
+
+    /// Waits for the pending question and returns its tool_use id.
+    async fn pending_question(manager: &SessionManager, id: &str) -> String {
+        for _ in 0..500 {
+            let (summary, thread) = manager.snapshot(id).await.unwrap();
+            if thread.is_waiting() {
+                assert!(summary.waiting, "the session list says it waits");
+                let call = thread
+                    .messages
+                    .iter()
+                    .flat_map(|m| m.blocks.iter())
+                    .find_map(|b| match b {
+                        Block::ToolCall(call) if call.interaction.as_ref().is_some_and(|i| i.is_pending()) => {
+                            Some(call)
+                        }
+                        _ => None,
+                    })
+                    .unwrap();
+                return call.id.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("no question appeared");
+    }
+
+    fn jwt() -> Vec<QuestionAnswer> {
+        vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["JWT".into()], ..Default::default() }]
+    }
+
+    fn sessions() -> Vec<QuestionAnswer> {
+        vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["Sessions".into()], ..Default::default() }]
+    }
+
+    /// What the scripted agent recorded as having received: the question tool's result.
+    fn received(thread: &Thread, tool_use_id: &str) -> InteractionOutcome {
+        serde_json::from_str(thread.tool_call(tool_use_id).unwrap().result.as_deref().unwrap()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_agent_receives_exactly_the_answer_given() {
+        let (manager, id) = asking_manager(None).await;
+        let question = pending_question(&manager, &id).await;
+        manager.answer_question(&id, &question, jwt()).await.unwrap();
+        let thread = wait_idle(&manager, &id).await;
+        assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+        assert!(thread.messages[1].text().ends_with("got \"Which auth?\"=\"JWT\""));
+        assert!(!manager.store().session(&id).await.unwrap().waiting);
+        assert_eq!(manager.bridge().take_answer(&id, &question), None, "forgotten with the turn");
+    }
+
+    #[tokio::test]
+    async fn the_first_answer_wins_the_same_again_is_accepted_and_another_is_refused() {
+        let (manager, id) = asking_manager(None).await;
+        let question = pending_question(&manager, &id).await;
+        // Many at once: exactly one answer is taken, and the others learn which.
+        let attempts: Vec<_> = (0..12)
+            .map(|i| {
+                let manager = manager.clone();
+                let (id, question) = (id.clone(), question.clone());
+                tokio::spawn(async move {
+                    let answer = if i % 2 == 0 { jwt() } else { sessions() };
+                    (answer.clone(), manager.answer_question(&id, &question, answer).await)
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for attempt in attempts {
+            results.push(attempt.await.unwrap());
+        }
+        let thread = wait_idle(&manager, &id).await;
+        let InteractionOutcome::Answered { answers: winner } = received(&thread, &question) else { panic!() };
+        for (answer, result) in results {
+            if answer == winner {
+                assert_eq!(result, Ok(()), "the same answer is accepted");
+            } else {
+                assert_eq!(result, Err(AppError::AlreadyAnswered));
+            }
+        }
+        let stored = manager.store().load_thread(&id).await.unwrap();
+        let outcome = stored.tool_call(&question).unwrap().interaction.as_ref().unwrap().outcome.clone();
+        assert_eq!(outcome, Some(InteractionOutcome::Answered { answers: winner }));
+    }
+
+    #[tokio::test]
+    async fn a_declined_question_tells_the_agent_so() {
+        let (manager, id) = asking_manager(None).await;
+        let question = pending_question(&manager, &id).await;
+        manager.decline_question(&id, &question, Some("  later ".into())).await.unwrap();
+        let thread = wait_idle(&manager, &id).await;
+        assert_eq!(received(&thread, &question), InteractionOutcome::Declined { reason: Some("later".into()) });
+        assert_eq!(
+            manager.answer_question(&id, &question, jwt()).await,
+            Err(AppError::NotWaiting { detail: "it was skipped".into() })
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_expires_and_the_agent_is_told() {
+        let (manager, id) = asking_manager(Some(Duration::from_millis(50))).await;
+        let question = pending_question(&manager, &id).await;
+        let thread = wait_idle(&manager, &id).await;
+        assert_eq!(received(&thread, &question), InteractionOutcome::Expired);
+        assert!(thread.messages[1].text().contains("nobody answered in time"));
+        assert!(matches!(manager.answer_question(&id, &question, jwt()).await, Err(AppError::NotWaiting { .. })));
+    }
+
+    #[tokio::test]
+    async fn stopping_the_turn_cancels_the_question_and_refuses_late_answers() {
+        let (manager, id) = asking_manager(None).await;
+        let question = pending_question(&manager, &id).await;
+        manager.interrupt(&id).await.unwrap();
+        let thread = wait_idle(&manager, &id).await;
+        let interaction = thread.tool_call(&question).unwrap().interaction.clone().unwrap();
+        assert_eq!(interaction.outcome, Some(InteractionOutcome::Cancelled { reason: "the turn was stopped".into() }));
+        assert!(!manager.store().session(&id).await.unwrap().waiting);
+        let late = manager.answer_question(&id, &question, jwt()).await;
+        assert_eq!(late, Err(AppError::NotWaiting { detail: "it was cancelled (the turn was stopped)".into() }));
+    }
+
+    #[tokio::test]
+    async fn answers_are_checked_against_the_question() {
+        let (manager, id) = asking_manager(None).await;
+        let question = pending_question(&manager, &id).await;
+        let wrong =
+            vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["Magic".into()], ..Default::default() }];
+        assert!(matches!(manager.answer_question(&id, &question, wrong).await, Err(AppError::InvalidAnswer { .. })));
+        assert_eq!(
+            manager.answer_question(&id, "toolu_nope", jwt()).await,
+            Err(AppError::InteractionNotFound { tool_use_id: "toolu_nope".into() })
+        );
+        assert!(matches!(
+            manager.answer_question("nope", &question, jwt()).await,
+            Err(AppError::SessionNotFound { .. })
+        ));
+        // Still pending after all that.
+        manager.answer_question(&id, &question, jwt()).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_question_the_agent_garbled_fails_at_once_and_says_why() {
+        let scenario = Scenario::parse(
+            "pace = 1000\n[[turn]]\n[[turn.step]]\nask = \"AskUserQuestion\"\ninput = { questions = [] }\n[[turn.step]]\nsay = \"{{answer}}\"\n",
+            "t",
+        )
+        .unwrap();
+        let manager =
+            SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+        let session = manager.create_session().await.unwrap();
+        manager.send_message(&session.id, "go".into()).await.unwrap();
+        let thread = wait_idle(&manager, &session.id).await;
+        let Block::ToolCall(call) = &thread.messages[1].blocks[0] else { panic!() };
+        let interaction = call.interaction.as_ref().unwrap();
+        assert_eq!(interaction.request, InteractionRequest::Unreadable { error: "`questions` is empty".into() });
+        assert_eq!(interaction.outcome, Some(InteractionOutcome::Failed { error: "`questions` is empty".into() }));
+        assert!(thread.messages[1].text().contains("could not be read"));
     }
 
     #[test]

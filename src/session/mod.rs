@@ -24,7 +24,7 @@ pub struct SessionView {
 }
 
 #[cfg(feature = "ssr")]
-fn manager() -> Result<std::sync::Arc<SessionManager>, AppError> {
+pub(crate) fn manager() -> Result<std::sync::Arc<SessionManager>, AppError> {
     use_context::<std::sync::Arc<SessionManager>>()
         .ok_or_else(|| AppError::Internal { detail: "the session manager is not running".into() })
 }

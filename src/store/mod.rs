@@ -10,6 +10,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 
 use crate::error::AppError;
+use crate::question::{Interaction, InteractionOutcome};
 use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
 
 #[derive(Debug, thiserror::Error)]
@@ -46,16 +47,23 @@ pub struct Append<'a> {
     pub messages: Vec<(usize, &'a Message)>,
     /// The turn state, when the event changed it.
     pub turn: Option<&'a TurnState>,
+    /// The interactions the event opened or changed, by tool_use id.
+    pub interactions: Vec<(&'a str, &'a Interaction)>,
 }
 
 impl<'a> Append<'a> {
     /// What `thread` (after applying `event`) needs stored.
-    pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &Change) -> Self {
+    pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &'a Change) -> Self {
         Self {
             session_id,
             event,
             messages: change.messages.iter().filter_map(|&i| Some((i, thread.messages.get(i)?))).collect(),
             turn: change.turn.then_some(&thread.turn),
+            interactions: change
+                .interactions
+                .iter()
+                .filter_map(|id| Some((id.as_str(), thread.tool_call(id)?.interaction.as_ref()?)))
+                .collect(),
         }
     }
 }
@@ -111,17 +119,14 @@ impl Store {
 
     /// Every session, the most recently active first.
     pub async fn list_sessions(&self) -> StoreResult<Vec<SessionSummary>> {
-        let rows = sqlx::query(
-            "SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions
-             ORDER BY updated_at_ms DESC, created_at_ms DESC",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query(&format!("{SUMMARY} ORDER BY updated_at_ms DESC, created_at_ms DESC"))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(summary_from_row).collect()
     }
 
     pub async fn session(&self, id: &str) -> StoreResult<SessionSummary> {
-        let row = sqlx::query("SELECT id, title, agent, created_at_ms, updated_at_ms, turn FROM sessions WHERE id = ?")
+        let row = sqlx::query(&format!("{SUMMARY} WHERE id = ?"))
             .bind(id)
             .fetch_optional(&self.pool)
             .await?
@@ -200,7 +205,7 @@ impl Store {
 
     /// Stores one event and what it changed, atomically.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
-        let Append { session_id, event, messages, turn } = append;
+        let Append { session_id, event, messages, turn, interactions } = append;
         let seq = event.seq as i64;
         let mut tx = self.pool.begin().await?;
         sqlx::query("INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES (?, ?, ?, ?, ?)")
@@ -225,6 +230,22 @@ impl Store {
             .bind(serde_json::to_string(&message.blocks)?)
             .bind(message.streaming)
             .bind(message.created_at_ms)
+            .bind(seq)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (tool_use_id, interaction) in interactions {
+            sqlx::query(
+                "INSERT INTO interactions (session_id, tool_use_id, request, state, outcome, updated_seq)
+                 VALUES (?, ?, ?, ?, ?, ?)
+                 ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                   state = excluded.state, outcome = excluded.outcome, updated_seq = excluded.updated_seq",
+            )
+            .bind(session_id)
+            .bind(tool_use_id)
+            .bind(serde_json::to_string(&interaction.request)?)
+            .bind(interaction_state(interaction))
+            .bind(interaction.outcome.as_ref().map(serde_json::to_string).transpose()?)
             .bind(seq)
             .execute(&mut *tx)
             .await?;
@@ -292,7 +313,24 @@ fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<SessionSummary
         created_at_ms: row.get("created_at_ms"),
         updated_at_ms: row.get("updated_at_ms"),
         working: turn.working,
+        waiting: row.get("waiting"),
     })
+}
+
+/// A session as the list shows it, with whether an interaction waits for the person.
+const SUMMARY: &str = "SELECT id, title, agent, created_at_ms, updated_at_ms, turn,
+    EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending') AS waiting
+    FROM sessions";
+
+fn interaction_state(interaction: &Interaction) -> &'static str {
+    match &interaction.outcome {
+        None => "pending",
+        Some(InteractionOutcome::Answered { .. }) => "answered",
+        Some(InteractionOutcome::Declined { .. }) => "declined",
+        Some(InteractionOutcome::Expired) => "expired",
+        Some(InteractionOutcome::Cancelled { .. }) => "cancelled",
+        Some(InteractionOutcome::Failed { .. }) => "failed",
+    }
 }
 
 fn role_to_str(role: Role) -> &'static str {
@@ -324,6 +362,7 @@ mod tests {
             created_at_ms: at,
             updated_at_ms: at,
             working: false,
+            waiting: false,
         }
     }
 
@@ -399,7 +438,9 @@ mod tests {
         let mut thread = Thread::default();
         record(&store, "s1", &mut thread, a_turn()).await;
         let stale = SessionEvent { seq: 3, at_ms: 0, body: EventBody::TurnStarted };
-        let result = store.append(Append { session_id: "s1", event: &stale, messages: vec![], turn: None }).await;
+        let result = store
+            .append(Append { session_id: "s1", event: &stale, messages: vec![], turn: None, interactions: vec![] })
+            .await;
         assert!(result.is_err());
         assert_eq!(store.load_thread("s1").await.unwrap(), thread);
     }

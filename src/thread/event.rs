@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::question::{InteractionOutcome, InteractionRequest};
+
 /// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionEvent {
@@ -14,17 +16,56 @@ pub struct SessionEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventBody {
-    UserMessage { message_id: String, text: String },
-    Notice { message_id: String, text: String },
+    UserMessage {
+        message_id: String,
+        text: String,
+    },
+    Notice {
+        message_id: String,
+        text: String,
+    },
     TurnStarted,
-    AssistantMessageStarted { message_id: String },
-    TextDelta { message_id: String, text: String },
-    ToolCallStarted { message_id: String, tool_use_id: String, name: String },
-    ToolInputDelta { tool_use_id: String, partial_json: String },
-    ToolCallReady { tool_use_id: String, input: Value },
-    ToolResult { tool_use_id: String, output: String, is_error: bool },
-    MessageFinished { message_id: String },
-    TurnEnded { outcome: TurnOutcome, usage: Option<Usage> },
+    AssistantMessageStarted {
+        message_id: String,
+    },
+    TextDelta {
+        message_id: String,
+        text: String,
+    },
+    ToolCallStarted {
+        message_id: String,
+        tool_use_id: String,
+        name: String,
+    },
+    ToolInputDelta {
+        tool_use_id: String,
+        partial_json: String,
+    },
+    ToolCallReady {
+        tool_use_id: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        output: String,
+        is_error: bool,
+    },
+    /// The agent asks the person something through this tool call.
+    InteractionOpened {
+        tool_use_id: String,
+        request: InteractionRequest,
+    },
+    InteractionResolved {
+        tool_use_id: String,
+        outcome: InteractionOutcome,
+    },
+    MessageFinished {
+        message_id: String,
+    },
+    TurnEnded {
+        outcome: TurnOutcome,
+        usage: Option<Usage>,
+    },
 }
 
 impl EventBody {
@@ -40,6 +81,8 @@ impl EventBody {
             Self::ToolInputDelta { .. } => "tool_input_delta",
             Self::ToolCallReady { .. } => "tool_call_ready",
             Self::ToolResult { .. } => "tool_result",
+            Self::InteractionOpened { .. } => "interaction_opened",
+            Self::InteractionResolved { .. } => "interaction_resolved",
             Self::MessageFinished { .. } => "message_finished",
             Self::TurnEnded { .. } => "turn_ended",
         }
@@ -58,6 +101,19 @@ pub enum TurnOutcome {
     },
     /// The server stopped while the turn was running.
     Abandoned,
+}
+
+impl TurnOutcome {
+    /// Why a question still open at the end of this turn will not be answered.
+    pub fn cancel_reason(&self) -> String {
+        match self {
+            Self::Completed => "the agent finished without waiting for it",
+            Self::Interrupted => "the turn was stopped",
+            Self::Failed { .. } => "the agent failed",
+            Self::Abandoned => "the server stopped",
+        }
+        .to_string()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,8 @@ pub use event::{EventBody, SessionEvent, TurnOutcome, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::question::{Interaction, InteractionOutcome};
+
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {
@@ -21,6 +23,9 @@ pub struct SessionSummary {
     pub updated_at_ms: i64,
     /// The agent is in the middle of a turn.
     pub working: bool,
+    /// A question or approval waits for the person.
+    #[serde(default)]
+    pub waiting: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,6 +80,9 @@ pub struct ToolCall {
     pub partial_input: String,
     pub status: ToolStatus,
     pub result: Option<String>,
+    /// The person's part, for tools that ask them something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interaction: Option<Interaction>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,19 +127,28 @@ pub struct Change {
     /// Positions of the messages that changed; a message's position never changes.
     pub messages: Vec<usize>,
     pub turn: bool,
+    /// The tool_use ids of the interactions that opened or changed.
+    pub interactions: Vec<String>,
 }
 
 impl Change {
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && !self.turn
+        self.messages.is_empty() && !self.turn && self.interactions.is_empty()
     }
 
     fn message(index: usize) -> Self {
-        Self { messages: vec![index], turn: false }
+        Self { messages: vec![index], ..Self::default() }
     }
 
     fn turn() -> Self {
-        Self { messages: Vec::new(), turn: true }
+        Self { turn: true, ..Self::default() }
+    }
+
+    fn interaction(mut self, tool_use_id: &str) -> Self {
+        if !self.messages.is_empty() {
+            self.interactions.push(tool_use_id.to_string());
+        }
+        self
     }
 }
 
@@ -188,6 +205,7 @@ impl Thread {
                     partial_input: String::new(),
                     status: ToolStatus::Streaming,
                     result: None,
+                    interaction: None,
                 }))
             }),
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
@@ -202,6 +220,18 @@ impl Thread {
                 call.result = Some(output.clone());
                 call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
             }),
+            EventBody::InteractionOpened { tool_use_id, request } => self
+                .with_tool_call(tool_use_id, |call| {
+                    call.interaction = Some(Interaction { request: request.clone(), outcome: None })
+                })
+                .interaction(tool_use_id),
+            EventBody::InteractionResolved { tool_use_id, outcome } => self
+                .with_tool_call(tool_use_id, |call| {
+                    if let Some(interaction) = &mut call.interaction {
+                        interaction.outcome = Some(outcome.clone());
+                    }
+                })
+                .interaction(tool_use_id),
             EventBody::MessageFinished { message_id } => {
                 self.with_message(message_id, |message| message.streaming = false)
             }
@@ -209,15 +239,22 @@ impl Thread {
                 self.turn.working = false;
                 self.turn.last_outcome = Some(outcome.clone());
                 self.turn.last_usage = usage.clone();
-                // Nothing streams or runs past the end of its turn.
+                // Nothing streams, runs or waits for the person past the end of its turn.
                 let mut change = Change::turn();
                 for (index, message) in self.messages.iter_mut().enumerate() {
                     let mut changed = std::mem::replace(&mut message.streaming, false);
                     for block in &mut message.blocks {
-                        if let Block::ToolCall(call) = block
-                            && !call.status.is_finished()
-                        {
+                        let Block::ToolCall(call) = block else { continue };
+                        if !call.status.is_finished() {
                             call.status = ToolStatus::Cancelled;
+                            changed = true;
+                        }
+                        if let Some(interaction) = &mut call.interaction
+                            && interaction.is_pending()
+                        {
+                            interaction.outcome =
+                                Some(InteractionOutcome::Cancelled { reason: outcome.cancel_reason() });
+                            change.interactions.push(call.id.clone());
                             changed = true;
                         }
                     }
@@ -244,6 +281,22 @@ impl Thread {
             }
             None => Change::default(),
         }
+    }
+
+    /// The tool call `tool_use_id`, wherever it is in the thread.
+    pub fn tool_call(&self, tool_use_id: &str) -> Option<&ToolCall> {
+        self.messages.iter().rev().flat_map(|m| m.blocks.iter()).find_map(|block| match block {
+            Block::ToolCall(call) if call.id == tool_use_id => Some(call),
+            _ => None,
+        })
+    }
+
+    /// Whether a question or approval waits for the person.
+    pub fn is_waiting(&self) -> bool {
+        self.messages
+            .iter()
+            .flat_map(|m| m.blocks.iter())
+            .any(|block| matches!(block, Block::ToolCall(ToolCall { interaction: Some(i), .. }) if i.is_pending()))
     }
 
     fn with_tool_call(&mut self, tool_use_id: &str, change: impl FnOnce(&mut ToolCall)) -> Change {
@@ -369,7 +422,7 @@ mod tests {
             thread.apply(&e);
         }
         let change = thread.apply(&event(9, EventBody::TurnEnded { outcome: TurnOutcome::Interrupted, usage: None }));
-        assert_eq!(change, Change { messages: vec![1], turn: true });
+        assert_eq!(change, Change { messages: vec![1], turn: true, interactions: vec![] });
         let Block::ToolCall(call) = &thread.messages[1].blocks[1] else { panic!() };
         assert_eq!(call.status, ToolStatus::Cancelled);
         assert!(!thread.messages[1].streaming);

@@ -113,6 +113,7 @@ fn placeholder_call() -> ToolCall {
         partial_input: String::new(),
         status: crate::thread::ToolStatus::Cancelled,
         result: None,
+        interaction: None,
     }
 }
 

@@ -1,16 +1,21 @@
 //! The scripted agent: plays a [`Scenario`] at a person's reading pace, with no network at all.
 //! It is the default on a fresh machine and what the tests drive.
+//!
+//! For questions it records exactly what it received as the question tool's result (the
+//! outcome as JSON), and `{{answer}}` in later text quotes it back.
 
 mod scenario;
 
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use scenario::{Scenario, ScenarioError, Step, Turn};
 
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
+use crate::question::InteractionOutcome;
 use crate::thread::Usage;
 
 /// Tool arguments stream in pieces of about this many bytes.
@@ -35,10 +40,11 @@ impl ScriptedAgent {
 
         let message_id = sink.start_message().await?;
         let mut words = 0u64;
+        let mut last_answer = "nothing: nobody was asked".to_string();
         for step in steps {
             match step {
                 Step::Say { text } => {
-                    let text = text.trim().replace("{{message}}", &request.text);
+                    let text = text.trim().replace("{{message}}", &request.text).replace("{{answer}}", &last_answer);
                     // Separate this text from what came before, as a new paragraph.
                     let mut first = words > 0;
                     for word in split_words(&text) {
@@ -52,16 +58,18 @@ impl ScriptedAgent {
                     }
                 }
                 Step::Tool { name, input, output, is_error, duration } => {
-                    let tool_use_id = format!("toolu_scripted_{}", crate::session::new_id());
-                    sink.tool_call_started(&message_id, &tool_use_id, name).await?;
-                    let json = serde_json::to_string(input).unwrap_or_default();
-                    for piece in split_at_char_boundaries(&json, ARGUMENT_CHUNK) {
-                        wait(word_pause, cancel).await?;
-                        sink.tool_input_delta(&tool_use_id, piece).await?;
-                    }
-                    sink.tool_call_ready(&tool_use_id, input.clone()).await?;
+                    let tool_use_id = stream_tool_call(sink, &message_id, name, input, word_pause, cancel).await?;
                     wait(*duration, cancel).await?;
                     sink.tool_result(&tool_use_id, output, *is_error).await?;
+                    words = words.max(1);
+                }
+                Step::Ask { tool, input } => {
+                    let tool_use_id = stream_tool_call(sink, &message_id, tool, input, word_pause, cancel).await?;
+                    let outcome = sink.ask(&tool_use_id, tool, input, cancel).await?;
+                    let record = serde_json::to_string_pretty(&outcome).unwrap_or_default();
+                    let refused = !matches!(outcome, InteractionOutcome::Answered { .. });
+                    sink.tool_result(&tool_use_id, &record, refused).await?;
+                    last_answer = quote(&outcome);
                     words = words.max(1);
                 }
                 Step::Pause { duration } => wait(*duration, cancel).await?,
@@ -88,6 +96,54 @@ impl AgentBackend for ScriptedAgent {
         sink: &'a TurnSink,
     ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
         Box::pin(async move { self.play(&request, sink).await })
+    }
+}
+
+/// Streams a tool call's arguments the way a model writes them, then marks them complete.
+async fn stream_tool_call(
+    sink: &TurnSink,
+    message_id: &str,
+    name: &str,
+    input: &Value,
+    pause: Duration,
+    cancel: &CancellationToken,
+) -> Result<String, AgentError> {
+    let tool_use_id = format!("toolu_scripted_{}", crate::session::new_id());
+    sink.tool_call_started(message_id, &tool_use_id, name).await?;
+    // Arguments given as raw text stream as that text.
+    let json = match input {
+        Value::String(raw) => raw.clone(),
+        other => serde_json::to_string(other).unwrap_or_default(),
+    };
+    for piece in split_at_char_boundaries(&json, ARGUMENT_CHUNK) {
+        wait(pause, cancel).await?;
+        sink.tool_input_delta(&tool_use_id, piece).await?;
+    }
+    sink.tool_call_ready(&tool_use_id, input.clone()).await?;
+    Ok(tool_use_id)
+}
+
+/// What the person answered, in words, for `{{answer}}`: `"Which auth?"="JWT"` per question.
+fn quote(outcome: &InteractionOutcome) -> String {
+    match outcome {
+        InteractionOutcome::Answered { answers } => answers
+            .iter()
+            .map(|answer| {
+                let mut part = format!("\"{}\"=\"{}\"", answer.question, answer.summary());
+                if let Some(notes) = &answer.notes {
+                    part.push_str(&format!(" (note: {notes})"));
+                }
+                part
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        InteractionOutcome::Declined { reason: None } => "nothing: you skipped the question".into(),
+        InteractionOutcome::Declined { reason: Some(reason) } => {
+            format!("nothing: you skipped the question ({reason})")
+        }
+        InteractionOutcome::Expired => "nothing: nobody answered in time".into(),
+        InteractionOutcome::Cancelled { reason } => format!("nothing: the question was cancelled ({reason})"),
+        InteractionOutcome::Failed { error } => format!("nothing: my question could not be read ({error})"),
     }
 }
 

@@ -2,7 +2,7 @@
 //!
 //! A scenario is a list of turns. Each turn answers the messages that contain one of its `when`
 //! words (a turn without `when` answers everything else) with a list of steps: streamed text,
-//! tool calls with their output, pauses. Errors name the line and the field, because people write
+//! tool calls with their output, questions for the person, pauses. Errors name the line and the field, because people write
 //! these files by hand.
 
 use std::path::Path;
@@ -36,6 +36,9 @@ pub enum Step {
     Say { text: String },
     /// A tool call: its arguments stream, it "runs" for `duration`, then its output arrives.
     Tool { name: String, input: Value, output: String, is_error: bool, duration: Duration },
+    /// A question tool call (`AskUserQuestion`, `AskFollowupQuestion`): the agent waits for the
+    /// person. `input` is the arguments exactly as an agent would send them, malformed or not.
+    Ask { tool: String, input: Value },
     /// Nothing happens for a while (the agent "thinks").
     Pause { duration: Duration },
 }
@@ -156,7 +159,10 @@ struct RawTurn {
 struct RawStep {
     say: Option<String>,
     tool: Option<String>,
+    ask: Option<String>,
     input: Option<toml::Value>,
+    /// Arguments as raw text, for questions whose JSON is broken on purpose.
+    input_json: Option<String>,
     output: Option<String>,
     error: Option<bool>,
     duration_ms: Option<u64>,
@@ -165,12 +171,11 @@ struct RawStep {
 
 impl RawStep {
     fn check(self) -> Result<Step, String> {
-        let kinds = [self.say.is_some(), self.tool.is_some(), self.pause_ms.is_some()];
+        let kinds = [self.say.is_some(), self.tool.is_some(), self.ask.is_some(), self.pause_ms.is_some()];
         if kinds.iter().filter(|present| **present).count() != 1 {
-            return Err("a step needs exactly one of `say`, `tool` or `pause_ms`".to_string());
+            return Err("a step needs exactly one of `say`, `tool`, `ask` or `pause_ms`".to_string());
         }
         let tool_only = [
-            ("input", self.input.is_some()),
             ("output", self.output.is_some()),
             ("error", self.error.is_some()),
             ("duration_ms", self.duration_ms.is_some()),
@@ -179,6 +184,26 @@ impl RawStep {
             && let Some((field, _)) = tool_only.iter().find(|(_, present)| *present)
         {
             return Err(format!("`{field}` belongs to a `tool` step"));
+        }
+        if self.tool.is_none() && self.ask.is_none() && self.input.is_some() {
+            return Err("`input` belongs to a `tool` or `ask` step".to_string());
+        }
+        if self.ask.is_none() && self.input_json.is_some() {
+            return Err("`input_json` belongs to an `ask` step".to_string());
+        }
+        if let Some(tool) = self.ask {
+            if !crate::question::is_question_tool(&tool) {
+                return Err(format!(
+                    "`ask` names a question tool (AskUserQuestion or AskFollowupQuestion), not “{tool}”"
+                ));
+            }
+            let input = match (self.input, self.input_json) {
+                (Some(_), Some(_)) => return Err("an `ask` step takes `input` or `input_json`, not both".to_string()),
+                (Some(value), None) => serde_json::to_value(value).map_err(|error| format!("`input`: {error}"))?,
+                (None, Some(text)) => Value::String(text),
+                (None, None) => return Err("an `ask` step needs the question in `input`".to_string()),
+            };
+            return Ok(Step::Ask { tool, input });
         }
         if let Some(text) = self.say {
             return Ok(Step::Say { text });
@@ -279,8 +304,42 @@ pause_ms = 5
         let error = Scenario::parse(text, "bad.toml").unwrap_err();
         assert_eq!(
             error.to_string(),
-            "bad.toml:5: turn 1, step 2: a step needs exactly one of `say`, `tool` or `pause_ms`"
+            "bad.toml:5: turn 1, step 2: a step needs exactly one of `say`, `tool`, `ask` or `pause_ms`"
         );
+    }
+
+    #[test]
+    fn ask_steps_take_the_arguments_as_given() {
+        let scenario = Scenario::parse(
+            r#"
+[[turn]]
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which?", header = "Pick", options = [{ label = "A", description = "a" }] }] }
+
+[[turn.step]]
+ask = "AskFollowupQuestion"
+input_json = '{"question": "Broken'
+"#,
+            "t",
+        )
+        .unwrap();
+        let steps = &scenario.turns[0].steps;
+        assert_eq!(
+            steps[0],
+            Step::Ask {
+                tool: "AskUserQuestion".into(),
+                input: json!({"questions": [{"question": "Which?", "header": "Pick", "options": [{"label": "A", "description": "a"}]}]}),
+            }
+        );
+        assert_eq!(
+            steps[1],
+            Step::Ask { tool: "AskFollowupQuestion".into(), input: Value::String("{\"question\": \"Broken".into()) }
+        );
+        let error = Scenario::parse("[[turn]]\n[[turn.step]]\nask = \"Bash\"\ninput = {}\n", "t").unwrap_err();
+        assert!(error.to_string().contains("`ask` names a question tool"), "{error}");
+        let error = Scenario::parse("[[turn]]\n[[turn.step]]\nask = \"AskUserQuestion\"\n", "t").unwrap_err();
+        assert!(error.to_string().contains("needs the question in `input`"), "{error}");
     }
 
     #[test]

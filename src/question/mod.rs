@@ -1,0 +1,277 @@
+//! Questions the agent asks the person: one model for `AskUserQuestion` and the flat
+//! `AskFollowupQuestion`, the person's answers, the checks an answer must pass, and the server
+//! functions that carry it.
+
+mod normalize;
+
+pub use normalize::{QuestionError, is_question_tool, normalize_partial, normalize_question_args};
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use server_fn::codec::Json;
+
+use crate::error::AppError;
+
+/// The longest free text ("Other", notes) an answer may carry, in characters.
+pub const MAX_ANSWER_CHARS: usize = 4000;
+/// The label of the free-text choice every question offers.
+pub const OTHER: &str = "Other";
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Question {
+    /// A short tag ("Auth"); empty when the agent gave none.
+    pub header: String,
+    pub question: String,
+    pub options: Vec<Choice>,
+    pub multi_select: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    pub label: String,
+    pub description: Option<String>,
+    /// Markdown shown while this choice has the focus.
+    pub preview: Option<String>,
+}
+
+/// The person's answer to one question.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QuestionAnswer {
+    /// The question's text, as asked.
+    pub question: String,
+    /// Chosen option labels: one on a single-select question, any number on a multi-select one.
+    pub labels: Vec<String>,
+    /// Free text from "Other": instead of a label (single-select) or besides them (multi-select).
+    pub other: Option<String>,
+    pub notes: Option<String>,
+}
+
+impl QuestionAnswer {
+    /// The answer as one line, the way agents receive it: labels joined with ", ", the free
+    /// text verbatim.
+    pub fn summary(&self) -> String {
+        let mut parts: Vec<&str> = self.labels.iter().map(String::as_str).collect();
+        if let Some(other) = &self.other {
+            parts.push(other);
+        }
+        parts.join(", ")
+    }
+}
+
+/// How the person's part of an interaction ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InteractionOutcome {
+    Answered {
+        answers: Vec<QuestionAnswer>,
+    },
+    /// The person chose to skip it.
+    Declined {
+        reason: Option<String>,
+    },
+    /// Nobody answered within `--question-timeout`.
+    Expired,
+    /// The agent stopped waiting: interrupted, exited, or the server restarted.
+    Cancelled {
+        reason: String,
+    },
+    /// The request itself could not be used (a malformed question).
+    Failed {
+        error: String,
+    },
+}
+
+/// What the agent asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InteractionRequest {
+    Question {
+        questions: Vec<Question>,
+    },
+    /// The agent asked, but its arguments could not be understood; `error` says why.
+    Unreadable {
+        error: String,
+    },
+}
+
+/// A question (later: an approval) waiting for, or answered by, the person.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interaction {
+    pub request: InteractionRequest,
+    /// `None` while pending.
+    pub outcome: Option<InteractionOutcome>,
+}
+
+impl Interaction {
+    pub fn is_pending(&self) -> bool {
+        self.outcome.is_none()
+    }
+
+    pub fn questions(&self) -> &[Question] {
+        match &self.request {
+            InteractionRequest::Question { questions } => questions,
+            InteractionRequest::Unreadable { .. } => &[],
+        }
+    }
+}
+
+/// Checks an answer against the questions it answers and returns it tidied (trimmed text, empty
+/// text dropped, labels in the options' order). Every question needs an answer.
+pub fn validate_answers(questions: &[Question], answers: &[QuestionAnswer]) -> Result<Vec<QuestionAnswer>, AppError> {
+    let invalid = |question: &str, detail: String| AppError::InvalidAnswer { question: question.to_string(), detail };
+    for answer in answers {
+        if !questions.iter().any(|q| q.question == answer.question) {
+            return Err(invalid(&answer.question, "there is no such question in this card".into()));
+        }
+    }
+    let mut tidy = Vec::with_capacity(questions.len());
+    for question in questions {
+        let text = question.question.as_str();
+        let mut matching = answers.iter().filter(|a| a.question == text);
+        let answer = matching.next().ok_or_else(|| invalid(text, "this question has no answer yet".into()))?;
+        if matching.next().is_some() {
+            return Err(invalid(text, "this question is answered twice".into()));
+        }
+        let clean = |text: &Option<String>, what: &str| -> Result<Option<String>, AppError> {
+            let text = text.as_deref().map(str::trim).filter(|t| !t.is_empty());
+            match text {
+                Some(t) if t.chars().count() > MAX_ANSWER_CHARS => {
+                    Err(invalid(&question.question, format!("the {what} is longer than {MAX_ANSWER_CHARS} characters")))
+                }
+                other => Ok(other.map(str::to_string)),
+            }
+        };
+        let other = clean(&answer.other, "answer")?;
+        let notes = clean(&answer.notes, "note")?;
+        for label in &answer.labels {
+            if !question.options.iter().any(|o| &o.label == label) {
+                return Err(invalid(text, format!("“{label}” is not one of the options")));
+            }
+        }
+        // In the options' order, each once.
+        let labels: Vec<String> =
+            question.options.iter().filter(|o| answer.labels.contains(&o.label)).map(|o| o.label.clone()).collect();
+        if !question.multi_select && labels.len() + other.is_some() as usize > 1 {
+            return Err(invalid(text, "only one choice is allowed here".into()));
+        }
+        if labels.is_empty() && other.is_none() {
+            return Err(invalid(text, "choose an option or write an answer".into()));
+        }
+        tidy.push(QuestionAnswer { question: question.question.clone(), labels, other, notes });
+    }
+    Ok(tidy)
+}
+
+/// Answers the pending question `tool_use_id` of `session`. The first answer wins; sending the
+/// same answer again is accepted; a different one is refused as already answered.
+#[server(input = Json, endpoint = "submit_answers")]
+pub async fn submit_answers(
+    session: String,
+    tool_use_id: String,
+    answers: Vec<QuestionAnswer>,
+) -> Result<(), AppError> {
+    crate::session::manager()?.answer_question(&session, &tool_use_id, answers).await
+}
+
+/// Skips the question: the agent is told that the person declined to answer.
+#[server(input = Json, endpoint = "decline_question")]
+pub async fn decline_question(session: String, tool_use_id: String, reason: Option<String>) -> Result<(), AppError> {
+    crate::session::manager()?.decline_question(&session, &tool_use_id, reason).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice(label: &str) -> Choice {
+        Choice { label: label.into(), description: None, preview: None }
+    }
+
+    fn questions() -> Vec<Question> {
+        vec![
+            Question {
+                header: "Auth".into(),
+                question: "Which auth?".into(),
+                options: vec![choice("JWT"), choice("Sessions")],
+                multi_select: false,
+            },
+            Question {
+                header: "Features".into(),
+                question: "Which features?".into(),
+                options: vec![choice("Dark mode"), choice("i18n"), choice("Analytics")],
+                multi_select: true,
+            },
+        ]
+    }
+
+    fn answer(question: &str, labels: &[&str], other: Option<&str>) -> QuestionAnswer {
+        QuestionAnswer {
+            question: question.into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            other: other.map(str::to_string),
+            notes: None,
+        }
+    }
+
+    #[test]
+    fn a_complete_answer_is_accepted_and_tidied() {
+        let tidy = validate_answers(
+            &questions(),
+            &[
+                answer("Which features?", &["i18n", "Dark mode"], Some("  Offline  ")),
+                answer("Which auth?", &["JWT"], Some("   ")),
+            ],
+        )
+        .unwrap();
+        assert_eq!(tidy[0], answer("Which auth?", &["JWT"], None));
+        assert_eq!(tidy[1], answer("Which features?", &["Dark mode", "i18n"], Some("Offline")));
+        assert_eq!(tidy[1].summary(), "Dark mode, i18n, Offline");
+    }
+
+    #[test]
+    fn other_text_replaces_the_choice_on_single_select() {
+        let tidy =
+            validate_answers(&questions()[..1], &[answer("Which auth?", &[], Some("OAuth via Google"))]).unwrap();
+        assert_eq!(tidy[0].summary(), "OAuth via Google");
+    }
+
+    #[test]
+    fn wrong_answers_say_what_is_wrong() {
+        let q = questions();
+        let detail = |answers: &[QuestionAnswer]| match validate_answers(&q, answers) {
+            Err(AppError::InvalidAnswer { question, detail }) => format!("{question}: {detail}"),
+            other => panic!("expected InvalidAnswer, got {other:?}"),
+        };
+        let features = answer("Which features?", &["i18n"], None);
+        assert_eq!(
+            detail(&[answer("Which auth?", &["Magic"], None), features.clone()]),
+            "Which auth?: “Magic” is not one of the options"
+        );
+        assert_eq!(
+            detail(&[answer("Which auth?", &["JWT", "Sessions"], None), features.clone()]),
+            "Which auth?: only one choice is allowed here"
+        );
+        assert_eq!(
+            detail(&[answer("Which auth?", &["JWT"], Some("and more")), features.clone()]),
+            "Which auth?: only one choice is allowed here"
+        );
+        assert_eq!(detail(&[features.clone()]), "Which auth?: this question has no answer yet");
+        assert_eq!(
+            detail(&[answer("Which auth?", &[], None), features.clone()]),
+            "Which auth?: choose an option or write an answer"
+        );
+        assert_eq!(
+            detail(&[answer("Who?", &["JWT"], None), answer("Which auth?", &["JWT"], None), features.clone()]),
+            "Who?: there is no such question in this card"
+        );
+        let long = "x".repeat(MAX_ANSWER_CHARS + 1);
+        assert_eq!(
+            detail(&[answer("Which auth?", &[], Some(&long)), features.clone()]),
+            format!("Which auth?: the answer is longer than {MAX_ANSWER_CHARS} characters")
+        );
+        assert_eq!(
+            detail(&[answer("Which auth?", &["JWT"], None), features.clone(), features]),
+            "Which features?: this question is answered twice"
+        );
+    }
+}

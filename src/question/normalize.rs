@@ -1,0 +1,556 @@
+//! Turning what agents really send into [`Question`]s.
+//!
+//! Accepted: `AskUserQuestion` (`{questions: [{question, header, options: [{label, description,
+//! preview}], multiSelect}]}`), the flat `AskFollowupQuestion` (`{question, options}`, options as
+//! strings or objects, or Cline's `follow_up` with `<suggest>` tags), arguments or options given
+//! as a JSON string inside the JSON, missing `multiSelect`/`header`/descriptions, and arguments
+//! still streaming (partial JSON, for a preview). It never panics; what cannot be understood is a
+//! [`QuestionError`] that says what is wrong.
+
+use serde_json::{Map, Value};
+
+use super::{Choice, Question};
+
+/// The tools whose calls are questions for the person.
+pub fn is_question_tool(name: &str) -> bool {
+    matches!(name, "AskUserQuestion" | "AskFollowupQuestion" | "ask_followup_question")
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuestionError {
+    #[error("the arguments are not valid JSON ({0})")]
+    NotJson(String),
+    #[error("the arguments are {0}, not an object")]
+    NotAnObject(&'static str),
+    #[error("there is no `questions` list and no `question` text")]
+    NoQuestion,
+    #[error("`questions` is empty")]
+    EmptyQuestions,
+    #[error("question {index}: {problem}")]
+    BadQuestion { index: usize, problem: String },
+}
+
+/// Normalizes complete arguments. `tool` is the tool's name (both shapes are accepted under
+/// either name: agents mix them up).
+pub fn normalize_question_args(tool: &str, args: &Value) -> Result<Vec<Question>, QuestionError> {
+    let _ = tool;
+    let args = unwrap_json_string(args)?;
+    let object = args.as_object().ok_or(QuestionError::NotAnObject(kind(&args)))?;
+    let questions = match object.get("questions") {
+        Some(list) => {
+            let list = unwrap_json_string(list)?;
+            let Value::Array(items) = list else {
+                return Err(QuestionError::BadQuestion {
+                    index: 1,
+                    problem: format!("`questions` is {}, not a list", kind(&list)),
+                });
+            };
+            if items.is_empty() {
+                return Err(QuestionError::EmptyQuestions);
+            }
+            items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| {
+                    let item = unwrap_json_string(item).map_err(|e| bad(index, e.to_string()))?;
+                    match &item {
+                        Value::Object(question) => question_from(question, None).map_err(|p| bad(index, p)),
+                        Value::String(text) => question_from(&Map::new(), Some(text)).map_err(|p| bad(index, p)),
+                        other => Err(bad(index, format!("it is {}, not an object", kind(other)))),
+                    }
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        }
+        None if object.contains_key("question") => vec![question_from(object, None).map_err(|p| bad(0, p))?],
+        None => return Err(QuestionError::NoQuestion),
+    };
+    for (index, question) in questions.iter().enumerate() {
+        if questions[..index].iter().any(|q| q.question == question.question) {
+            return Err(bad(index, format!("“{}” is asked twice", question.question)));
+        }
+    }
+    Ok(questions)
+}
+
+/// What can be shown of arguments still streaming: the questions whose text has arrived, with the
+/// options that have a label so far. Never fails.
+pub fn normalize_partial(tool: &str, partial: &str) -> Vec<Question> {
+    let Ok(value) = serde_json::from_str::<Value>(&repair_partial_json(partial)) else { return Vec::new() };
+    if let Ok(questions) = normalize_question_args(tool, &value) {
+        return questions;
+    }
+    // Lenient: keep each question that has its text, skip the rest.
+    let items: Vec<Value> = match value.get("questions") {
+        Some(Value::Array(items)) => items.clone(),
+        _ => vec![value],
+    };
+    items
+        .iter()
+        .filter_map(|item| item.as_object())
+        .filter_map(|question| {
+            let text = question.get("question")?.as_str()?.trim();
+            if text.is_empty() {
+                return None;
+            }
+            let options = question
+                .get("options")
+                .and_then(|o| unwrap_json_string(o).ok())
+                .and_then(|o| o.as_array().cloned())
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|o| choice_from(o).ok())
+                .collect();
+            Some(Question {
+                header: string_field(question, &["header"]).unwrap_or_default(),
+                question: text.to_string(),
+                options,
+                multi_select: multi_select(question),
+            })
+        })
+        .collect()
+}
+
+fn bad(index: usize, problem: String) -> QuestionError {
+    QuestionError::BadQuestion { index: index + 1, problem }
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Agents sometimes send a JSON document as a string inside the JSON, once or twice over.
+fn unwrap_json_string(value: &Value) -> Result<Value, QuestionError> {
+    let mut value = value.clone();
+    for _ in 0..3 {
+        let Value::String(text) = &value else { return Ok(value) };
+        let trimmed = text.trim();
+        if !(trimmed.starts_with('{') || trimmed.starts_with('[') || trimmed.starts_with('"')) {
+            return Ok(value);
+        }
+        value = serde_json::from_str(trimmed).map_err(|e| QuestionError::NotJson(e.to_string()))?;
+    }
+    Ok(value)
+}
+
+fn string_field(object: &Map<String, Value>, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|key| match object.get(*key)? {
+        Value::String(text) => Some(text.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+fn multi_select(object: &Map<String, Value>) -> bool {
+    ["multiSelect", "multi_select", "multiple", "allowMultiple"].iter().any(|key| match object.get(*key) {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    })
+}
+
+fn question_from(object: &Map<String, Value>, text: Option<&str>) -> Result<Question, String> {
+    let question = match text {
+        Some(text) => text.trim().to_string(),
+        None => string_field(object, &["question", "text", "prompt"])
+            .ok_or_else(|| "it has no `question` text".to_string())?,
+    };
+    if question.is_empty() {
+        return Err("its `question` text is empty".into());
+    }
+    let raw_options = ["options", "choices", "suggestions", "follow_up", "followUp"]
+        .iter()
+        .find_map(|key| object.get(*key))
+        .cloned()
+        .unwrap_or(Value::Array(Vec::new()));
+    let raw_options = match &raw_options {
+        // Cline: "<suggest>Yes</suggest><suggest>No</suggest>"
+        Value::String(text) if text.contains("<suggest") => {
+            Value::Array(suggestions(text).into_iter().map(Value::String).collect())
+        }
+        other => unwrap_json_string(other).map_err(|e| format!("its options: {e}"))?,
+    };
+    let Value::Array(items) = raw_options else {
+        return Err(format!("its options are {}, not a list", kind(&raw_options)));
+    };
+    let mut options: Vec<Choice> = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let choice = choice_from(item).map_err(|p| format!("option {}: {p}", index + 1))?;
+        if options.iter().any(|o| o.label == choice.label) {
+            return Err(format!("two options are labelled “{}”", choice.label));
+        }
+        options.push(choice);
+    }
+    Ok(Question {
+        header: string_field(object, &["header", "title"]).unwrap_or_default(),
+        question,
+        options,
+        multi_select: multi_select(object),
+    })
+}
+
+fn choice_from(item: &Value) -> Result<Choice, String> {
+    let (label, description, preview) = match item {
+        Value::String(label) => (label.trim().to_string(), None, None),
+        Value::Number(n) => (n.to_string(), None, None),
+        Value::Object(object) => (
+            string_field(object, &["label", "text", "value", "title", "answer"])
+                .ok_or_else(|| "it has no `label`".to_string())?,
+            string_field(object, &["description", "detail"]).filter(|d| !d.is_empty()),
+            string_field(object, &["preview"]).filter(|p| !p.is_empty()),
+        ),
+        other => return Err(format!("it is {}, not a label or an object", kind(other))),
+    };
+    if label.is_empty() {
+        return Err("its label is empty".into());
+    }
+    Ok(Choice { label, description, preview })
+}
+
+fn suggestions(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("<suggest") {
+        let Some(open_end) = rest[start..].find('>') else { break };
+        let body = &rest[start + open_end + 1..];
+        let Some(end) = body.find("</suggest>") else { break };
+        let suggestion = body[..end].trim();
+        if !suggestion.is_empty() {
+            found.push(suggestion.to_string());
+        }
+        rest = &body[end..];
+    }
+    found
+}
+
+/// Closes a JSON document that was cut off: open strings, objects and lists are closed, a
+/// dangling key gets `null`, and a half-written number or literal is dropped. The result of any
+/// prefix of a valid document parses.
+pub fn repair_partial_json(partial: &str) -> String {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Expect {
+        Key,
+        Colon,
+        Value,
+        Next,
+    }
+    // The open containers: (is an object, what comes next in it).
+    let mut stack: Vec<(bool, Expect)> = Vec::new();
+    let mut out = String::with_capacity(partial.len() + 8);
+    // Where the output may be cut back to if the document ends in the middle of a token.
+    let mut token_start: Option<usize> = None;
+    let mut in_string = false;
+    let mut escape = false;
+    // What comes next outside any container.
+    let mut top = Expect::Value;
+
+    for c in partial.chars() {
+        if in_string {
+            out.push(c);
+            if escape {
+                escape = false;
+            } else if c == '\\' {
+                escape = true;
+            } else if c == '"' {
+                in_string = false;
+                token_start = None;
+                let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
+                *e = match *e {
+                    Expect::Key => Expect::Colon,
+                    _ => Expect::Next,
+                };
+            }
+            continue;
+        }
+        if token_start.is_some() && !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+')) {
+            // A number or literal just ended.
+            token_start = None;
+            let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
+            *e = Expect::Next;
+        }
+        match c {
+            '"' => {
+                token_start = Some(out.len());
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                stack.push((c == '{', if c == '{' { Expect::Key } else { Expect::Value }));
+                out.push(c);
+            }
+            '}' | ']' => {
+                stack.pop();
+                let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
+                *e = Expect::Next;
+                out.push(c);
+            }
+            ':' => {
+                if let Some((_, e)) = stack.last_mut() {
+                    *e = Expect::Value;
+                }
+                out.push(c);
+            }
+            ',' => {
+                if let Some((is_object, e)) = stack.last_mut() {
+                    *e = if *is_object { Expect::Key } else { Expect::Value };
+                }
+                out.push(c);
+            }
+            c if c.is_whitespace() => out.push(c),
+            c => {
+                if token_start.is_none() {
+                    token_start = Some(out.len());
+                }
+                out.push(c);
+            }
+        }
+    }
+
+    if in_string {
+        // Drop a dangling escape (`\` or an unfinished `\u12`), then close the string.
+        if escape {
+            out.pop();
+        } else if let Some(index) = out.rfind("\\u").filter(|i| out.len() - i < 6) {
+            let backslashes = out[..index].chars().rev().take_while(|c| *c == '\\').count();
+            if backslashes % 2 == 0 {
+                out.truncate(index);
+            }
+        }
+        out.push('"');
+        let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
+        *e = match *e {
+            Expect::Key => Expect::Colon,
+            _ => Expect::Next,
+        };
+    } else if let Some(start) = token_start {
+        // A half-written number or literal: keep it only if it is complete.
+        let token = out[start..].to_string();
+        if serde_json::from_str::<Value>(&token).is_ok() {
+            let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
+            *e = Expect::Next;
+        } else {
+            out.truncate(start);
+        }
+    }
+    while let Some((is_object, expect)) = stack.pop() {
+        let trimmed = out.trim_end().len();
+        out.truncate(trimmed);
+        match expect {
+            Expect::Colon => out.push_str(":null"),
+            Expect::Value if out.ends_with(':') => out.push_str("null"),
+            _ => {}
+        }
+        if out.ends_with(',') {
+            out.pop();
+        }
+        out.push(if is_object { '}' } else { ']' });
+    }
+    if out.trim().is_empty() { "null".to_string() } else { out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn one(label: &str, description: Option<&str>) -> Choice {
+        Choice { label: label.into(), description: description.map(str::to_string), preview: None }
+    }
+
+    #[test]
+    fn ask_user_question_as_the_cli_sends_it() {
+        let args = json!({"questions": [
+            {"question": "Which auth?", "header": "Auth", "multiSelect": false,
+             "options": [{"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side", "preview": "```\nsession\n```"}]},
+            {"question": "Which features?", "header": "Features", "multiSelect": true,
+             "options": [{"label": "Dark mode", "description": "Theme"}, {"label": "i18n", "description": "Languages"}]}
+        ]});
+        let questions = normalize_question_args("AskUserQuestion", &args).unwrap();
+        assert_eq!(questions.len(), 2);
+        assert_eq!(questions[0].header, "Auth");
+        assert_eq!(questions[0].options[0], one("JWT", Some("Stateless tokens")));
+        assert_eq!(questions[0].options[1].preview.as_deref(), Some("```\nsession\n```"));
+        assert!(!questions[0].multi_select);
+        assert!(questions[1].multi_select);
+    }
+
+    #[test]
+    fn missing_multiselect_header_and_descriptions_are_fine() {
+        let args = json!({"questions": [{"question": "Pick", "options": [{"label": "A"}, {"label": "B"}]}]});
+        let q = &normalize_question_args("AskUserQuestion", &args).unwrap()[0];
+        assert_eq!((q.header.as_str(), q.multi_select), ("", false));
+        assert_eq!(q.options, vec![one("A", None), one("B", None)]);
+    }
+
+    #[test]
+    fn the_flat_followup_form_with_string_or_object_options() {
+        let flat = json!({"question": "Continue?", "options": ["Yes", "No"]});
+        let q = &normalize_question_args("AskFollowupQuestion", &flat).unwrap()[0];
+        assert_eq!(q.question, "Continue?");
+        assert_eq!(q.options, vec![one("Yes", None), one("No", None)]);
+
+        let objects =
+            json!({"question": "Continue?", "options": [{"label": "Yes", "description": "Go on"}, {"text": "No"}]});
+        let q = &normalize_question_args("AskFollowupQuestion", &objects).unwrap()[0];
+        assert_eq!(q.options, vec![one("Yes", Some("Go on")), one("No", None)]);
+
+        let free_text = json!({"question": "What is the project called?"});
+        assert!(normalize_question_args("AskFollowupQuestion", &free_text).unwrap()[0].options.is_empty());
+    }
+
+    #[test]
+    fn json_inside_json_is_unwrapped() {
+        let options_as_string = json!({"question": "Continue?", "options": "[\"Yes\", \"No\"]"});
+        let q = &normalize_question_args("AskFollowupQuestion", &options_as_string).unwrap()[0];
+        assert_eq!(q.options.len(), 2);
+
+        let whole = Value::String(json!({"questions": [{"question": "Q", "options": ["a", "b"]}]}).to_string());
+        assert_eq!(normalize_question_args("AskUserQuestion", &whole).unwrap()[0].question, "Q");
+
+        let twice = Value::String(Value::String(json!({"question": "Q"}).to_string()).to_string());
+        assert_eq!(normalize_question_args("AskUserQuestion", &twice).unwrap()[0].question, "Q");
+
+        let questions_as_string = json!({"questions": json!([{"question": "Q"}]).to_string()});
+        assert_eq!(normalize_question_args("AskUserQuestion", &questions_as_string).unwrap()[0].question, "Q");
+    }
+
+    #[test]
+    fn cline_suggest_tags_become_options() {
+        let args = json!({"question": "Which?", "follow_up": "<suggest>Use SQLite</suggest>\n<suggest mode=\"code\">Use Postgres</suggest>"});
+        let q = &normalize_question_args("ask_followup_question", &args).unwrap()[0];
+        assert_eq!(q.options, vec![one("Use SQLite", None), one("Use Postgres", None)]);
+    }
+
+    #[test]
+    fn malformed_arguments_say_what_is_wrong() {
+        let error = |args: Value| normalize_question_args("AskUserQuestion", &args).unwrap_err().to_string();
+        assert_eq!(error(json!([1, 2])), "the arguments are a list, not an object");
+        assert_eq!(error(json!({"foo": 1})), "there is no `questions` list and no `question` text");
+        assert_eq!(error(json!({"questions": []})), "`questions` is empty");
+        assert_eq!(error(json!({"questions": 3})), "question 1: `questions` is a number, not a list");
+        assert_eq!(error(json!({"questions": [{"header": "x"}]})), "question 1: it has no `question` text");
+        assert_eq!(error(json!({"questions": [{"question": "  "}]})), "question 1: its `question` text is empty");
+        assert_eq!(
+            error(json!({"questions": [{"question": "Q", "options": [{"description": "no label"}]}]})),
+            "question 1: option 1: it has no `label`"
+        );
+        assert_eq!(
+            error(json!({"questions": [{"question": "Q", "options": ["a", "a"]}]})),
+            "question 1: two options are labelled “a”"
+        );
+        assert_eq!(
+            error(json!({"questions": [{"question": "Q"}, {"question": "Q"}]})),
+            "question 2: “Q” is asked twice"
+        );
+        assert_eq!(
+            error(json!({"questions": [{"question": "Q", "options": {"a": 1}}]})),
+            "question 1: its options are an object, not a list"
+        );
+        assert!(error(Value::String("{not json".into())).starts_with("the arguments are not valid JSON"));
+        assert_eq!(error(json!({"questions": [null]})), "question 1: it is null, not an object");
+    }
+
+    #[test]
+    fn streaming_arguments_show_what_has_arrived() {
+        // In the order a model writes it (serde_json would sort the keys).
+        let full = r#"{"questions": [
+            {"question": "Which auth?", "header": "Auth", "options": [{"label": "JWT", "description": "Tokens"}, {"label": "Sessions"}]},
+            {"question": "Which features?", "options": [{"label": "Dark mode"}]}
+        ]}"#;
+        let cut = &full[..full.find("Sessions").unwrap() + 4];
+        let preview = normalize_partial("AskUserQuestion", cut);
+        assert_eq!(preview.len(), 1);
+        assert_eq!(preview[0].question, "Which auth?");
+        assert_eq!(preview[0].options[0], one("JWT", Some("Tokens")));
+        assert_eq!(preview[0].options[1].label, "Sess");
+        assert!(normalize_partial("AskUserQuestion", "").is_empty());
+        assert!(normalize_partial("AskUserQuestion", "{\"questions\": [{\"quest").is_empty());
+        assert_eq!(normalize_partial("AskUserQuestion", full).len(), 2);
+    }
+
+    #[test]
+    fn repair_closes_what_is_open() {
+        assert_eq!(repair_partial_json(r#"{"a": "b"#), r#"{"a": "b"}"#);
+        assert_eq!(repair_partial_json(r#"{"a": [1, 2"#), r#"{"a": [1, 2]}"#);
+        assert_eq!(repair_partial_json(r#"{"a": [1, 2,"#), r#"{"a": [1, 2]}"#);
+        assert_eq!(repair_partial_json(r#"{"a""#), r#"{"a":null}"#);
+        assert_eq!(repair_partial_json(r#"{"a":"#), r#"{"a":null}"#);
+        assert_eq!(repair_partial_json(r#"{"a": tr"#), r#"{"a":null}"#);
+        assert_eq!(repair_partial_json(r#"{"a": -"#), r#"{"a":null}"#);
+        assert_eq!(repair_partial_json(r#"{"a": "x\"#), r#"{"a": "x"}"#);
+        assert_eq!(repair_partial_json(r#"{"a": "x\u00"#), r#"{"a": "x"}"#);
+        assert_eq!(repair_partial_json(r#"{"a": 1, "#), r#"{"a": 1}"#);
+    }
+
+    fn arbitrary_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i32>().prop_map(|n| json!(n)),
+            (-1e6f64..1e6).prop_map(|n| json!(n)),
+            "(?s).{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z\"\\\\é ]{0,6}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn every_prefix_of_valid_json_repairs_to_valid_json(value in arbitrary_json(), pretty in any::<bool>()) {
+            let text = if pretty { serde_json::to_string_pretty(&value).unwrap() } else { value.to_string() };
+            for (cut, _) in text.char_indices().chain([(text.len(), ' ')]) {
+                let repaired = repair_partial_json(&text[..cut]);
+                prop_assert!(serde_json::from_str::<Value>(&repaired).is_ok(), "{:?} -> {:?}", &text[..cut], repaired);
+            }
+        }
+
+        #[test]
+        fn the_normalizer_never_panics_on_any_json(value in arbitrary_json()) {
+            let _ = normalize_question_args("AskUserQuestion", &value);
+            let _ = normalize_partial("AskUserQuestion", &value.to_string());
+        }
+
+        #[test]
+        fn the_normalizer_never_panics_on_question_shaped_noise(
+            questions in proptest::collection::vec(
+                (proptest::option::of("(?s).{0,8}"), proptest::option::of("(?s).{0,5}"),
+                 proptest::collection::vec(prop_oneof![
+                     "(?s).{0,6}".prop_map(Value::String),
+                     Just(json!({"label": ""})), Just(json!({"description": "d"})), Just(json!(3)),
+                     "(?s).{0,6}".prop_map(|l| json!({"label": l, "description": "d"})),
+                 ], 0..5),
+                 any::<bool>()),
+                0..4),
+            as_string in any::<bool>(),
+        ) {
+            let list: Vec<Value> = questions.into_iter().map(|(q, h, o, m)| json!({"question": q, "header": h, "options": o, "multiSelect": m})).collect();
+            let args = json!({"questions": list});
+            let args = if as_string { Value::String(args.to_string()) } else { args };
+            match normalize_question_args("AskUserQuestion", &args) {
+                Ok(questions) => {
+                    for q in &questions {
+                        prop_assert!(!q.question.is_empty());
+                        prop_assert!(q.options.iter().all(|o| !o.label.is_empty()));
+                    }
+                }
+                Err(error) => prop_assert!(!error.to_string().is_empty()),
+            }
+            let text = args.to_string();
+            for cut in (0..text.len()).filter(|i| text.is_char_boundary(*i)).step_by(7) {
+                let _ = normalize_partial("AskUserQuestion", &text[..cut]);
+            }
+        }
+    }
+}
