@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::ui::navigation::{Page, provide_location};
-use crate::ui::workspace::Workspace;
+use crate::ui::workspace::{PAGE_DATA_ID, PageData, Workspace};
 
 /// Where the stylesheet is: its name carries a content hash in release builds.
 #[derive(Debug, Clone)]
@@ -30,6 +30,7 @@ impl AssetPaths {
 }
 
 pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
+    let page_data = use_context::<PageData>().map(|data| data.to_script_json());
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -42,6 +43,8 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
                 <link rel="stylesheet" href=assets.stylesheet />
                 <title>"AskBridge"</title>
+                // The page's data, for the browser to hydrate from (the head is not hydrated).
+                {page_data.map(|json| view! { <script type="application/json" id=PAGE_DATA_ID inner_html=json></script> })}
                 <HydrationScripts options />
             </head>
             <body>
@@ -54,9 +57,12 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     let location = provide_location();
-    // Memoized, so that moving between sessions keeps the workspace mounted.
-    let found = Memo::new(move |_| location.page() != Page::NotFound);
-    move || if found.get() { view! { <Workspace /> }.into_any() } else { not_found().into_any() }
+    // Only a page load can land on an unknown path: links in the page lead to known ones.
+    if location.page_untracked() == Page::NotFound {
+        not_found().into_any()
+    } else {
+        view! { <Workspace /> }.into_any()
+    }
 }
 
 fn not_found() -> impl IntoView {

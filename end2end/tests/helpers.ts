@@ -13,7 +13,7 @@ export async function startSession(page: Page, text: string): Promise<string> {
 
 /** The page is interactive once its controls are enabled (they are disabled until hydrated). */
 export async function waitForHydration(page: Page) {
-  await expect(page.getByRole("button", { name: "New session" })).toBeEnabled();
+  await expect(page.getByRole("button", { name: "New session", exact: true })).toBeEnabled();
 }
 
 export function agentReplies(page: Page) {

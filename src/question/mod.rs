@@ -4,7 +4,9 @@
 
 mod normalize;
 
-pub use normalize::{QuestionError, is_question_tool, normalize_partial, normalize_question_args};
+pub use normalize::{
+    QuestionError, is_question_tool, normalize_partial, normalize_question_args, question_texts_so_far,
+};
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -17,7 +19,7 @@ pub const MAX_ANSWER_CHARS: usize = 4000;
 /// The label of the free-text choice every question offers.
 pub const OTHER: &str = "Other";
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Question {
     /// A short tag ("Auth"); empty when the agent gave none.
     pub header: String,
@@ -26,7 +28,7 @@ pub struct Question {
     pub multi_select: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Choice {
     pub label: String,
     pub description: Option<String>,

@@ -110,6 +110,42 @@ pub fn normalize_partial(tool: &str, partial: &str) -> Vec<Question> {
         .collect()
 }
 
+/// The question texts of arguments still streaming, for the card to show while the agent writes:
+/// every `"question": "…"` so far, the last one possibly cut off. A small scan rather than the
+/// full normalizer, because it runs in the browser, where every byte of code counts.
+pub fn question_texts_so_far(partial: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    let mut rest = partial;
+    while let Some(at) = rest.find("\"question\"") {
+        rest = &rest[at + "\"question\"".len()..];
+        let Some(value) = rest.trim_start().strip_prefix(':').map(str::trim_start) else { continue };
+        let Some(value) = value.strip_prefix('"') else { continue };
+        let mut text = String::new();
+        let mut chars = value.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => break,
+                '\\' => match chars.next() {
+                    Some('n') => text.push('\n'),
+                    Some('t') => text.push('\t'),
+                    Some('u') => {
+                        let hex: String = chars.by_ref().take(4).collect();
+                        text.extend(u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32));
+                    }
+                    Some(other) => text.push(other),
+                    None => break,
+                },
+                c => text.push(c),
+            }
+        }
+        let text = text.trim();
+        if !text.is_empty() {
+            texts.push(text.to_string());
+        }
+    }
+    texts
+}
+
 fn bad(index: usize, problem: String) -> QuestionError {
     QuestionError::BadQuestion { index: index + 1, problem }
 }
@@ -473,6 +509,18 @@ mod tests {
         assert!(normalize_partial("AskUserQuestion", "").is_empty());
         assert!(normalize_partial("AskUserQuestion", "{\"questions\": [{\"quest").is_empty());
         assert_eq!(normalize_partial("AskUserQuestion", full).len(), 2);
+    }
+
+    #[test]
+    fn question_texts_show_while_the_arguments_stream() {
+        let full = r#"{"questions": [{"question": "Which \"auth\"?\nPick", "options": [{"label": "A"}]}, {"question": "Second?"}]}"#;
+        assert_eq!(question_texts_so_far(full), vec!["Which \"auth\"?\nPick", "Second?"]);
+        assert_eq!(question_texts_so_far(&full[..full.find("au").unwrap() + 2]), vec!["Which \"au"]);
+        assert!(question_texts_so_far(r#"{"questions": [{"quest"#).is_empty());
+        assert_eq!(question_texts_so_far(r#"{"question": "caf\u00e9"}"#), vec!["café"]);
+        for cut in 0..full.len() {
+            let _ = question_texts_so_far(&full[..cut]);
+        }
     }
 
     #[test]

@@ -27,8 +27,10 @@ use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::session::SessionManager;
+use crate::session::{SessionManager, WorkspaceData};
 use crate::store::Store;
+use crate::ui::navigation::Page;
+use crate::ui::workspace::PageData;
 use cli::{AgentChoice, ServeArgs};
 use security::Access;
 
@@ -118,12 +120,33 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
             provide_context(options.clone());
         }
     };
-    // Pages render once their data is loaded (no loading placeholders in the HTML).
-    let page = leptos_axum::render_app_async_with_context(context.clone(), {
+    // A page's data is loaded first, then the page renders with it (and carries it, for the
+    // browser to hydrate from).
+    let page = {
+        let context = context.clone();
         let options = leptos_options.clone();
         let assets = assets.clone();
-        move || shell(options.clone(), assets.clone())
-    });
+        let manager = manager.clone();
+        move |request: Request<Body>| {
+            let (context, options, assets, manager) =
+                (context.clone(), options.clone(), assets.clone(), manager.clone());
+            async move {
+                let session = match Page::of(request.uri().path()) {
+                    Page::Session(id) => Some(id),
+                    _ => None,
+                };
+                let data = PageData(WorkspaceData::load(&manager, session.as_deref()).await);
+                let render = leptos_axum::render_app_async_with_context(
+                    move || {
+                        context();
+                        provide_context(data.clone());
+                    },
+                    move || shell(options.clone(), assets.clone()),
+                );
+                render(request).await
+            }
+        }
+    };
     let server_fn = move |request: Request<Body>| {
         let context = context.clone();
         async move { leptos_axum::handle_server_fns_with_context(context, request).await }

@@ -58,18 +58,25 @@ pub struct WorkspaceData {
     pub problem: Option<AppError>,
 }
 
+/// The page's data, for the browser to switch sessions without a reload.
 #[server(input = Json, endpoint = "load_workspace")]
 pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceData, AppError> {
-    let manager = manager()?;
-    let sessions = manager.list_sessions().await?;
-    let (current, problem) = match session {
-        None => (None, None),
-        Some(id) => match manager.snapshot(&id).await {
-            Ok((summary, thread)) => (Some(SessionView { summary, thread }), None),
-            Err(error) => (None, Some(error)),
-        },
-    };
-    Ok(WorkspaceData { sessions, current, problem })
+    WorkspaceData::load(&*manager()?, session.as_deref()).await
+}
+
+#[cfg(feature = "ssr")]
+impl WorkspaceData {
+    pub async fn load(manager: &SessionManager, session: Option<&str>) -> Result<Self, AppError> {
+        let sessions = manager.list_sessions().await?;
+        let (current, problem) = match session {
+            None => (None, None),
+            Some(id) => match manager.snapshot(id).await {
+                Ok((summary, thread)) => (Some(SessionView { summary, thread }), None),
+                Err(error) => (None, Some(error)),
+            },
+        };
+        Ok(Self { sessions, current, problem })
+    }
 }
 
 #[server(input = Json, endpoint = "load_session")]

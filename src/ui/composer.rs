@@ -24,7 +24,9 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
     let session = StoredValue::new(session);
     let draft_key = StoredValue::new(format!("askbridge:draft:{}", session.get_value().as_deref().unwrap_or("new")));
 
-    restore_draft(draft, draft_key, input);
+    // The box takes the focus, unless a question card is waiting for it.
+    let take_focus = !thread.is_some_and(|t| t.waiting.get_untracked());
+    restore_draft(draft, draft_key, input, take_focus);
 
     let working = move || thread.is_some_and(|t| t.turn.with(|turn| turn.working));
     let gone = move || matches!(workspace.connection.get(), ConnectionStatus::Closed(_));
@@ -35,6 +37,8 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
             Some("Loading…".into())
         } else if gone() {
             Some("This session is no longer available.".into())
+        } else if thread.is_some_and(|t| t.waiting.get()) {
+            Some("The agent is waiting for your answer above. Answer it or skip it to go on.".into())
         } else if working() {
             Some("The agent is working. Wait for it, or press Stop.".into())
         } else if sending.get() {
@@ -166,13 +170,13 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
 
 /// Brings back what was typed before a reload, and focuses the box.
 #[allow(unused_variables)]
-fn restore_draft(draft: RwSignal<String>, key: StoredValue<String>, input: NodeRef<html::Textarea>) {
+fn restore_draft(draft: RwSignal<String>, key: StoredValue<String>, input: NodeRef<html::Textarea>, take_focus: bool) {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let Some(saved) = local_storage().and_then(|s| s.get_item(&key.get_value()).ok().flatten()) {
             draft.set(saved);
         }
-        if let Some(el) = input.get() {
+        if let Some(el) = input.get().filter(|_| take_focus) {
             let _ = el.focus();
         }
     });

@@ -34,6 +34,10 @@ pub fn stop() -> impl IntoView {
     icon("M7 7h10v10H7z")
 }
 
+pub fn bell() -> impl IntoView {
+    icon("M6 16V11a6 6 0 0 1 12 0v5l2 2H4zM10 20a2 2 0 0 0 4 0")
+}
+
 pub fn bridge() -> impl IntoView {
     icon("M3 17h18M5 17c0-5 3-9 7-9s7 4 7 9M9 17v-4M15 17v-4")
 }

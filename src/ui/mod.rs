@@ -5,6 +5,8 @@ pub mod composer;
 pub mod icons;
 pub mod markdown;
 pub mod navigation;
+pub mod notify;
+pub mod question_card;
 pub mod session_list;
 pub mod state;
 pub mod thread_view;

@@ -42,6 +42,10 @@ impl Location {
         self.path.with(|path| Page::of(path))
     }
 
+    pub fn page_untracked(&self) -> Page {
+        self.path.with_untracked(|path| Page::of(path))
+    }
+
     /// Goes to `path` in this tab, adding a history entry.
     pub fn navigate(&self, path: &str) {
         #[cfg(feature = "hydrate")]

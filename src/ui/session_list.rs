@@ -52,7 +52,7 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
                 <ul class="session-items">
                     <For
                         each=move || workspace.sessions.get()
-                        key=|s| (s.id.clone(), s.title.clone(), s.working)
+                        key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting)
                         let:summary
                     >
                         <SessionItem
@@ -87,6 +87,7 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
     let title = StoredValue::new(summary.title.clone());
     let href = session_path(&summary.id);
     let working = summary.working;
+    let waiting = summary.waiting;
     let rename_input = NodeRef::<leptos::html::Input>::new();
     // The title box takes the focus when it opens.
     Effect::new(move |_| {
@@ -137,7 +138,8 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
                 on:click=move |_| workspace.drawer_open.set(false)
             >
                 <span class="session-name">{title.get_value()}</span>
-                {working.then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
+                {waiting.then(|| view! { <span class="waiting-badge" title="A question waits for your answer">"Waiting for you"</span> })}
+                {(working && !waiting).then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
             </a>
             <span class="item-actions" hidden=move || !showing()>
                 <button

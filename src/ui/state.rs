@@ -53,6 +53,8 @@ pub struct ThreadState {
     thread: StoredValue<Thread>,
     pub messages: RwSignal<Vec<MessageEntry>>,
     pub turn: RwSignal<TurnState>,
+    /// A question or approval waits for the person.
+    pub waiting: RwSignal<bool>,
     /// Changes with every applied event; the thread view follows it to keep the newest in view.
     pub version: RwSignal<u64>,
 }
@@ -63,6 +65,7 @@ impl ThreadState {
         Self {
             session_id: StoredValue::new(session_id),
             turn: RwSignal::new(thread.turn.clone()),
+            waiting: RwSignal::new(thread.is_waiting()),
             version: RwSignal::new(thread.seq),
             messages: RwSignal::new(entries),
             thread: StoredValue::new(thread),
@@ -75,17 +78,21 @@ impl ThreadState {
     }
 
     pub fn apply(&self, event: &SessionEvent) {
-        let Some((changed, turn)) = self.thread.try_update_value(|thread| {
+        let Some((changed, turn, waiting)) = self.thread.try_update_value(|thread| {
             let change = thread.apply(event);
             let changed: Vec<(usize, Message)> = change
                 .messages
                 .iter()
                 .filter_map(|&index| Some((index, thread.messages.get(index)?.clone())))
                 .collect();
-            (changed, change.turn.then(|| thread.turn.clone()))
+            let waiting = (!change.interactions.is_empty() || change.turn).then(|| thread.is_waiting());
+            (changed, change.turn.then(|| thread.turn.clone()), waiting)
         }) else {
             return;
         };
+        if let Some(waiting) = waiting {
+            self.waiting.set(waiting);
+        }
         for (index, message) in changed {
             let existing = self.messages.with_untracked(|entries| entries.get(index).map(|e| e.message.clone()));
             match existing {

@@ -4,14 +4,17 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::markdown::markdown;
+use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
+use crate::question::is_question_tool;
 use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
 
 #[component]
 pub fn ThreadView(thread: ThreadState) -> impl IntoView {
     let scroller = NodeRef::<html::Div>::new();
     follow_newest(scroller, thread);
+    provide_context(thread);
     let empty = move || thread.messages.with(Vec::is_empty);
     view! {
         <div class="thread" node_ref=scroller>
@@ -101,8 +104,9 @@ fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoVie
             _ => None,
         })
     });
+    let is_question = call.with_untracked(|c| c.as_ref().is_some_and(|c| is_question_tool(&c.name)));
     let call = Signal::derive(move || call.get().unwrap_or_else(placeholder_call));
-    view! { <ToolCard call /> }.into_any()
+    if is_question { view! { <QuestionCard call /> }.into_any() } else { view! { <ToolCard call /> }.into_any() }
 }
 
 fn placeholder_call() -> ToolCall {

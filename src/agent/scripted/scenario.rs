@@ -238,6 +238,12 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_browser_tests_scenario_parses() {
+        let scenario = Scenario::load(Path::new("end2end/fixtures/scenario.toml")).unwrap();
+        assert!(scenario.turn_for("pair").is_some_and(|t| matches!(t.steps[0], Step::Ask { .. })));
+    }
+
+    #[test]
     fn the_demo_parses_and_has_a_fallback_turn() {
         let demo = Scenario::demo();
         assert!(demo.turns.iter().any(|turn| turn.when.is_empty()));

@@ -1,0 +1,213 @@
+import { test, expect, type Page, type APIRequestContext } from "@playwright/test";
+import { agentReplies, call, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+
+/** The question card, found as a person would: the group the agent's question is in. */
+function card(page: Page) {
+  return page.getByRole("group", { name: "The agent asks you" }).last();
+}
+
+/** What the scripted agent recorded as received for the session's last question. */
+async function received(request: APIRequestContext, session: string): Promise<any> {
+  const view = await call<any>(request, "load_session", { id: session });
+  const calls = view.thread.messages
+    .flatMap((m: any) => m.blocks)
+    .filter((b: any) => b.tool_call?.interaction)
+    .map((b: any) => b.tool_call);
+  const last = calls[calls.length - 1];
+  return last.result ? JSON.parse(last.result) : null;
+}
+
+test("a single single-select question is answered by one click", async ({ page, request }) => {
+  const session = await startSession(page, "ask me a single question");
+  const question = card(page).getByRole("radiogroup", { name: "Which database should we use?" });
+  await expect(question).toBeVisible();
+  // No Submit button: the click is the answer.
+  await expect(card(page).getByRole("button", { name: "Submit" })).toBeHidden();
+  await question.getByRole("radio", { name: "Postgres" }).click();
+
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(question.getByRole("radio", { name: "Postgres" })).toBeChecked();
+  await expect(agentReplies(page).first()).toContainText('Received "Which database should we use?"="Postgres".');
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({
+    answered: { answers: [{ question: "Which database should we use?", labels: ["Postgres"], other: null, notes: null }] },
+  });
+});
+
+test("a two-question card with multi-select and an Other text", async ({ page, request }) => {
+  const session = await startSession(page, "a pair of questions");
+  const features = card(page).getByRole("group", { name: "Which features do you want?" });
+  const auth = card(page).getByRole("radiogroup", { name: "Which auth method?" });
+  const submit = card(page).getByRole("button", { name: "Submit" });
+
+  await features.getByRole("checkbox", { name: "Dark mode" }).click();
+  // The focused option's preview shows.
+  await expect(card(page).locator(".qc-preview").first()).toContainText("Dark colours everywhere");
+  await features.getByRole("checkbox", { name: "Analytics" }).click();
+  await features.getByRole("checkbox", { name: "Other" }).click();
+  await features.getByRole("textbox", { name: "Other answer" }).fill("Offline support");
+  // The card says what is missing.
+  await expect(card(page).getByText("1 of 2 answered")).toBeVisible();
+  await expect(auth.getByText("Unanswered")).toBeVisible();
+  await expect(submit).toBeDisabled();
+
+  await auth.getByRole("radio", { name: "Other" }).click();
+  await auth.getByRole("textbox", { name: "Other answer" }).fill("OAuth via Google, please");
+  await auth.getByRole("button", { name: "Add a note" }).click();
+  await auth.getByRole("textbox", { name: "Note on “Auth”" }).fill("short-lived tokens");
+  await expect(submit).toBeEnabled();
+  await submit.click();
+
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(features.getByRole("checkbox", { name: "Dark mode" })).toBeChecked();
+  await expect(features.getByRole("checkbox", { name: "i18n" })).not.toBeChecked();
+  await expect(auth.getByRole("textbox", { name: "Other answer" })).toHaveValue("OAuth via Google, please");
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({
+    answered: {
+      answers: [
+        { question: "Which features do you want?", labels: ["Dark mode", "Analytics"], other: "Offline support", notes: null },
+        { question: "Which auth method?", labels: [], other: "OAuth via Google, please", notes: "short-lived tokens" },
+      ],
+    },
+  });
+  await expect(agentReplies(page).first()).toContainText(
+    'Received "Which features do you want?"="Dark mode, Analytics, Offline support", "Which auth method?"="OAuth via Google, please" (note: short-lived tokens).',
+  );
+});
+
+test("Skip declines the question and the agent is told so", async ({ page, request }) => {
+  const session = await startSession(page, "flat question please");
+  await expect(card(page).getByRole("radiogroup", { name: "Proceed with the refactor?" })).toBeVisible();
+  await card(page).getByRole("button", { name: "Skip" }).click();
+  await expect(card(page)).toHaveAttribute("data-state", "declined");
+  await expect(card(page)).toContainText("You skipped this question. The agent was told that you declined to answer.");
+  await expect(agentReplies(page).first()).toContainText("Received nothing: you skipped the question.");
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({ declined: { reason: null } });
+  // The composer works again once the agent is done.
+  await page.getByRole("textbox", { name: "Message" }).fill("next");
+  await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+});
+
+test("a question answered with the keyboard only", async ({ page, request }) => {
+  const session = await startSession(page, "pair again");
+  const features = card(page).getByRole("group", { name: "Which features do you want?" });
+  // The card takes the focus when it appears.
+  await expect(features.getByRole("checkbox", { name: "Dark mode" })).toBeFocused();
+  await page.keyboard.press("1");
+  await page.keyboard.press("2");
+  await page.keyboard.press("Enter"); // on to the next unanswered question
+  await expect(card(page).getByRole("radiogroup", { name: "Which auth method?" }).getByRole("radio", { name: "JWT" })).toBeFocused();
+  await page.keyboard.press("2");
+  await page.keyboard.press("Enter"); // submit
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({
+    answered: {
+      answers: [
+        { question: "Which features do you want?", labels: ["Dark mode", "i18n"], other: null, notes: null },
+        { question: "Which auth method?", labels: ["Sessions"], other: null, notes: null },
+      ],
+    },
+  });
+});
+
+test("Esc skips only the card, and the turn goes on", async ({ page }) => {
+  await startSession(page, "single once more");
+  await expect(card(page).getByRole("radio", { name: "SQLite" })).toBeFocused();
+  await page.keyboard.press("Escape");
+  await expect(card(page)).toHaveAttribute("data-state", "declined");
+  await expect(agentReplies(page).first()).toContainText("Received nothing: you skipped the question.");
+});
+
+test("a reload mid-question keeps the choices and the typed text, and the answer still goes through", async ({ page, request }) => {
+  const session = await startSession(page, "pair to reload");
+  const features = () => card(page).getByRole("group", { name: "Which features do you want?" });
+  await features().getByRole("checkbox", { name: "i18n" }).click();
+  await features().getByRole("checkbox", { name: "Other" }).click();
+  await features().getByRole("textbox", { name: "Other answer" }).fill("Keyboard shortcuts");
+
+  await page.reload();
+  await waitForHydration(page);
+  await expect(features().getByRole("checkbox", { name: "i18n" })).toBeChecked();
+  await expect(features().getByRole("checkbox", { name: "Other" })).toBeChecked();
+  await expect(features().getByRole("textbox", { name: "Other answer" })).toHaveValue("Keyboard shortcuts");
+  await expect(page.locator(".session-item.active .waiting-badge")).toHaveText("Waiting for you");
+  await expect(page).toHaveTitle(/^● /);
+
+  await card(page).getByRole("radiogroup", { name: "Which auth method?" }).getByRole("radio", { name: "JWT" }).click();
+  await card(page).getByRole("button", { name: "Submit" }).click();
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({
+    answered: {
+      answers: [
+        { question: "Which features do you want?", labels: ["i18n"], other: "Keyboard shortcuts", notes: null },
+        { question: "Which auth method?", labels: ["JWT"], other: null, notes: null },
+      ],
+    },
+  });
+  await expect(page).not.toHaveTitle(/^● /);
+  // Nothing is left behind in the browser once the answer is stored.
+  expect(await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("askbridge:answer:")))).toEqual([]);
+});
+
+test("two tabs: answered in one, the other shows it answered", async ({ page, context }) => {
+  const session = await startSession(page, "single for two tabs");
+  const other = await context.newPage();
+  await other.goto(`/s/${session}`);
+  await waitForHydration(other);
+  await expect(card(other)).toHaveAttribute("data-state", "pending");
+
+  await card(page).getByRole("radio", { name: "SQLite" }).click();
+  await expect(card(other)).toHaveAttribute("data-state", "answered", { timeout: 1_000 });
+  await expect(card(other).getByRole("radio", { name: "SQLite" })).toBeChecked();
+  await expect(card(other).getByRole("radio", { name: "Postgres" })).not.toBeChecked();
+});
+
+test("an answered card shows the chosen options after a reload", async ({ page }) => {
+  await startSession(page, "single to look back on");
+  await card(page).getByRole("radio", { name: "Postgres" }).click();
+  await waitForTurnEnd(page);
+  await page.reload();
+  await waitForHydration(page);
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(card(page).getByRole("status")).toHaveText("Answered");
+  await expect(card(page).getByRole("radio", { name: "Postgres" })).toBeChecked();
+  await expect(card(page).getByRole("radio", { name: "Postgres" })).toBeDisabled();
+});
+
+test("a malformed question shows a clear error card", async ({ page, request }) => {
+  const session = await startSession(page, "a broken question");
+  await expect(card(page)).toHaveAttribute("data-state", "unreadable");
+  await expect(card(page)).toContainText("The agent's question could not be read: the arguments are not valid JSON");
+  await card(page).getByText("What the agent sent").click();
+  await expect(card(page).locator(".qc-raw pre")).toContainText('{"questions": [{"question": "Broken');
+  await waitForTurnEnd(page);
+  const outcome = await received(request, session);
+  expect(outcome.failed.error).toMatch(/^the arguments are not valid JSON/);
+});
+
+test("a wrong answer sent by a script gets a clear error and changes nothing", async ({ page, request }) => {
+  const session = await startSession(page, "single for a script");
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  const view = await call<any>(request, "load_session", { id: session });
+  const toolUseId = view.thread.messages.flatMap((m: any) => m.blocks).find((b: any) => b.tool_call)?.tool_call.id;
+  const wrong = await request.post("/api/submit_answers", {
+    data: { session, tool_use_id: toolUseId, answers: [{ question: "Which database should we use?", labels: ["Mongo"] }] },
+  });
+  expect(wrong.status()).toBe(400);
+  expect(await wrong.json()).toMatchObject({ error: "invalid_answer", message: "“Which database should we use?”: “Mongo” is not one of the options." });
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  const right = await request.post("/api/submit_answers", {
+    data: { session, tool_use_id: toolUseId, answers: [{ question: "Which database should we use?", labels: ["SQLite"] }] },
+  });
+  expect(right.status()).toBe(200);
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  const again = await request.post("/api/submit_answers", {
+    data: { session, tool_use_id: toolUseId, answers: [{ question: "Which database should we use?", labels: ["Postgres"] }] },
+  });
+  expect(again.status()).toBe(409);
+  expect((await again.json()).error).toBe("already_answered");
+});

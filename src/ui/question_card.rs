@@ -1,0 +1,722 @@
+//! The question card: the agent's `AskUserQuestion` / `AskFollowupQuestion`, answered in place.
+//!
+//! One card holds every question of the call, each a radio group (single-select) or a group of
+//! checkboxes (multi-select) with an "Other" answer and an optional note. A card with one
+//! single-select question submits on the click; every other card says what is still unanswered
+//! and submits once. Number keys pick options (`0` is Other), Enter submits or moves on, Esc skips
+//! the card. What the person has chosen is kept in the browser until the answer is stored, so a
+//! reload loses nothing; the answered card shows what was chosen, in every tab.
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+#[cfg(feature = "hydrate")]
+use super::markdown::render_markdown;
+use super::state::ThreadState;
+use crate::error::AppError;
+use crate::question::{
+    InteractionOutcome, InteractionRequest, OTHER, Question, QuestionAnswer, decline_question, question_texts_so_far,
+    submit_answers,
+};
+use crate::thread::ToolCall;
+
+/// What the person has chosen so far for one question.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Draft {
+    labels: Vec<String>,
+    other_on: bool,
+    other: String,
+    notes: String,
+    notes_open: bool,
+}
+
+impl Draft {
+    fn is_answered(&self) -> bool {
+        !self.labels.is_empty() || (self.other_on && !self.other.trim().is_empty())
+    }
+
+    fn answer(&self, question: &Question) -> QuestionAnswer {
+        QuestionAnswer {
+            question: question.question.clone(),
+            labels: self.labels.clone(),
+            other: (self.other_on && !self.other.trim().is_empty()).then(|| self.other.trim().to_string()),
+            notes: Some(self.notes.trim().to_string()).filter(|n| !n.is_empty()),
+        }
+    }
+
+    /// As kept in the browser: an answer, with "Other" chosen but empty as `Some("")`.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    fn to_saved(&self) -> QuestionAnswer {
+        QuestionAnswer {
+            question: String::new(),
+            labels: self.labels.clone(),
+            other: self.other_on.then(|| self.other.clone()),
+            notes: self.notes_open.then(|| self.notes.clone()),
+        }
+    }
+
+    fn from_answer(answer: &QuestionAnswer) -> Self {
+        Self {
+            labels: answer.labels.clone(),
+            other_on: answer.other.is_some(),
+            other: answer.other.clone().unwrap_or_default(),
+            notes: answer.notes.clone().unwrap_or_default(),
+            notes_open: answer.notes.is_some(),
+        }
+    }
+}
+
+/// Where the card is in its life (DESIGN §3); `Submitting` and `Unsent` exist only in this tab.
+#[derive(Debug, Clone, PartialEq)]
+enum Phase {
+    /// The agent is still writing the question.
+    Streaming,
+    Pending,
+    Submitting,
+    /// The answer did not reach the server; the message says why.
+    Unsent(String),
+    Done(InteractionOutcome),
+    Unreadable(String),
+}
+
+#[derive(Clone, Copy)]
+struct Card {
+    session: StoredValue<String>,
+    tool_use_id: StoredValue<String>,
+    questions: Memo<Vec<Question>>,
+    drafts: RwSignal<Vec<Draft>>,
+    phase: Memo<Phase>,
+    local: RwSignal<Option<Phase>>,
+    /// The option whose preview shows, per question.
+    focused: RwSignal<Vec<Option<usize>>>,
+    root: NodeRef<html::Section>,
+}
+
+impl Card {
+    fn editable(&self) -> bool {
+        self.phase.with(|p| matches!(p, Phase::Pending | Phase::Unsent(_)))
+    }
+
+    /// One single-select question: a click answers it.
+    fn auto_submits(&self) -> bool {
+        self.questions.with(|q| q.len() == 1 && !q[0].multi_select)
+    }
+
+    fn unanswered(&self) -> usize {
+        self.drafts.with(|drafts| {
+            (0..self.questions.with(Vec::len)).filter(|&i| !drafts.get(i).is_some_and(Draft::is_answered)).count()
+        })
+    }
+
+    fn update(&self, index: usize, change: impl FnOnce(&mut Draft)) {
+        let count = self.questions.with_untracked(Vec::len);
+        self.drafts.update(|drafts| {
+            drafts.resize(count, Draft::default());
+            if let Some(draft) = drafts.get_mut(index) {
+                change(draft);
+            }
+        });
+        self.save();
+    }
+
+    fn pick(&self, index: usize, label: &str, multi: bool) {
+        let label = label.to_string();
+        self.update(index, |draft| {
+            if multi {
+                if let Some(at) = draft.labels.iter().position(|l| *l == label) {
+                    draft.labels.remove(at);
+                } else {
+                    draft.labels.push(label);
+                }
+            } else {
+                draft.labels = vec![label];
+                draft.other_on = false;
+            }
+        });
+    }
+
+    fn choose_other(&self, index: usize, multi: bool) {
+        self.update(index, |draft| {
+            draft.other_on = if multi { !draft.other_on } else { true };
+            if !multi {
+                draft.labels.clear();
+            }
+        });
+        self.focus(&format!("[data-q='{index}'] .qc-other-text"));
+    }
+
+    fn submit(&self) {
+        if !self.editable() || self.unanswered() > 0 {
+            return;
+        }
+        let answers: Vec<QuestionAnswer> = self.questions.with_untracked(|questions| {
+            self.drafts.with_untracked(|drafts| questions.iter().zip(drafts).map(|(q, d)| d.answer(q)).collect())
+        });
+        let (session, id, local) = (self.session.get_value(), self.tool_use_id.get_value(), self.local);
+        local.set(Some(Phase::Submitting));
+        spawn_local(async move { settle(local, submit_answers(session, id, answers).await) });
+    }
+
+    fn decline(&self) {
+        if !self.editable() {
+            return;
+        }
+        let (session, id, local) = (self.session.get_value(), self.tool_use_id.get_value(), self.local);
+        local.set(Some(Phase::Submitting));
+        spawn_local(async move { settle(local, decline_question(session, id, None).await) });
+    }
+
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    fn storage_key(&self) -> String {
+        format!("askbridge:answer:{}:{}", self.session.get_value(), self.tool_use_id.get_value())
+    }
+
+    fn save(&self) {
+        #[cfg(feature = "hydrate")]
+        {
+            let saved: Vec<QuestionAnswer> = self.drafts.with_untracked(|d| d.iter().map(Draft::to_saved).collect());
+            if let (Some(storage), Ok(json)) = (local_storage(), serde_json::to_string(&saved)) {
+                let _ = storage.set_item(&self.storage_key(), &json);
+            }
+        }
+    }
+
+    fn focus(&self, selector: &str) {
+        #[cfg(feature = "hydrate")]
+        if let Some(el) = self.root.get_untracked().and_then(|root| root.query_selector(selector).ok().flatten()) {
+            let _ = wasm_bindgen::JsCast::unchecked_ref::<web_sys::HtmlElement>(&el).focus();
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = selector;
+    }
+
+    /// The question the keyboard speaks to: the one holding the focus, else the first unanswered.
+    fn current_question(&self) -> usize {
+        #[cfg(feature = "hydrate")]
+        if let Some(index) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.active_element())
+            .and_then(|el| el.closest("[data-q]").ok().flatten())
+            .and_then(|el| el.get_attribute("data-q"))
+            .and_then(|q| q.parse().ok())
+        {
+            return index;
+        }
+        self.drafts.with_untracked(|drafts| {
+            (0..self.questions.with_untracked(Vec::len))
+                .find(|&i| !drafts.get(i).is_some_and(Draft::is_answered))
+                .unwrap_or(0)
+        })
+    }
+
+    fn on_key(&self, event: leptos::ev::KeyboardEvent) {
+        if !self.editable() || event.ctrl_key() || event.meta_key() || event.alt_key() {
+            return;
+        }
+        let typing = event
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
+            .is_some_and(|el| {
+                matches!(el.tag_name().as_str(), "TEXTAREA") || el.get_attribute("type").as_deref() == Some("text")
+            });
+        let key = event.key();
+        match key.as_str() {
+            "Escape" => {
+                event.prevent_default();
+                self.decline();
+            }
+            "Enter" if !(typing && event.shift_key()) && !event.target().is_some_and(|t| is_textarea(&t)) => {
+                event.prevent_default();
+                if self.unanswered() == 0 {
+                    self.submit();
+                } else {
+                    let next = self.drafts.with_untracked(|drafts| {
+                        (0..self.questions.with_untracked(Vec::len))
+                            .find(|&i| !drafts.get(i).is_some_and(Draft::is_answered))
+                    });
+                    if let Some(next) = next {
+                        self.focus(&format!("[data-q='{next}'] input"));
+                    }
+                }
+            }
+            digit if !typing && digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() => {
+                let index = self.current_question();
+                let Some(question) = self.questions.with_untracked(|q| q.get(index).cloned()) else { return };
+                event.prevent_default();
+                let n = (digit.as_bytes()[0] - b'0') as usize;
+                if n == 0 {
+                    self.choose_other(index, question.multi_select);
+                } else if let Some(choice) = question.options.get(n - 1) {
+                    self.pick(index, &choice.label, question.multi_select);
+                    self.focus(&format!("[data-q='{index}'] [data-o='{}']", n - 1));
+                    if self.auto_submits() {
+                        self.submit();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_textarea(target: &leptos::web_sys::EventTarget) -> bool {
+    wasm_bindgen::JsCast::dyn_ref::<leptos::web_sys::Element>(target).is_some_and(|el| el.tag_name() == "TEXTAREA")
+}
+
+/// The server said yes (the card turns answered when the event arrives) or no (say why).
+fn settle(local: RwSignal<Option<Phase>>, result: Result<(), AppError>) {
+    match result {
+        Ok(()) => {}
+        // Someone else's answer or an expiry got there first: the card shows that outcome.
+        Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => local.set(None),
+        Err(error) => local.set(Some(Phase::Unsent(error.to_string()))),
+    }
+}
+
+#[cfg(feature = "hydrate")]
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window()?.local_storage().ok().flatten()
+}
+
+/// What the card's frame says in each phase.
+#[derive(PartialEq)]
+struct Frame {
+    key: &'static str,
+    status: &'static str,
+    outcome: Option<String>,
+    unsent: Option<String>,
+}
+
+impl Frame {
+    fn of(phase: &Phase) -> Self {
+        let (key, status, outcome) = match phase {
+            Phase::Streaming => ("streaming", "The agent is writing a question…", None),
+            Phase::Pending => ("pending", "Waiting for your answer", None),
+            Phase::Submitting => ("submitting", "Sending your answer…", None),
+            Phase::Unsent(_) => ("error", "Not sent", None),
+            Phase::Done(InteractionOutcome::Answered { .. }) => ("answered", "Answered", None),
+            Phase::Done(InteractionOutcome::Declined { reason }) => (
+                "declined",
+                "Skipped",
+                Some(match reason {
+                    Some(reason) => {
+                        format!("You skipped this question ({reason}). The agent was told that you declined to answer.")
+                    }
+                    None => "You skipped this question. The agent was told that you declined to answer.".to_string(),
+                }),
+            ),
+            Phase::Done(InteractionOutcome::Expired) => {
+                ("expired", "Expired", Some("Not answered in time. The agent was told that you did not answer.".into()))
+            }
+            Phase::Done(InteractionOutcome::Cancelled { reason }) => (
+                "cancelled",
+                "Cancelled",
+                Some(format!("Cancelled: {reason}. The agent is no longer waiting for an answer.")),
+            ),
+            Phase::Done(InteractionOutcome::Failed { error }) | Phase::Unreadable(error) => (
+                "unreadable",
+                "Could not be read",
+                Some(format!("The agent's question could not be read: {error}. The agent was told so.")),
+            ),
+        };
+        let unsent = match phase {
+            Phase::Unsent(message) => Some(message.clone()),
+            _ => None,
+        };
+        Self { key, status, outcome, unsent }
+    }
+}
+
+/// A question's state when its markup is drawn: the answer once there is one (so that the
+/// server's HTML shows it), else what this tab holds.
+fn initial_draft(card: Card, interaction: Memo<Option<crate::question::Interaction>>, index: usize) -> Draft {
+    let answered = interaction.with_untracked(|i| match i.as_ref().and_then(|i| i.outcome.as_ref()) {
+        Some(InteractionOutcome::Answered { answers }) => answers.get(index).map(Draft::from_answer),
+        _ => None,
+    });
+    answered.unwrap_or_else(|| card.drafts.with_untracked(|d| d.get(index).cloned().unwrap_or_default()))
+}
+
+#[component]
+pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
+    let thread = expect_context::<ThreadState>();
+    let interaction = Memo::new(move |_| call.with(|c| c.interaction.clone()));
+    // While the agent writes, the question texts show as they arrive; the options once the
+    // question is complete and checked.
+    let questions = Memo::new(move |_| {
+        call.with(|c| match &c.interaction {
+            Some(interaction) => interaction.questions().to_vec(),
+            None => {
+                let text = match &c.input {
+                    Some(input) => input.to_string(),
+                    None => c.partial_input.clone(),
+                };
+                question_texts_so_far(&text)
+                    .into_iter()
+                    .map(|question| Question {
+                        header: String::new(),
+                        question,
+                        options: Vec::new(),
+                        multi_select: false,
+                    })
+                    .collect()
+            }
+        })
+    });
+    let local = RwSignal::new(None::<Phase>);
+    let phase = Memo::new(move |_| {
+        interaction.with(|interaction| match interaction {
+            None => Phase::Streaming,
+            Some(i) => match (&i.request, &i.outcome) {
+                (InteractionRequest::Unreadable { error }, _) => Phase::Unreadable(error.clone()),
+                (_, Some(outcome)) => Phase::Done(outcome.clone()),
+                (_, None) => local.get().unwrap_or(Phase::Pending),
+            },
+        })
+    });
+    let card = Card {
+        session: thread.session_id,
+        tool_use_id: StoredValue::new(call.with_untracked(|c| c.id.clone())),
+        questions,
+        drafts: RwSignal::new(Vec::new()),
+        phase,
+        local,
+        focused: RwSignal::new(Vec::new()),
+        root: NodeRef::new(),
+    };
+    // An answered card shows the answer; a pending one what this browser kept.
+    Effect::new(move |_| match phase.get() {
+        Phase::Done(InteractionOutcome::Answered { answers }) => {
+            card.drafts.set(answers.iter().map(Draft::from_answer).collect());
+            card.forget_draft();
+        }
+        Phase::Done(_) | Phase::Unreadable(_) => card.forget_draft(),
+        _ => {}
+    });
+    restore(card);
+    sync_controls(card);
+    // A pending card takes the focus when it appears, so that its keys work at once (after the
+    // frame in which its options are drawn).
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |was_pending: Option<bool>| {
+        let pending = phase.with(|p| *p == Phase::Pending);
+        if pending && was_pending != Some(true) {
+            request_animation_frame(move || card.focus("input"));
+        }
+        pending
+    });
+
+    let frame = Memo::new(move |_| phase.with(Frame::of));
+    let progress = move || {
+        let total = questions.with(Vec::len);
+        match card.unanswered() {
+            0 => "Ready to submit".to_string(),
+            left => format!("{} of {total} answered", total - left),
+        }
+    };
+    // Exactly what the agent sent: raw text stays raw text.
+    let raw_arguments = move || {
+        call.with(|c| match &c.input {
+            Some(serde_json::Value::String(raw)) => raw.clone(),
+            Some(input) => serde_json::to_string_pretty(input).unwrap_or_default(),
+            None => c.partial_input.clone(),
+        })
+    };
+
+    view! {
+        <section
+            class="question-card"
+            data-state=move || frame.with(|f| f.key)
+            role="group"
+            aria-label="The agent asks you"
+            node_ref=card.root
+            on:keydown=move |ev| card.on_key(ev)
+            on:click=move |ev| card.on_click(ev)
+            on:input=move |ev| card.on_input(ev)
+            on:focusin=move |ev| card.on_focus(ev)
+        >
+            <header class="qc-head">
+                <span class="qc-mark" aria-hidden="true">"?"</span>
+                <span class="qc-title">"The agent asks you"</span>
+                <span class="qc-status" role="status">{move || frame.with(|f| f.status)}</span>
+            </header>
+            <For
+                each=move || questions.get().into_iter().enumerate()
+                key=|(index, question)| (*index, question.clone())
+                children=move |(index, question)| {
+                    question_block(card, index, question, initial_draft(card, interaction, index), card.editable())
+                }
+            />
+            <p class="qc-outcome" hidden=move || frame.with(|f| f.outcome.is_none())>
+                {move || frame.with(|f| f.outcome.clone())}
+            </p>
+            <details class="qc-raw" hidden=move || frame.with(|f| f.key != "unreadable")>
+                <summary>"What the agent sent"</summary>
+                <pre class="tool-pre">{raw_arguments}</pre>
+            </details>
+            <div class="qc-problem" role="alert" hidden=move || frame.with(|f| f.unsent.is_none())>
+                "Your answer was not sent: "
+                {move || frame.with(|f| f.unsent.clone())}
+                <button class="button small" on:click=move |_| card.submit()>"Retry"</button>
+            </div>
+            <fieldset
+                class="qc-actions"
+                hidden=move || !matches!(frame.with(|f| f.key), "pending" | "submitting" | "error")
+                disabled=move || frame.with(|f| f.key == "submitting")
+            >
+                <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
+                <button class="button" on:click=move |_| card.decline()>"Skip"</button>
+                <button
+                    class="button primary"
+                    hidden=move || card.auto_submits() && !card.drafts.with(|d| d.first().is_some_and(|d| d.other_on))
+                    disabled=move || { card.unanswered() > 0 }
+                    on:click=move |_| card.submit()
+                >
+                    "Submit"
+                </button>
+            </fieldset>
+        </section>
+    }
+}
+
+impl Card {
+    fn forget_draft(&self) {
+        #[cfg(feature = "hydrate")]
+        if let Some(storage) = local_storage() {
+            let _ = storage.remove_item(&self.storage_key());
+        }
+    }
+
+    /// The card's one click handler: the control clicked (its `data-q`, `data-o`, `data-action`)
+    /// says what to do.
+    fn on_click(&self, event: leptos::ev::MouseEvent) {
+        let Some((index, target)) = question_target(&event) else { return };
+        let multi = self.questions.with_untracked(|q| q.get(index).is_some_and(|q| q.multi_select));
+        if target.get_attribute("data-action").as_deref() == Some("note") {
+            self.update(index, |d| d.notes_open = true);
+            self.focus(&format!("[data-q='{index}'] textarea"));
+            return;
+        }
+        let Some(option) = target.get_attribute("data-o") else { return };
+        if option == "other" {
+            self.choose_other(index, multi);
+            return;
+        }
+        let label = option.parse::<usize>().ok().and_then(|o| {
+            self.questions.with_untracked(|q| q.get(index).and_then(|q| q.options.get(o)).map(|c| c.label.clone()))
+        });
+        if let Some(label) = label {
+            self.pick(index, &label, multi);
+            // A pointer click (not arrow keys) on the only question answers it.
+            if event.detail() > 0 && self.auto_submits() {
+                self.submit();
+            }
+        }
+    }
+
+    /// Typing in a question's "Other" box or note.
+    fn on_input(&self, event: leptos::ev::Event) {
+        let Some((index, target)) = question_target(&event) else { return };
+        let multi = self.questions.with_untracked(|q| q.get(index).is_some_and(|q| q.multi_select));
+        let value = event_target_value(&event);
+        let class = target.class_name();
+        if class.contains("qc-note") {
+            self.update(index, |d| d.notes = value);
+        } else if class.contains("qc-other-text") {
+            self.update(index, |d| {
+                d.other = value;
+                d.other_on = true;
+                if !multi {
+                    d.labels.clear();
+                }
+            });
+        }
+    }
+
+    /// An option got the focus: its preview shows.
+    fn on_focus(&self, event: leptos::ev::FocusEvent) {
+        let Some((index, target)) = question_target(&event) else { return };
+        let option = target.get_attribute("data-o").and_then(|o| o.parse().ok());
+        self.focused.update(|f| {
+            f.resize(index + 1, None);
+            f[index] = option;
+        });
+    }
+}
+
+/// The control an event is about, and the index of the question it belongs to.
+fn question_target(event: &leptos::web_sys::Event) -> Option<(usize, leptos::web_sys::Element)> {
+    let target = wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(event.target()?).ok()?;
+    let index = target.closest("[data-q]").ok()??.get_attribute("data-q")?.parse().ok()?;
+    Some((index, target))
+}
+
+/// Brings back what was chosen in this browser before a reload.
+fn restore(card: Card) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if card.phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Streaming))
+            && let Some(saved) = local_storage().and_then(|s| s.get_item(&card.storage_key()).ok().flatten())
+            && let Ok(saved) = serde_json::from_str::<Vec<QuestionAnswer>>(&saved)
+        {
+            card.drafts.set(saved.iter().map(Draft::from_answer).collect());
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = card;
+}
+
+/// Shows the person's choices on the card's controls: checked options, the "Other" box and the
+/// note, disabled once the card is no longer open, the preview of the focused option.
+///
+/// The question markup is rendered once, from the state at that moment (so that the server's
+/// HTML already shows an answered card); from then on this one effect keeps it in step. A
+/// reactive binding per control would cost the bundle about 20 KB for this card alone.
+fn sync_controls(card: Card) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        use wasm_bindgen::JsCast;
+        use web_sys::{HtmlInputElement, HtmlTextAreaElement};
+
+        let editable = card.editable();
+        let drafts = card.drafts.get();
+        let focused = card.focused.get();
+        let questions = card.questions.get();
+        let Some(root) = card.root.get() else { return };
+        for (index, question) in questions.iter().enumerate() {
+            let Ok(Some(fieldset)) = root.query_selector(&format!("fieldset[data-q='{index}']")) else { continue };
+            let draft = drafts.get(index).cloned().unwrap_or_default();
+            let _ = fieldset.toggle_attribute_with_force("disabled", !editable);
+            let _ = fieldset.class_list().toggle_with_force("unanswered", editable && !draft.is_answered());
+            if let Ok(inputs) = fieldset.query_selector_all("input[data-o]") {
+                for i in 0..inputs.length() {
+                    let Some(input) = inputs.item(i).and_then(|n| n.dyn_into::<HtmlInputElement>().ok()) else {
+                        continue;
+                    };
+                    let checked = match input.get_attribute("data-o").as_deref() {
+                        Some("other") => draft.other_on,
+                        Some(o) => o
+                            .parse::<usize>()
+                            .ok()
+                            .and_then(|o| question.options.get(o))
+                            .is_some_and(|c| draft.labels.contains(&c.label)),
+                        None => false,
+                    };
+                    input.set_checked(checked);
+                }
+            }
+            let set = |selector: &str, hidden: bool, value: &str| {
+                let Ok(Some(el)) = fieldset.query_selector(selector) else { return };
+                let _ = el.toggle_attribute_with_force("hidden", hidden);
+                if let Some(input) = el.dyn_ref::<HtmlInputElement>().filter(|i| i.value() != value) {
+                    input.set_value(value);
+                } else if let Some(area) = el.dyn_ref::<HtmlTextAreaElement>().filter(|a| a.value() != value) {
+                    area.set_value(value);
+                }
+            };
+            set(".qc-other-text", !draft.other_on, &draft.other);
+            set(".qc-note", !draft.notes_open, &draft.notes);
+            set("[data-action='note']", draft.notes_open || !editable, "");
+            set(".qc-missing", !editable || draft.is_answered(), "");
+            let preview = focused
+                .get(index)
+                .copied()
+                .flatten()
+                .and_then(|o| question.options.get(o))
+                .and_then(|c| c.preview.as_deref());
+            if let Ok(Some(el)) = fieldset.query_selector(".qc-preview") {
+                let _ = el.toggle_attribute_with_force("hidden", preview.is_none());
+                el.set_inner_html(&preview.map(render_markdown).unwrap_or_default());
+            }
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = card;
+}
+
+/// One question, as markup fixed for the question and drawn in the state `draft` it has now:
+/// its options as a radio group or checkboxes, "Other", a preview and a note.
+fn question_block(card: Card, index: usize, question: Question, draft: Draft, editable: bool) -> impl IntoView {
+    let multi = question.multi_select;
+    let kind = if multi { "checkbox" } else { "radio" };
+    let name = format!("{}-q{index}", card.tool_use_id.get_value());
+    let text_id = format!("{name}-text");
+    let labelled_by = text_id.clone();
+    let note_label =
+        format!("Note on “{}”", if question.header.is_empty() { &question.question } else { &question.header });
+    let options = question
+        .options
+        .into_iter()
+        .enumerate()
+        .map(|(o, choice)| {
+            view! {
+                <label class="qc-option">
+                    <input
+                        type=kind
+                        name=name.clone()
+                        data-o=o
+                        aria-label=choice.label.clone()
+                        checked=draft.labels.contains(&choice.label)
+                    />
+                    <span class="qc-key" aria-hidden="true">{o + 1}</span>
+                    <span class="qc-text">
+                        <span class="qc-label">{choice.label}</span>
+                        <span class="qc-desc">{choice.description}</span>
+                    </span>
+                </label>
+            }
+        })
+        .collect_view();
+    let answered = draft.is_answered();
+    view! {
+        <fieldset
+            class="qc-question"
+            class:unanswered=editable && !answered
+            data-q=index
+            role=if multi { "group" } else { "radiogroup" }
+            aria-labelledby=labelled_by
+            disabled=!editable
+        >
+            <div class="qc-question-head">
+                {(!question.header.is_empty()).then(|| view! { <span class="chip">{question.header}</span> })}
+                <span class="qc-question-text" id=text_id>{question.question}</span>
+                <span class="qc-missing" hidden=!editable || answered>"Unanswered"</span>
+                {multi.then(|| view! { <span class="qc-hint">"Choose any"</span> })}
+            </div>
+            <div class="qc-options">
+                {options}
+                <label class="qc-option qc-other-option">
+                    <input type=kind name=name data-o="other" aria-label=OTHER checked=draft.other_on />
+                    <span class="qc-key" aria-hidden="true">"0"</span>
+                    <span class="qc-text"><span class="qc-label">{OTHER}</span></span>
+                </label>
+                <input
+                    type="text"
+                    class="qc-other-text"
+                    aria-label="Other answer"
+                    placeholder="Type your answer"
+                    maxlength="4000"
+                    hidden=!draft.other_on
+                    value=draft.other
+                />
+            </div>
+            <div class="qc-preview markdown" hidden></div>
+            <div class="qc-notes">
+                <button type="button" class="link-button" data-action="note" hidden=draft.notes_open || !editable>
+                    "Add a note"
+                </button>
+                <textarea
+                    class="qc-note"
+                    rows="2"
+                    maxlength="4000"
+                    aria-label=note_label
+                    placeholder="A note for the agent (optional)"
+                    hidden=!draft.notes_open
+                >
+                    {draft.notes}
+                </textarea>
+            </div>
+        </fieldset>
+    }
+}
