@@ -98,6 +98,10 @@ impl Card {
         self.phase.with(|p| matches!(p, Phase::Pending | Phase::Unsent(_)))
     }
 
+    fn editable_untracked(&self) -> bool {
+        self.phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Unsent(_)))
+    }
+
     /// One single-select question: a click answers it.
     fn auto_submits(&self) -> bool {
         self.questions.with(|q| q.len() == 1 && !q[0].multi_select)
@@ -445,7 +449,8 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                 each=move || questions.get().into_iter().enumerate()
                 key=|(index, question)| (*index, question.clone())
                 children=move |(index, question)| {
-                    question_block(card, index, question, initial_draft(card, interaction, index), card.editable())
+                    let shows_missing = card.editable_untracked() && !untrack(|| card.auto_submits());
+                    question_block(card, index, question, initial_draft(card, interaction, index), shows_missing)
                 }
             />
             <p class="qc-outcome" hidden=move || frame.with(|f| f.outcome.is_none())>
@@ -618,7 +623,7 @@ fn sync_controls(card: Card) {
             set(".qc-other-text", !draft.other_on, &draft.other);
             set(".qc-note", !draft.notes_open, &draft.notes);
             set("[data-action='note']", draft.notes_open || !editable, "");
-            set(".qc-missing", !editable || draft.is_answered(), "");
+            set(".qc-missing", !editable || draft.is_answered() || card.auto_submits(), "");
             let preview = focused
                 .get(index)
                 .copied()
@@ -637,7 +642,8 @@ fn sync_controls(card: Card) {
 
 /// One question, as markup fixed for the question and drawn in the state `draft` it has now:
 /// its options as a radio group or checkboxes, "Other", a preview and a note.
-fn question_block(card: Card, index: usize, question: Question, draft: Draft, editable: bool) -> impl IntoView {
+fn question_block(card: Card, index: usize, question: Question, draft: Draft, shows_missing: bool) -> impl IntoView {
+    let editable = card.editable_untracked();
     let multi = question.multi_select;
     let kind = if multi { "checkbox" } else { "radio" };
     let name = format!("{}-q{index}", card.tool_use_id.get_value());
@@ -681,7 +687,7 @@ fn question_block(card: Card, index: usize, question: Question, draft: Draft, ed
             <div class="qc-question-head">
                 {(!question.header.is_empty()).then(|| view! { <span class="chip">{question.header}</span> })}
                 <span class="qc-question-text" id=text_id>{question.question}</span>
-                <span class="qc-missing" hidden=!editable || answered>"Unanswered"</span>
+                <span class="qc-missing" hidden=!shows_missing || answered>"Unanswered"</span>
                 {multi.then(|| view! { <span class="qc-hint">"Choose any"</span> })}
             </div>
             <div class="qc-options">
