@@ -4,6 +4,7 @@
 //! and results, through a [`TurnSink`]. Backends never talk to the browser; the session runtime
 //! stores and broadcasts what they emit.
 
+pub mod claude;
 pub mod scripted;
 
 use futures::future::BoxFuture;
@@ -21,6 +22,8 @@ pub struct TurnRequest {
     pub text: String,
     /// The thread before this message, for backends that resend the conversation.
     pub history: Vec<Message>,
+    /// The agent's own id for this conversation, from an earlier turn (to resume it).
+    pub agent_session: Option<String>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
 }
@@ -46,6 +49,17 @@ pub trait AgentBackend: Send + Sync + 'static {
         request: TurnRequest,
         sink: &'a TurnSink,
     ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>>;
+
+    /// The session was deleted: let go of whatever runs for it.
+    fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+        let _ = session;
+        Box::pin(async {})
+    }
+
+    /// The server is stopping: nothing may be left running.
+    fn shut_down(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// Arguments to show for a tool call, serialized the way they would stream from a model.

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+pub use crate::agent::claude::AnswerPath;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "askbridge",
@@ -43,6 +45,28 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_SCENARIO")]
     pub scenario: Option<PathBuf>,
 
+    /// The Claude Code CLI to run for `--agent claude`.
+    #[arg(long, env = "ASKBRIDGE_CLAUDE_BIN", default_value = "claude")]
+    pub claude_bin: PathBuf,
+
+    /// The folder Claude Code works in (default: the folder AskBridge was started from).
+    #[arg(long, env = "ASKBRIDGE_WORKDIR")]
+    pub workdir: Option<PathBuf>,
+
+    /// Claude Code's permission mode: default (asks before edits and commands), acceptEdits,
+    /// plan, or bypassPermissions. Questions reach you in every mode.
+    #[arg(long, env = "ASKBRIDGE_PERMISSION_MODE", default_value = "default")]
+    pub permission_mode: String,
+
+    /// The model Claude Code uses (e.g. sonnet, opus); default: the CLI's own choice.
+    #[arg(long, env = "ASKBRIDGE_MODEL")]
+    pub model: Option<String>,
+
+    /// How answers reach Claude Code: can-use-tool (it asks over its control protocol) or hook
+    /// (a PreToolUse hook answers for it; for setups where the tool would be answered without you).
+    #[arg(long, env = "ASKBRIDGE_ANSWER_PATH", value_enum, default_value_t = AnswerPath::CanUseTool)]
+    pub answer_path: AnswerPath,
+
     /// Access token: required by every page, server function and event stream when set, and
     /// required to listen on a non-loopback address. Open `http://HOST/?token=...` once to sign in.
     #[arg(long, env = "ASKBRIDGE_TOKEN", hide_env_values = true)]
@@ -63,6 +87,8 @@ pub struct ServeArgs {
 pub enum AgentChoice {
     /// Plays a scenario offline: the demo, or --scenario FILE.
     Scripted,
+    /// The Claude Code CLI (`--claude-bin`), logged in or with ANTHROPIC_API_KEY set.
+    Claude,
 }
 
 #[cfg(test)]
@@ -96,9 +122,19 @@ mod tests {
             .write_long_help(&mut help)
             .unwrap();
         let help = String::from_utf8(help).unwrap();
-        for flag in
-            ["--addr", "--data-dir", "--agent", "--scenario", "--token", "ASKBRIDGE_TOKEN", "--question-timeout"]
-        {
+        for flag in [
+            "--addr",
+            "--data-dir",
+            "--agent",
+            "--scenario",
+            "--token",
+            "ASKBRIDGE_TOKEN",
+            "--question-timeout",
+            "--claude-bin",
+            "--workdir",
+            "--permission-mode",
+            "--answer-path",
+        ] {
             assert!(help.contains(flag), "{flag} missing from:\n{help}");
         }
     }

@@ -23,6 +23,7 @@ use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
 
 use crate::agent::AgentBackend;
+use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
@@ -88,6 +89,28 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
             };
             info!(scenario = %scenario.name, turns = scenario.turns.len(), "scripted agent ready");
             Ok(Arc::new(ScriptedAgent::new(scenario)))
+        }
+        AgentChoice::Claude => {
+            const MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"];
+            if !MODES.contains(&args.permission_mode.as_str()) {
+                return Err(format!("--permission-mode must be one of {}", MODES.join(", ")).into());
+            }
+            let workdir = match &args.workdir {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir()?,
+            };
+            if !workdir.is_dir() {
+                return Err(format!("--workdir {} is not a folder", workdir.display()).into());
+            }
+            info!(bin = %args.claude_bin.display(), workdir = %workdir.display(), mode = %args.permission_mode, "Claude Code agent ready");
+            Ok(Arc::new(ClaudeCliBackend::new(ClaudeConfig {
+                bin: args.claude_bin.clone(),
+                workdir,
+                permission_mode: args.permission_mode.clone(),
+                model: args.model.clone(),
+                answer_path: args.answer_path,
+                env: Vec::new(),
+            })))
         }
     }
 }

@@ -127,6 +127,7 @@ impl SessionManager {
         if tokio::time::timeout(INTERRUPT_GRACE * 2, self.turns.wait()).await.is_err() {
             warn!("some turns did not end in time");
         }
+        self.agent.shut_down().await;
     }
 
     pub async fn list_sessions(&self) -> Result<Vec<SessionSummary>, AppError> {
@@ -177,6 +178,7 @@ impl SessionManager {
             }
         }
         self.store.delete_session(id).await?;
+        self.agent.end_session(id).await;
         info!(session = %id, "session deleted");
         self.list_changed();
         Ok(())
@@ -218,6 +220,7 @@ impl SessionManager {
             return Err(AppError::AgentBusy);
         }
         let history = state.thread.messages.clone();
+        let agent_session = state.thread.turn.agent_session.clone();
         let first_message = !history.iter().any(|message| message.role == Role::User);
         runtime
             .append_locked(&self.store, &mut state, EventBody::UserMessage { message_id: new_id(), text: text.clone() })
@@ -232,7 +235,7 @@ impl SessionManager {
         }
         self.list_changed();
 
-        let request = TurnRequest { session_id: session_id.to_string(), text, history, cancel };
+        let request = TurnRequest { session_id: session_id.to_string(), text, history, agent_session, cancel };
         let span = info_span!("turn", session = %session_id, agent = self.agent.name());
         self.turns.spawn(self.clone().run_turn(runtime, request).instrument(span));
         Ok(())
@@ -441,7 +444,9 @@ impl SessionRuntime {
     }
 }
 
-/// How a backend reports its turn: each call is stored and broadcast before it returns.
+/// How a backend reports its turn: each call is stored and broadcast before it returns. Clones
+/// report to the same turn (for work a backend runs in tasks of its own, such as questions).
+#[derive(Clone)]
 pub struct TurnSink {
     manager: Arc<SessionManager>,
     runtime: Arc<SessionRuntime>,
@@ -567,6 +572,27 @@ impl TurnSink {
             Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
         }
         answered.await.map_err(|_| AgentError::Interrupted)
+    }
+
+    /// The agent's process is up; `agent_session` is its id for the conversation.
+    pub async fn agent_started(&self, info: &str, agent_session: Option<String>) -> Result<(), AgentError> {
+        self.emit(EventBody::AgentStarted { info: info.to_string(), agent_session }).await
+    }
+
+    /// The agent withdrew its question (it was interrupted or gave up waiting): the card turns
+    /// cancelled, and a late answer is refused.
+    pub async fn withdraw_question(&self, tool_use_id: &str, reason: &str) {
+        let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
+        match self.manager.resolve(&self.runtime, tool_use_id, outcome).await {
+            Ok(()) | Err(AppError::NotWaiting { .. } | AppError::AlreadyAnswered) => {}
+            Err(error) => warn!(tool_use_id, %error, "could not withdraw the question"),
+        }
+    }
+
+    /// The person's answer to `tool_use_id`, once, for an agent that fills in the question's
+    /// result by itself (the override step).
+    pub fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
+        self.manager.bridge.take_answer(self.session_id(), tool_use_id)
     }
 
     /// Something the product says in the thread, outside the agent's own messages.

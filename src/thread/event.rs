@@ -25,6 +25,11 @@ pub enum EventBody {
         text: String,
     },
     TurnStarted,
+    /// The agent process is up: what it is, and its id for the conversation (for resuming).
+    AgentStarted {
+        info: String,
+        agent_session: Option<String>,
+    },
     AssistantMessageStarted {
         message_id: String,
     },
@@ -75,6 +80,7 @@ impl EventBody {
             Self::UserMessage { .. } => "user_message",
             Self::Notice { .. } => "notice",
             Self::TurnStarted => "turn_started",
+            Self::AgentStarted { .. } => "agent_started",
             Self::AssistantMessageStarted { .. } => "assistant_message_started",
             Self::TextDelta { .. } => "text_delta",
             Self::ToolCallStarted { .. } => "tool_call_started",

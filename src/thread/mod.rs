@@ -110,6 +110,12 @@ pub struct TurnState {
     /// The last turn's outcome, once it ended.
     pub last_outcome: Option<TurnOutcome>,
     pub last_usage: Option<Usage>,
+    /// What the agent said about itself (version, model, mode), for the session header.
+    #[serde(default)]
+    pub agent_info: Option<String>,
+    /// The agent's own id for this conversation, to resume it after a restart.
+    #[serde(default)]
+    pub agent_session: Option<String>,
 }
 
 /// A session's thread at a point of its event log.
@@ -179,6 +185,13 @@ impl Thread {
                 streaming: false,
                 created_at_ms: at_ms,
             }),
+            EventBody::AgentStarted { info, agent_session } => {
+                self.turn.agent_info = Some(info.clone());
+                if agent_session.is_some() {
+                    self.turn.agent_session = agent_session.clone();
+                }
+                Change::turn()
+            }
             EventBody::TurnStarted => {
                 self.turn.working = true;
                 self.turn.last_outcome = None;

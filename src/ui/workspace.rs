@@ -190,6 +190,7 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
             <h1 class="session-title">{title}</h1>
             <span class="session-meta">
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
+                <span class="agent-info">{move || thread.turn.with(|t| t.agent_info.clone())}</span>
                 {turn_status(thread)}
             </span>
         </div>

@@ -1,0 +1,616 @@
+//! The Claude Code CLI's stream-json control protocol, as serde types that match the wire
+//! (captured from CLI 2.1.332; see `../shared/protocol/claude-cli.md`).
+//!
+//! Reading is tolerant: unknown fields are ignored, and a message of a type this build does not
+//! know, or one whose known type has an unexpected shape, becomes [`FromCli::Unknown`] and is
+//! logged, never an error. A new CLI release must not break a session.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::question::QuestionAnswer;
+
+// ---- host → CLI ----
+
+/// A line the host writes to the CLI's stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToCli {
+    User { message: UserContent, parent_tool_use_id: Option<String>, session_id: String },
+    ControlRequest { request_id: String, request: HostRequest },
+    ControlResponse { response: ControlResponse },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserContent {
+    pub role: String,
+    /// A string, or an array of content blocks.
+    pub content: Value,
+}
+
+impl ToCli {
+    pub fn user_text(text: &str) -> Self {
+        Self::User {
+            message: UserContent { role: "user".into(), content: Value::String(text.into()) },
+            parent_tool_use_id: None,
+            session_id: String::new(),
+        }
+    }
+
+    pub fn success(request_id: &str, response: Value) -> Self {
+        Self::ControlResponse { response: ControlResponse::Success { request_id: request_id.into(), response } }
+    }
+
+    pub fn error(request_id: &str, error: &str) -> Self {
+        Self::ControlResponse {
+            response: ControlResponse::Error { request_id: request_id.into(), error: error.into() },
+        }
+    }
+
+    /// One NDJSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("protocol messages serialize");
+        line.push('\n');
+        line
+    }
+}
+
+/// Requests the host makes of the CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum HostRequest {
+    Initialize { hooks: Option<Value> },
+    Interrupt,
+    SetPermissionMode { mode: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum ControlResponse {
+    Success {
+        request_id: String,
+        #[serde(default)]
+        response: Value,
+    },
+    Error {
+        request_id: String,
+        error: String,
+    },
+}
+
+impl ControlResponse {
+    pub fn request_id(&self) -> &str {
+        match self {
+            Self::Success { request_id, .. } | Self::Error { request_id, .. } => request_id,
+        }
+    }
+}
+
+/// The PreToolUse hook registration for the question tools (answer path 2).
+pub fn question_hooks(callback_id: &str) -> Value {
+    json!({"PreToolUse": [{"matcher": "AskUserQuestion", "hookCallbackIds": [callback_id]}]})
+}
+
+/// The question's arguments with the person's answers added, as `updatedInput`: `answers` maps
+/// each question's text to its answer (several labels joined with ", ", free text verbatim),
+/// `annotations` carries notes.
+pub fn input_with_answers(input: &Value, answers: &[QuestionAnswer]) -> Value {
+    let mut updated = input.as_object().cloned().unwrap_or_default();
+    let mut by_question = Map::new();
+    let mut annotations = Map::new();
+    for answer in answers {
+        by_question.insert(answer.question.clone(), Value::String(answer.summary()));
+        if let Some(notes) = &answer.notes {
+            annotations.insert(answer.question.clone(), json!({"notes": notes}));
+        }
+    }
+    updated.insert("answers".into(), Value::Object(by_question));
+    if !annotations.is_empty() {
+        updated.insert("annotations".into(), Value::Object(annotations));
+    }
+    Value::Object(updated)
+}
+
+/// The answers in words, for a hook's `additionalContext`.
+pub fn answers_in_words(answers: &[QuestionAnswer]) -> String {
+    let parts: Vec<String> = answers
+        .iter()
+        .map(|a| match &a.notes {
+            Some(notes) => format!("{} = {} (note: {notes})", a.question, a.summary()),
+            None => format!("{} = {}", a.question, a.summary()),
+        })
+        .collect();
+    format!("The user has already answered: {}", parts.join("; "))
+}
+
+/// `can_use_tool` answers.
+pub fn allow(updated_input: Value) -> Value {
+    json!({"behavior": "allow", "updatedInput": updated_input})
+}
+
+pub fn deny(message: &str) -> Value {
+    json!({"behavior": "deny", "message": message})
+}
+
+/// PreToolUse hook answers.
+pub fn hook_allow(updated_input: Value, context: &str) -> Value {
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": updated_input,
+        "additionalContext": context,
+    }})
+}
+
+pub fn hook_deny(reason: &str) -> Value {
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }})
+}
+
+// ---- CLI → host ----
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum FromCli {
+    System(SystemMessage),
+    Assistant(AssistantMessage),
+    User(UserEcho),
+    Result(ResultMessage),
+    StreamEvent(StreamEvent),
+    ControlRequest {
+        request_id: String,
+        request: CliRequest,
+    },
+    ControlResponse(ControlResponse),
+    ControlCancelRequest {
+        request_id: String,
+    },
+    /// A message this build does not understand, kept whole for the log.
+    Unknown(Value),
+}
+
+impl FromCli {
+    /// Reads one stdout line. Only a line that is not JSON at all is an error.
+    pub fn parse(line: &str) -> Result<Self, serde_json::Error> {
+        let value: Value = serde_json::from_str(line)?;
+        Ok(Self::from_value(value))
+    }
+
+    pub fn from_value(value: Value) -> Self {
+        fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Option<T> {
+            serde_json::from_value(value.clone()).ok()
+        }
+        let parsed = match value.get("type").and_then(Value::as_str) {
+            Some("system") => typed(&value).map(Self::System),
+            Some("assistant") => typed(&value).map(Self::Assistant),
+            Some("user") => typed(&value).map(Self::User),
+            Some("result") => typed(&value).map(Self::Result),
+            Some("stream_event") => typed(&value).map(Self::StreamEvent),
+            Some("control_request") => {
+                let request_id = value.get("request_id").and_then(Value::as_str).map(str::to_string);
+                let request = value.get("request").map(CliRequest::from_value);
+                request_id.zip(request).map(|(request_id, request)| Self::ControlRequest { request_id, request })
+            }
+            Some("control_response") => value.get("response").and_then(typed).map(Self::ControlResponse),
+            Some("control_cancel_request") => value
+                .get("request_id")
+                .and_then(Value::as_str)
+                .map(|id| Self::ControlCancelRequest { request_id: id.to_string() }),
+            _ => None,
+        };
+        parsed.unwrap_or(Self::Unknown(value))
+    }
+}
+
+/// `system` lines: `init` at the start of each turn, `status` when the permission mode changes,
+/// `session_state_changed` (running / requires_action / idle).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct SystemMessage {
+    pub subtype: String,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    pub cwd: Option<String>,
+    pub claude_code_version: Option<String>,
+    #[serde(rename = "permissionMode")]
+    pub permission_mode: Option<String>,
+    pub state: Option<String>,
+}
+
+/// One content block of an assistant message (several lines may share `message.id`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AssistantMessage {
+    pub message: ApiMessage,
+    pub parent_tool_use_id: Option<String>,
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ApiMessage {
+    pub id: String,
+    pub model: Option<String>,
+    #[serde(default)]
+    pub content: Vec<ContentBlock>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+        #[serde(default)]
+        is_error: Option<bool>,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+impl ContentBlock {
+    /// A tool result's content as text (it may be a string or an array of text blocks).
+    pub fn result_text(content: &Value) -> String {
+        match content {
+            Value::String(text) => text.clone(),
+            Value::Array(blocks) => {
+                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
+            }
+            Value::Null => String::new(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// The CLI's echo of a user turn: tool results after tools ran, or its own notes such as
+/// "[Request interrupted by user for tool use]".
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct UserEcho {
+    pub message: EchoContent,
+    pub parent_tool_use_id: Option<String>,
+    pub tool_use_result: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct EchoContent {
+    #[serde(default)]
+    pub content: Value,
+}
+
+impl UserEcho {
+    /// The tool_result blocks of the echo.
+    pub fn tool_results(&self) -> Vec<ContentBlock> {
+        match &self.message.content {
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| serde_json::from_value::<ContentBlock>(b.clone()).ok())
+                .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The end of a turn.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ResultMessage {
+    pub subtype: String,
+    #[serde(default)]
+    pub is_error: bool,
+    pub result: Option<String>,
+    pub session_id: Option<String>,
+    pub total_cost_usd: Option<f64>,
+    pub duration_ms: Option<u64>,
+    pub usage: Option<ApiUsage>,
+    pub terminal_reason: Option<String>,
+    pub stop_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ApiUsage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// A raw Messages API streaming event (`--include-partial-messages`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StreamEvent {
+    pub event: ApiEvent,
+    pub parent_tool_use_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ApiEvent {
+    MessageStart {
+        message: StreamMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: ContentBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: Delta,
+    },
+    ContentBlockStop {
+        index: usize,
+    },
+    MessageDelta,
+    MessageStop,
+    Ping,
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StreamMessage {
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// Requests the CLI makes of the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CliRequest {
+    CanUseTool(CanUseTool),
+    HookCallback(HookCallback),
+    Other(Value),
+}
+
+impl CliRequest {
+    fn from_value(value: &Value) -> Self {
+        let typed = match value.get("subtype").and_then(Value::as_str) {
+            Some("can_use_tool") => serde_json::from_value(value.clone()).ok().map(Self::CanUseTool),
+            Some("hook_callback") => serde_json::from_value(value.clone()).ok().map(Self::HookCallback),
+            _ => None,
+        };
+        typed.unwrap_or_else(|| Self::Other(value.clone()))
+    }
+}
+
+/// The CLI asks whether a tool may run; for `AskUserQuestion` it waits for the answers.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CanUseTool {
+    pub tool_name: String,
+    #[serde(default)]
+    pub input: Value,
+    pub tool_use_id: Option<String>,
+    pub description: Option<String>,
+    #[serde(default)]
+    pub permission_suggestions: Vec<Value>,
+    pub blocked_path: Option<String>,
+    pub decision_reason: Option<String>,
+    #[serde(default)]
+    pub requires_user_interaction: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HookCallback {
+    pub callback_id: String,
+    #[serde(default)]
+    pub input: Value,
+    pub tool_use_id: Option<String>,
+}
+
+impl HookCallback {
+    pub fn tool_name(&self) -> Option<&str> {
+        self.input.get("tool_name").and_then(Value::as_str)
+    }
+
+    pub fn tool_input(&self) -> Value {
+        self.input.get("tool_input").cloned().unwrap_or(Value::Null)
+    }
+}
+
+/// What the initialize response tells about the CLI (read loosely: some fields are large).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CliInfo {
+    pub version: Option<String>,
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+}
+
+impl CliInfo {
+    pub fn from_initialize(response: &Value) -> Self {
+        let text = |key: &str| response.get(key).and_then(Value::as_str).map(str::to_string);
+        let model = response
+            .get("models")
+            .and_then(Value::as_array)
+            .and_then(|models| models.first())
+            .and_then(|m| m.get("resolvedModel"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        Self { version: text("claude_code_version"), model, permission_mode: text("current_permission_mode") }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A copy of `../shared/fixtures/claude-cli`, kept in the repository so that CI has it.
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-cli");
+
+    /// Every line of every trace, with its direction.
+    fn trace_lines() -> Vec<(String, String, Value)> {
+        let dir = std::path::Path::new(FIXTURES);
+        let mut lines = Vec::new();
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("the shared fixtures are missing at {FIXTURES}: {e}"))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        files.sort();
+        assert!(files.len() >= 30, "expected the shared traces, found {}", files.len());
+        for file in files {
+            let name = file.file_name().unwrap().to_string_lossy().to_string();
+            for line in std::fs::read_to_string(&file).unwrap().lines() {
+                let record: Value = serde_json::from_str(line).unwrap();
+                let direction = record["direction"].as_str().unwrap_or_default().to_string();
+                if let Some(msg) = record.get("msg") {
+                    lines.push((name.clone(), direction, msg.clone()));
+                }
+            }
+        }
+        lines
+    }
+
+    #[test]
+    fn every_line_from_the_cli_in_every_trace_parses_into_a_known_message() {
+        let mut seen = 0;
+        for (file, direction, msg) in trace_lines() {
+            if direction != "from_cli" {
+                continue;
+            }
+            seen += 1;
+            let parsed = FromCli::from_value(msg.clone());
+            assert!(!matches!(parsed, FromCli::Unknown(_)), "{file}: not understood: {msg}");
+            if let FromCli::ControlRequest { request, .. } = &parsed {
+                assert!(!matches!(request, CliRequest::Other(_)), "{file}: unknown request: {msg}");
+            }
+        }
+        assert!(seen > 250, "{seen}");
+    }
+
+    #[test]
+    fn every_line_to_the_cli_has_the_shape_our_types_write() {
+        for (file, direction, msg) in trace_lines() {
+            if direction != "to_cli" {
+                continue;
+            }
+            let ours: ToCli = serde_json::from_value(msg.clone()).unwrap_or_else(|e| panic!("{file}: {e}: {msg}"));
+            let written: Value = serde_json::from_str(&ours.to_line()).unwrap();
+            assert_eq!(written, msg, "{file}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_message_type_or_shape_is_kept_not_refused() {
+        let unknown = FromCli::parse(r#"{"type":"telepathy","x":1}"#).unwrap();
+        assert_eq!(unknown, FromCli::Unknown(json!({"type": "telepathy", "x": 1})));
+        let odd = FromCli::parse(r#"{"type":"result","subtype":7}"#).unwrap();
+        assert!(matches!(odd, FromCli::Unknown(_)));
+        let new_field = FromCli::parse(r#"{"type":"control_cancel_request","request_id":"r","future":true}"#).unwrap();
+        assert_eq!(new_field, FromCli::ControlCancelRequest { request_id: "r".into() });
+        assert!(FromCli::parse("not json").is_err());
+    }
+
+    /// The first `(request, response)` pair of a trace: the CLI's can_use_tool or hook_callback
+    /// and the host's answer to it.
+    fn first_exchange(file: &str, subtype: &str) -> (Value, Value) {
+        let lines: Vec<_> = trace_lines().into_iter().filter(|(f, _, _)| f == file).collect();
+        let (request_id, request) = lines
+            .iter()
+            .find_map(|(_, d, m)| {
+                (d == "from_cli" && m["type"] == "control_request" && m["request"]["subtype"] == subtype)
+                    .then(|| (m["request_id"].clone(), m["request"].clone()))
+            })
+            .unwrap();
+        let response = lines
+            .iter()
+            .find_map(|(_, d, m)| {
+                (d == "to_cli" && m["type"] == "control_response" && m["response"]["request_id"] == request_id)
+                    .then(|| m["response"]["response"].clone())
+            })
+            .unwrap();
+        (request, response)
+    }
+
+    fn answer(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> QuestionAnswer {
+        QuestionAnswer {
+            question: question.into(),
+            labels: labels.iter().map(|l| l.to_string()).collect(),
+            other: other.map(str::to_string),
+            notes: notes.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn answers_are_written_exactly_as_the_traces_show() {
+        let (request, response) = first_exchange("a_allow.jsonl", "can_use_tool");
+        let answers = [
+            answer("Which auth method should we use?", &["JWT"], None, None),
+            answer("Which features?", &["Dark mode", "i18n"], None, None),
+        ];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (request, response) = first_exchange("c_other.jsonl", "can_use_tool");
+        let answers = [
+            answer("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
+            answer("Which features?", &["Dark mode"], Some("Offline support"), None),
+        ];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (request, response) = first_exchange("a_allow_response.jsonl", "can_use_tool");
+        let answers = [answer("Which auth method should we use?", &["JWT"], None, Some("short-lived tokens please"))];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (_, response) = first_exchange("b_deny.jsonl", "can_use_tool");
+        assert_eq!(deny("The user dismissed the questions without answering."), response);
+    }
+
+    #[test]
+    fn hook_answers_are_written_exactly_as_the_traces_show() {
+        let (request, response) = first_exchange("f_hook_updated_input.jsonl", "hook_callback");
+        let callback: HookCallback = serde_json::from_value(request).unwrap();
+        assert_eq!(callback.tool_name(), Some("AskUserQuestion"));
+        let answers = [
+            answer("Which auth method should we use?", &["JWT"], None, None),
+            answer("Which features?", &["Dark mode", "i18n"], None, None),
+        ];
+        let updated = input_with_answers(&callback.tool_input(), &answers);
+        let mut ours = hook_allow(updated, &answers_in_words(&answers));
+        // The trace's hook sent no context; ours adds it (the model then also reads the answer).
+        ours["hookSpecificOutput"].as_object_mut().unwrap().remove("additionalContext");
+        assert_eq!(ours, response);
+
+        let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
+        assert_eq!(hook_deny(&answers_in_words(&answers)), response);
+        assert_eq!(
+            answers_in_words(&answers),
+            "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n"
+        );
+    }
+
+    #[test]
+    fn the_initialize_response_tells_version_model_and_mode() {
+        let response = trace_lines()
+            .into_iter()
+            .find_map(|(f, d, m)| {
+                (f == "a_allow.jsonl" && d == "from_cli" && m["type"] == "control_response")
+                    .then(|| m["response"]["response"].clone())
+            })
+            .unwrap();
+        let info = CliInfo::from_initialize(&response);
+        assert_eq!(info.version.as_deref(), Some("2.1.332"));
+        assert_eq!(info.model.as_deref(), Some("claude-opus-5-5"));
+        assert_eq!(info.permission_mode.as_deref(), Some("default"));
+    }
+}

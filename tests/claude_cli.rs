@@ -1,0 +1,388 @@
+//! The real Claude Code CLI (npm `@anthropic-ai/claude-code`, pinned in package.json) driven by
+//! AskBridge, against a mock of the Messages API that records what the model was sent. Each test
+//! checks that the model received exactly the text the shared traces show
+//! (`tests/fixtures/claude-cli/SUMMARY.md`).
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
+use askbridge::error::AppError;
+use askbridge::question::{InteractionOutcome, QuestionAnswer};
+use askbridge::session::SessionManager;
+use askbridge::store::Store;
+use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
+use serde_json::{Value, json};
+use support::mock_anthropic::{MockAnthropic, Reply};
+
+const AUTH: &str = "Which auth method should we use?";
+const FEATURES: &str = "Which features?";
+
+fn auth_question() -> Value {
+    json!({"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
+        {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side sessions"}]})
+}
+
+fn features_question() -> Value {
+    json!({"question": FEATURES, "header": "Features", "multiSelect": true, "options": [
+        {"label": "Dark mode", "description": "Theme"}, {"label": "i18n", "description": "Languages"},
+        {"label": "Analytics", "description": "Tracking"}]})
+}
+
+fn ask(id: &str, questions: Vec<Value>) -> Reply {
+    Reply::tool_use(id, "AskUserQuestion", json!({"questions": questions}))
+}
+
+fn answer(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> QuestionAnswer {
+    QuestionAnswer {
+        question: question.into(),
+        labels: labels.iter().map(|l| l.to_string()).collect(),
+        other: other.map(str::to_string),
+        notes: notes.map(str::to_string),
+    }
+}
+
+struct Harness {
+    manager: Arc<SessionManager>,
+    backend: Arc<ClaudeCliBackend>,
+    mock: MockAnthropic,
+    session: String,
+    _home: tempfile::TempDir,
+}
+
+fn claude_bin() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/claude");
+    assert!(bin.exists(), "the pinned Claude Code CLI is missing: run `make setup` (npm ci) first");
+    bin
+}
+
+/// AskBridge with the real CLI, offline: a temporary HOME and config folder, the mock as the
+/// API, and the variables that stop the CLI's other traffic (protocol §1).
+async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
+    // RUST_LOG=askbridge=debug shows what AskBridge and the CLI did.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let mock = MockAnthropic::start(script).await;
+    let home = tempfile::tempdir().unwrap();
+    for dir in [".claude", "tmp", "project"] {
+        std::fs::create_dir_all(home.path().join(dir)).unwrap();
+    }
+    let path = |p: &str| home.path().join(p).display().to_string();
+    let env = vec![
+        ("HOME".to_string(), path("")),
+        ("CLAUDE_CONFIG_DIR".to_string(), path(".claude")),
+        ("TMPDIR".to_string(), path("tmp")),
+        ("XDG_RUNTIME_DIR".to_string(), path("tmp")),
+        ("CLAUDE_CODE_TMPDIR".to_string(), path("tmp")),
+        ("ANTHROPIC_BASE_URL".to_string(), mock.base_url()),
+        ("ANTHROPIC_API_KEY".to_string(), "dummy".to_string()),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(), "1".to_string()),
+        ("DISABLE_TELEMETRY".to_string(), "1".to_string()),
+        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
+        ("DISABLE_ERROR_REPORTING".to_string(), "1".to_string()),
+    ];
+    let backend = Arc::new(ClaudeCliBackend::new(ClaudeConfig {
+        bin: claude_bin(),
+        workdir: home.path().join("project"),
+        permission_mode: "default".into(),
+        model: None,
+        answer_path,
+        env,
+    }));
+    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), backend.clone());
+    let session = manager.create_session().await.unwrap().id;
+    Harness { manager, backend, mock, session, _home: home }
+}
+
+impl Harness {
+    async fn send(&self, text: &str) {
+        self.manager.send_message(&self.session, text.into()).await.unwrap();
+    }
+
+    async fn thread(&self) -> Thread {
+        self.manager.snapshot(&self.session).await.unwrap().1
+    }
+
+    /// Waits until `count` questions are pending, and returns their tool_use ids in order.
+    async fn pending(&self, count: usize) -> Vec<String> {
+        for _ in 0..600 {
+            let thread = self.thread().await;
+            let pending: Vec<String> = tool_calls(&thread)
+                .into_iter()
+                .filter(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending()))
+                .map(|c| c.id.clone())
+                .collect();
+            if pending.len() >= count {
+                return pending;
+            }
+            assert!(thread.turn.working, "the turn ended before the question: {:?}", thread.turn.last_outcome);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no pending question after 30 s");
+    }
+
+    async fn answer(&self, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
+        self.manager.answer_question(&self.session, tool_use_id, answers).await.unwrap();
+    }
+
+    async fn turn_end(&self) -> Thread {
+        for _ in 0..1200 {
+            let thread = self.thread().await;
+            if !thread.turn.working {
+                return thread;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the turn did not end within a minute");
+    }
+
+    /// The tool results the model was sent: (tool_use_id, text, is_error).
+    fn model_saw(&self) -> Vec<(String, String, bool)> {
+        self.mock.tool_results()
+    }
+}
+
+fn tool_calls(thread: &Thread) -> Vec<&ToolCall> {
+    thread
+        .messages
+        .iter()
+        .flat_map(|m| m.blocks.iter())
+        .filter_map(|b| match b {
+            Block::ToolCall(call) => Some(call),
+            _ => None,
+        })
+        .collect()
+}
+
+fn answered(text: &str) -> (String, String, bool) {
+    ("toolu_ask".into(), text.into(), false)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_answer_reaches_the_model() {
+    let h =
+        harness(vec![ask("toolu_ask", vec![auth_question()]), Reply::text("JWT it is.")], AnswerPath::CanUseTool).await;
+    h.send("Help me set up auth.").await;
+    let pending = h.pending(1).await;
+    assert_eq!(pending, vec!["toolu_ask"]);
+    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert_eq!(
+        h.model_saw(),
+        vec![answered(
+            "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\". You can now continue with these answers in mind."
+        )]
+    );
+    assert!(thread.messages.last().unwrap().text().contains("JWT it is."));
+    // The header knows what runs.
+    assert!(
+        thread.turn.agent_info.as_deref().unwrap().starts_with("Claude Code 2.1.332"),
+        "{:?}",
+        thread.turn.agent_info
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_select_answer_is_joined_with_commas() {
+    let h = harness(
+        vec![ask("toolu_ask", vec![auth_question(), features_question()]), Reply::text("Noted.")],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.answer(
+        "toolu_ask",
+        vec![answer(AUTH, &["JWT"], None, None), answer(FEATURES, &["Dark mode", "i18n"], None, None)],
+    )
+    .await;
+    h.turn_end().await;
+    assert_eq!(
+        h.model_saw(),
+        vec![answered(
+            "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\", \"Which features?\"=\"Dark mode, i18n\". You can now continue with these answers in mind."
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn free_text_reaches_the_model_verbatim() {
+    let h = harness(
+        vec![ask("toolu_ask", vec![auth_question(), features_question()]), Reply::text("OK.")],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.answer(
+        "toolu_ask",
+        vec![
+            answer(AUTH, &[], Some("OAuth via Google, please"), None),
+            answer(FEATURES, &["Dark mode"], Some("Offline support"), None),
+        ],
+    )
+    .await;
+    h.turn_end().await;
+    assert_eq!(
+        h.model_saw(),
+        vec![answered(
+            "The user answered: \"Which auth method should we use?\"=\"OAuth via Google, please\", \"Which features?\"=\"Dark mode, Offline support\". Read the answers carefully — they may request clarification, changes, or that you not proceed — and follow what they actually say."
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notes_reach_the_model_with_the_answer() {
+    let h = harness(vec![ask("toolu_ask", vec![auth_question()]), Reply::text("OK.")], AnswerPath::CanUseTool).await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, Some("short-lived tokens please"))]).await;
+    h.turn_end().await;
+    assert_eq!(
+        h.model_saw(),
+        vec![answered(
+            "The user answered: \"Which auth method should we use?\"=\"JWT\" notes: short-lived tokens please. Read the answers carefully — they may request clarification, changes, or that you not proceed — and follow what they actually say."
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_question_is_never_read_as_an_answer() {
+    let h = harness(
+        vec![ask("toolu_ask", vec![auth_question()]), Reply::text("OK, I will not assume.")],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.manager.decline_question(&h.session, "toolu_ask", None).await.unwrap();
+    h.turn_end().await;
+    assert_eq!(
+        h.model_saw(),
+        vec![(
+            "toolu_ask".to_string(),
+            "The user declined to answer these questions: they chose none of the options and gave no answer. Do not assume one."
+                .to_string(),
+            true
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_pending_questions_are_answered_by_their_own_ids_in_any_order() {
+    let both = Reply::tool_use("toolu_first", "AskUserQuestion", json!({"questions": [auth_question()]})).with(
+        support::mock_anthropic::Block::ToolUse {
+            id: "toolu_second".into(),
+            name: "AskUserQuestion".into(),
+            input: json!({"questions": [{"question": "Which database?", "header": "DB", "multiSelect": false,
+                "options": [{"label": "Postgres", "description": "SQL"}, {"label": "SQLite", "description": "Embedded"}]}]}),
+        },
+    );
+    let h = harness(vec![both, Reply::text("Both noted.")], AnswerPath::CanUseTool).await;
+    h.send("Two questions please.").await;
+    let pending = h.pending(2).await;
+    assert_eq!(pending, vec!["toolu_first", "toolu_second"]);
+    // The second first.
+    h.answer("toolu_second", vec![answer("Which database?", &["Postgres"], None, None)]).await;
+    h.answer("toolu_first", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    h.turn_end().await;
+    let mut saw = h.model_saw();
+    saw.sort();
+    assert_eq!(
+        saw,
+        vec![
+            (
+                "toolu_first".into(),
+                "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\". You can now continue with these answers in mind.".into(),
+                false
+            ),
+            (
+                "toolu_second".into(),
+                "Your questions have been answered: \"Which database?\"=\"Postgres\". You can now continue with these answers in mind.".into(),
+                false
+            ),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
+    let h = harness(
+        vec![ask("toolu_ask", vec![auth_question(), features_question()]), Reply::text("Thanks.")],
+        AnswerPath::Hook,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    let answers = vec![answer(AUTH, &["JWT"], None, None), answer(FEATURES, &["Dark mode", "i18n"], None, None)];
+    h.answer("toolu_ask", answers.clone()).await;
+    let thread = h.turn_end().await;
+    let expected = "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\", \"Which features?\"=\"Dark mode, i18n\". You can now continue with these answers in mind.";
+    assert_eq!(h.model_saw(), vec![answered(expected)]);
+    // The override: the stored transcript's result is the person's answer, and the card shows it.
+    let stored = h.manager.store().load_thread(&h.session).await.unwrap();
+    let call = stored.tool_call("toolu_ask").unwrap();
+    assert_eq!(call.result.as_deref(), Some(expected));
+    assert_eq!(call.interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Answered { answers }));
+    assert_eq!(stored, thread);
+    assert_eq!(h.manager.bridge().take_answer(&h.session, "toolu_ask"), None, "the answer was taken once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_a_question_is_pending_cancels_it_and_the_session_goes_on() {
+    let h = harness(
+        vec![ask("toolu_ask", vec![auth_question()]), Reply::text("Picking up again.")],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.manager.interrupt(&h.session).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
+    let interaction = thread.tool_call("toolu_ask").unwrap().interaction.clone().unwrap();
+    assert!(matches!(interaction.outcome, Some(InteractionOutcome::Cancelled { .. })), "{interaction:?}");
+    let late = h.manager.answer_question(&h.session, "toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    assert!(matches!(late, Err(AppError::NotWaiting { .. })), "{late:?}");
+
+    // The next message starts a new turn; the model learns the question was rejected.
+    h.send("OK, continue.").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let (_, text, is_error) = h.model_saw().into_iter().find(|(id, _, _)| id == "toolu_ask").unwrap();
+    assert!(is_error && text.starts_with("The user doesn't want to proceed with this tool use."), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cli_that_dies_mid_question_is_reported_and_resumed_by_the_next_message() {
+    let h =
+        harness(vec![ask("toolu_ask", vec![auth_question()]), Reply::text("Resumed fine.")], AnswerPath::CanUseTool)
+            .await;
+    h.send("Remember the word pineapple, then ask me.").await;
+    h.pending(1).await;
+    let pid = h.backend.pid(&h.session).expect("the CLI runs");
+    std::process::Command::new("kill").arg("-9").arg(pid.to_string()).status().unwrap();
+
+    let thread = h.turn_end().await;
+    let Some(TurnOutcome::Failed { error }) = &thread.turn.last_outcome else {
+        panic!("{:?}", thread.turn.last_outcome)
+    };
+    assert!(error.contains("Claude Code exited") && error.contains("signal"), "{error}");
+    let interaction = thread.tool_call("toolu_ask").unwrap().interaction.clone().unwrap();
+    assert!(matches!(interaction.outcome, Some(InteractionOutcome::Cancelled { .. })));
+
+    // The next message restarts the CLI on the same conversation.
+    h.send("Are you back?").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let last = h.mock.requests().last().cloned().unwrap();
+    let conversation = last["messages"].to_string();
+    assert!(conversation.contains("pineapple"), "the resumed CLI sent the earlier conversation: {conversation}");
+    assert!(conversation.contains("Are you back?"));
+}

@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests; each test uses a subset of them.
+#![allow(dead_code)]
+
+pub mod mock_anthropic;
