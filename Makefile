@@ -29,8 +29,11 @@ release: setup
 	cargo leptos build --release
 	node scripts/precompress.mjs target/site/pkg
 
+# The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the
+# browser test of the same loop.
 test-rust:
 	cargo test --no-default-features --features ssr
+	cargo build --no-default-features --features ssr --example mock_anthropic
 
 # Playwright in headless Debian Chromium against the release build (end2end/playwright.config.ts
 # starts and stops the server).

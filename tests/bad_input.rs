@@ -54,7 +54,7 @@ impl Harness {
 
     /// A session with one finished exchange in it.
     async fn session_with_history(&self) -> String {
-        let session = self.manager.create_session().await.unwrap();
+        let session = self.manager.create_session(None).await.unwrap();
         self.manager.send_message(&session.id, "remember me".into()).await.unwrap();
         for _ in 0..500 {
             let (_, thread) = self.manager.snapshot(&session.id).await.unwrap();

@@ -95,7 +95,7 @@ async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
         env,
     }));
     let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), backend.clone());
-    let session = manager.create_session().await.unwrap().id;
+    let session = manager.create_session(None).await.unwrap().id;
     Harness { manager, backend, mock, session, _home: home }
 }
 

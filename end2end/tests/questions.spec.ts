@@ -133,7 +133,7 @@ test("a reload mid-question keeps the choices and the typed text, and the answer
   await expect(features().getByRole("checkbox", { name: "i18n" })).toBeChecked();
   await expect(features().getByRole("checkbox", { name: "Other" })).toBeChecked();
   await expect(features().getByRole("textbox", { name: "Other answer" })).toHaveValue("Keyboard shortcuts");
-  await expect(page.locator(".session-item.active .waiting-badge")).toHaveText("Waiting for you");
+  await expect(page.locator(".session-item.active .waiting-badge")).toHaveText("Waiting");
   await expect(page).toHaveTitle(/^● /);
 
   await card(page).getByRole("radiogroup", { name: "Which auth method?" }).getByRole("radio", { name: "JWT" }).click();

@@ -24,6 +24,8 @@ pub struct TurnRequest {
     pub history: Vec<Message>,
     /// The agent's own id for this conversation, from an earlier turn (to resume it).
     pub agent_session: Option<String>,
+    /// The folder chosen for this session, if not the agent's default.
+    pub workdir: Option<std::path::PathBuf>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
 }
@@ -49,6 +51,11 @@ pub trait AgentBackend: Send + Sync + 'static {
         request: TurnRequest,
         sink: &'a TurnSink,
     ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>>;
+
+    /// The folder the agent works in by default, for agents that work in one.
+    fn default_workdir(&self) -> Option<std::path::PathBuf> {
+        None
+    }
 
     /// The session was deleted: let go of whatever runs for it.
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {

@@ -115,7 +115,7 @@ mod tests {
                 .unwrap();
         let manager =
             SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "first".into()).await.unwrap();
         // Join while the reply is streaming, from event 3.
         tokio::time::sleep(Duration::from_millis(15)).await;

@@ -82,6 +82,11 @@ impl SessionManager {
         self.agent.name()
     }
 
+    /// Where a new session's agent works unless told otherwise, when that means anything.
+    pub fn default_workdir(&self) -> Option<std::path::PathBuf> {
+        self.agent.default_workdir()
+    }
+
     pub fn bridge(&self) -> &InteractionBridge {
         &self.bridge
     }
@@ -144,7 +149,18 @@ impl SessionManager {
         let _ = self.list_changes.send(());
     }
 
-    pub async fn create_session(&self) -> Result<SessionSummary, AppError> {
+    /// Starts a session; its agent works in `workdir` (an existing folder on this machine, given
+    /// as an absolute path) or the server's default.
+    pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
+        let workdir = workdir.map(str::trim).filter(|w| !w.is_empty());
+        if let Some(dir) = workdir {
+            let path = std::path::Path::new(dir);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(AppError::BadRequest {
+                    detail: format!("“{dir}” is not a folder on the server (give its full path)"),
+                });
+            }
+        }
         let now = now_ms();
         let summary = SessionSummary {
             id: new_id(),
@@ -154,6 +170,7 @@ impl SessionManager {
             updated_at_ms: now,
             working: false,
             waiting: false,
+            workdir: workdir.map(str::to_string),
         };
         self.store.create_session(&summary).await?;
         info!(session = %summary.id, agent = %summary.agent, "session created");
@@ -221,6 +238,7 @@ impl SessionManager {
         }
         let history = state.thread.messages.clone();
         let agent_session = state.thread.turn.agent_session.clone();
+        let workdir = self.store.session(session_id).await?.workdir.map(std::path::PathBuf::from);
         let first_message = !history.iter().any(|message| message.role == Role::User);
         runtime
             .append_locked(&self.store, &mut state, EventBody::UserMessage { message_id: new_id(), text: text.clone() })
@@ -235,7 +253,7 @@ impl SessionManager {
         }
         self.list_changed();
 
-        let request = TurnRequest { session_id: session_id.to_string(), text, history, agent_session, cancel };
+        let request = TurnRequest { session_id: session_id.to_string(), text, history, agent_session, workdir, cancel };
         let span = info_span!("turn", session = %session_id, agent = self.agent.name());
         self.turns.spawn(self.clone().run_turn(runtime, request).instrument(span));
         Ok(())
@@ -687,7 +705,7 @@ duration_ms = 1
     #[tokio::test]
     async fn a_message_gets_a_streamed_reply_that_is_stored() {
         let manager = manager().await;
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "hello".into()).await.unwrap();
         let thread = wait_idle(&manager, &session.id).await;
         assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
@@ -702,7 +720,7 @@ duration_ms = 1
     #[tokio::test]
     async fn a_second_message_during_a_turn_is_refused_and_loses_nothing() {
         let manager = manager().await;
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "slow".into()).await.unwrap();
         let refused = manager.send_message(&session.id, "again".into()).await;
         assert_eq!(refused, Err(AppError::AgentBusy));
@@ -710,6 +728,20 @@ duration_ms = 1
         let thread = wait_idle(&manager, &session.id).await;
         assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
         assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_session_folder_must_exist_on_the_server() {
+        let manager = manager().await;
+        for bad in ["relative/path", "/nonexistent/folder"] {
+            let error = manager.create_session(Some(bad)).await.unwrap_err();
+            assert!(matches!(error, AppError::BadRequest { .. }), "{bad}: {error:?}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().display().to_string();
+        let session = manager.create_session(Some(&folder)).await.unwrap();
+        assert_eq!(manager.store().session(&session.id).await.unwrap().workdir, Some(folder));
+        assert_eq!(manager.create_session(Some("  ")).await.unwrap().workdir, None);
     }
 
     #[tokio::test]
@@ -724,7 +756,7 @@ duration_ms = 1
     #[tokio::test]
     async fn deleting_a_working_session_stops_its_turn() {
         let manager = manager().await;
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "slow".into()).await.unwrap();
         manager.delete_session(&session.id).await.unwrap();
         manager.turns.close();
@@ -745,7 +777,7 @@ duration_ms = 1
                     Store::open(&crashed_path).await.unwrap(),
                     Arc::new(ScriptedAgent::new(quick_scenario())),
                 );
-                let session = manager.create_session().await.unwrap();
+                let session = manager.create_session(None).await.unwrap();
                 manager.send_message(&session.id, "slow".into()).await.unwrap();
                 // Wait until the agent is in its long pause, mid-turn.
                 loop {
@@ -787,7 +819,7 @@ say = "got {{answer}}"
             Arc::new(ScriptedAgent::new(scenario)),
             timeout,
         );
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "go".into()).await.unwrap();
         (manager, session.id)
     }
@@ -938,7 +970,7 @@ say = "got {{answer}}"
         .unwrap();
         let manager =
             SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
-        let session = manager.create_session().await.unwrap();
+        let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "go".into()).await.unwrap();
         let thread = wait_idle(&manager, &session.id).await;
         let Block::ToolCall(call) = &thread.messages[1].blocks[0] else { panic!() };

@@ -34,9 +34,10 @@ pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
     manager()?.list_sessions().await
 }
 
+/// Starts a session; `workdir` (a folder on the server) is where its agent works.
 #[server(input = Json, endpoint = "create_session")]
-pub async fn create_session() -> Result<SessionSummary, AppError> {
-    manager()?.create_session().await
+pub async fn create_session(workdir: Option<String>) -> Result<SessionSummary, AppError> {
+    manager()?.create_session(workdir.as_deref()).await
 }
 
 #[server(input = Json, endpoint = "rename_session")]
@@ -52,6 +53,9 @@ pub async fn delete_session(id: String) -> Result<(), AppError> {
 /// What the workspace page shows: the session list and the open session, or why it cannot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceData {
+    /// The agent new sessions talk to, and the folder it works in by default (if it has one).
+    pub agent: String,
+    pub default_workdir: Option<String>,
     pub sessions: Vec<SessionSummary>,
     pub current: Option<SessionView>,
     /// Why `current` is missing although a session was asked for.
@@ -75,7 +79,13 @@ impl WorkspaceData {
                 Err(error) => (None, Some(error)),
             },
         };
-        Ok(Self { sessions, current, problem })
+        Ok(Self {
+            agent: manager.agent_name().to_string(),
+            default_workdir: manager.default_workdir().map(|dir| dir.display().to_string()),
+            sessions,
+            current,
+            problem,
+        })
     }
 }
 

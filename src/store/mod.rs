@@ -106,14 +106,17 @@ impl Store {
     }
 
     pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
-        sqlx::query("INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?)")
-            .bind(&summary.id)
-            .bind(&summary.title)
-            .bind(&summary.agent)
-            .bind(summary.created_at_ms)
-            .bind(summary.updated_at_ms)
-            .execute(&self.pool)
-            .await?;
+        sqlx::query(
+            "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&summary.id)
+        .bind(&summary.title)
+        .bind(&summary.agent)
+        .bind(summary.created_at_ms)
+        .bind(summary.updated_at_ms)
+        .bind(&summary.workdir)
+        .execute(&self.pool)
+        .await?;
         Ok(())
     }
 
@@ -314,11 +317,12 @@ fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<SessionSummary
         updated_at_ms: row.get("updated_at_ms"),
         working: turn.working,
         waiting: row.get("waiting"),
+        workdir: row.get("workdir"),
     })
 }
 
 /// A session as the list shows it, with whether an interaction waits for the person.
-const SUMMARY: &str = "SELECT id, title, agent, created_at_ms, updated_at_ms, turn,
+const SUMMARY: &str = "SELECT id, title, agent, created_at_ms, updated_at_ms, turn, workdir,
     EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending') AS waiting
     FROM sessions";
 
@@ -363,6 +367,7 @@ mod tests {
             updated_at_ms: at,
             working: false,
             waiting: false,
+            workdir: None,
         }
     }
 

@@ -26,6 +26,9 @@ pub struct SessionSummary {
     /// A question or approval waits for the person.
     #[serde(default)]
     pub waiting: bool,
+    /// The folder the agent works in, when it is not the server's default.
+    #[serde(default)]
+    pub workdir: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

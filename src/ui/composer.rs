@@ -13,7 +13,12 @@ use crate::live::ConnectionStatus;
 use crate::session::{create_session, interrupt_turn, send_message};
 
 #[component]
-pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl IntoView {
+pub fn Composer(
+    session: Option<String>,
+    thread: Option<ThreadState>,
+    /// The folder for the session a first message creates.
+    workdir: Option<RwSignal<String>>,
+) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
     let input = NodeRef::<html::Textarea>::new();
@@ -67,7 +72,7 @@ pub fn Composer(session: Option<String>, thread: Option<ThreadState>) -> impl In
                 match session.get_value() {
                     Some(id) => send_message(id, text).await.map(|()| None),
                     None => {
-                        let created = create_session().await?;
+                        let created = create_session(workdir.map(|w| w.get_untracked())).await?;
                         send_message(created.id.clone(), text).await?;
                         Ok(Some(created.id))
                     }

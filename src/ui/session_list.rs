@@ -20,7 +20,7 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
     let new_session = move |_| {
         creating.set(true);
         spawn_local(async move {
-            match create_session().await {
+            match create_session(None).await {
                 Ok(summary) => {
                     workspace.drawer_open.set(false);
                     location.navigate(&session_path(&summary.id));
@@ -138,7 +138,7 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
                 on:click=move |_| workspace.drawer_open.set(false)
             >
                 <span class="session-name">{title.get_value()}</span>
-                {waiting.then(|| view! { <span class="waiting-badge" title="A question waits for your answer">"Waiting for you"</span> })}
+                {waiting.then(|| view! { <span class="waiting-badge" title="A question waits for your answer">"Waiting"</span> })}
                 {(working && !waiting).then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
             </a>
             <span class="item-actions" hidden=move || !showing()>

@@ -125,6 +125,7 @@ fn placeholder_call() -> ToolCall {
 fn turn_footer(thread: ThreadState) -> impl IntoView {
     let state = move || {
         thread.turn.with(|turn| match &turn.last_outcome {
+            _ if turn.working && thread.waiting.get() => ("waiting", "Waiting for your answer…".to_string()),
             _ if turn.working => ("working", "Agent is working…".to_string()),
             Some(TurnOutcome::Interrupted) => ("stopped", "Stopped. Send a message to go on.".to_string()),
             Some(TurnOutcome::Failed { error }) => ("failed", format!("The agent failed: {error}")),

@@ -81,8 +81,14 @@ impl PageData {
 
 #[component]
 fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
-    let WorkspaceData { sessions, current, problem } =
-        data.unwrap_or_else(|error| WorkspaceData { sessions: Vec::new(), current: None, problem: Some(error) });
+    let WorkspaceData { sessions, current, problem, default_workdir, .. } =
+        data.unwrap_or_else(|error| WorkspaceData {
+            agent: String::new(),
+            default_workdir: None,
+            sessions: Vec::new(),
+            current: None,
+            problem: Some(error),
+        });
     let workspace = Workspace {
         sessions: RwSignal::new(sessions),
         connection: RwSignal::new(ConnectionStatus::Connecting),
@@ -110,7 +116,7 @@ fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
     let pane = match (thread, summary, problem) {
         (Some(thread), Some(summary), _) => view! { <SessionPane thread initial=summary /> }.into_any(),
         (_, _, Some(problem)) => problem_pane(problem).into_any(),
-        _ => welcome_pane().into_any(),
+        _ => welcome_pane(default_workdir).into_any(),
     };
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
@@ -199,7 +205,7 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     view! {
         {pane_header(heading)}
         <ThreadView thread />
-        <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) />
+        <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) workdir=None />
     }
 }
 
@@ -225,7 +231,10 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
     }
 }
 
-fn welcome_pane() -> impl IntoView {
+/// The page with no session open; for an agent that works in a folder, the new session's folder
+/// can be chosen here.
+fn welcome_pane(default_workdir: Option<String>) -> impl IntoView {
+    let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
@@ -236,7 +245,20 @@ fn welcome_pane() -> impl IntoView {
                  permission, a card appears here and your answer goes straight back to it."
             </p>
         </section>
-        <Composer session=None thread=None />
+        {workdir.map(|workdir| {
+            view! {
+                <label class="workdir-field">
+                    <span>"Working folder"</span>
+                    <input
+                        type="text"
+                        spellcheck="false"
+                        prop:value=move || workdir.get()
+                        on:input=move |ev| workdir.set(event_target_value(&ev))
+                    />
+                </label>
+            }
+        })}
+        <Composer session=None thread=None workdir />
     }
 }
 

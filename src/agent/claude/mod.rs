@@ -92,7 +92,7 @@ impl ClaudeCliBackend {
     async fn start(&self, request: &TurnRequest) -> Result<CliProcess, AgentError> {
         let launch = Launch {
             bin: self.config.bin.clone(),
-            workdir: self.config.workdir.clone(),
+            workdir: request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone()),
             permission_mode: self.config.permission_mode.clone(),
             model: self.config.model.clone(),
             resume: request.agent_session.clone(),
@@ -185,6 +185,10 @@ impl AgentBackend for ClaudeCliBackend {
         sink: &'a TurnSink,
     ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
         Box::pin(self.turn(request, sink))
+    }
+
+    fn default_workdir(&self) -> Option<PathBuf> {
+        Some(self.config.workdir.clone())
     }
 
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
