@@ -7,6 +7,7 @@
 #![recursion_limit = "256"]
 
 pub mod app;
+pub mod approval;
 pub mod error;
 pub mod live;
 pub mod question;

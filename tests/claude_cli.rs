@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
+use askbridge::approval::{Approval, Decision, Shows};
 use askbridge::error::AppError;
-use askbridge::question::{InteractionOutcome, QuestionAnswer};
+use askbridge::question::{InteractionOutcome, InteractionRequest, QuestionAnswer};
 use askbridge::session::SessionManager;
 use askbridge::store::Store;
 use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
@@ -85,6 +86,8 @@ async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
         ("DISABLE_TELEMETRY".to_string(), "1".to_string()),
         ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
         ("DISABLE_ERROR_REPORTING".to_string(), "1".to_string()),
+        // Test machines run as root; Claude Code allows bypassPermissions there only in a sandbox.
+        ("IS_SANDBOX".to_string(), "1".to_string()),
     ];
     let backend = Arc::new(ClaudeCliBackend::new(ClaudeConfig {
         bin: claude_bin(),
@@ -93,6 +96,7 @@ async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
         model: None,
         answer_path,
         env,
+        allow_bypass: true,
     }));
     let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), backend.clone());
     let session = manager.create_session(None).await.unwrap().id;
@@ -385,4 +389,142 @@ async fn a_cli_that_dies_mid_question_is_reported_and_resumed_by_the_next_messag
     let conversation = last["messages"].to_string();
     assert!(conversation.contains("pineapple"), "the resumed CLI sent the earlier conversation: {conversation}");
     assert!(conversation.contains("Are you back?"));
+}
+
+// ---- Approvals (issue: tool approvals and permission modes) ----
+
+fn bash(id: &str, command: &str) -> Reply {
+    Reply::tool_use(id, "Bash", json!({"command": command, "description": "Create a file"}))
+}
+
+impl Harness {
+    fn project(&self) -> PathBuf {
+        self._home.path().join("project")
+    }
+
+    async fn decide(&self, tool_use_id: &str, decision: Decision) {
+        self.manager.decide_approval(&self.session, tool_use_id, decision).await.unwrap();
+    }
+
+    async fn approval(&self, tool_use_id: &str) -> Approval {
+        let thread = self.thread().await;
+        match thread.tool_call(tool_use_id).and_then(|c| c.interaction.clone()).map(|i| i.request) {
+            Some(InteractionRequest::Approval(approval)) => approval,
+            other => panic!("not an approval: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_command_runs_and_its_result_reaches_the_model() {
+    let h = harness(vec![bash("toolu_bash", "touch hi.txt"), Reply::text("Created.")], AnswerPath::CanUseTool).await;
+    h.send("Create hi.txt").await;
+    assert_eq!(h.pending(1).await, vec!["toolu_bash"]);
+    let approval = h.approval("toolu_bash").await;
+    assert_eq!(approval.tool, "Bash");
+    assert_eq!(approval.shows, Shows::Command { command: "touch hi.txt".into() });
+    assert_eq!(approval.description.as_deref(), Some("Create a file"));
+    assert!(
+        approval.suggestions.iter().any(|s| s.label.starts_with("Always allow Bash(touch hi.txt) in this project")),
+        "{:?}",
+        approval.suggestions
+    );
+    assert!(!h.project().join("hi.txt").exists(), "nothing runs before the person allows it");
+
+    h.decide("toolu_bash", Decision::Allow { always: None }).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert_eq!(h.model_saw(), vec![("toolu_bash".into(), "(Bash completed with no output)".into(), false)]);
+    assert!(h.project().join("hi.txt").exists(), "the command ran");
+    assert!(thread.messages.last().unwrap().text().contains("Created."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_command_does_not_run_and_the_model_gets_the_persons_message() {
+    let h = harness(vec![bash("toolu_bash", "touch hi.txt"), Reply::text("Understood.")], AnswerPath::CanUseTool).await;
+    h.send("Create hi.txt").await;
+    h.pending(1).await;
+    h.decide("toolu_bash", Decision::Deny { message: Some("Not allowed by the web user.".into()) }).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert_eq!(h.model_saw(), vec![("toolu_bash".into(), "Not allowed by the web user.".into(), true)]);
+    assert!(!h.project().join("hi.txt").exists());
+    let interaction = thread.tool_call("toolu_bash").unwrap().interaction.clone().unwrap();
+    assert_eq!(
+        interaction.outcome,
+        Some(InteractionOutcome::Denied { message: Some("Not allowed by the web user.".into()) })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_allow_writes_the_rule_and_the_same_command_runs_without_a_card_next_turn() {
+    let h = harness(
+        vec![
+            bash("toolu_one", "touch hi.txt"),
+            Reply::text("Once."),
+            bash("toolu_two", "touch hi.txt"),
+            Reply::text("Twice."),
+        ],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Create hi.txt").await;
+    h.pending(1).await;
+    let approval = h.approval("toolu_one").await;
+    let rule = approval
+        .suggestions
+        .iter()
+        .position(|s| s.value["type"] == "addRules" && s.value["destination"] == "localSettings")
+        .expect("Claude Code suggests a rule for the project");
+    h.decide("toolu_one", Decision::Allow { always: Some(rule) }).await;
+    h.turn_end().await;
+    let settings = std::fs::read_to_string(h.project().join(".claude/settings.local.json")).unwrap();
+    let settings: Value = serde_json::from_str(&settings).unwrap();
+    assert_eq!(settings["permissions"]["allow"], json!(["Bash(touch hi.txt)"]));
+
+    h.send("Again, please").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert!(thread.tool_call("toolu_two").unwrap().interaction.is_none(), "no card the second time");
+    assert_eq!(
+        h.model_saw(),
+        vec![
+            ("toolu_one".into(), "(Bash completed with no output)".into(), false),
+            ("toolu_two".into(), "(Bash completed with no output)".into(), false),
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_switching_to_bypass_bash_runs_without_a_card_but_questions_still_ask() {
+    let h = harness(
+        vec![
+            Reply::text("Hello."),
+            bash("toolu_bash", "touch hi.txt"),
+            ask("toolu_ask", vec![auth_question()]),
+            Reply::text("JWT it is."),
+        ],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.send("Hi").await;
+    h.turn_end().await;
+    // The CLI runs (between turns); the switch reaches it now.
+    h.manager.set_permission_mode(&h.session, "bypassPermissions").await.unwrap();
+    h.send("Create hi.txt, then ask me about auth.").await;
+    assert_eq!(h.pending(1).await, vec!["toolu_ask"], "only the question waits");
+    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert!(thread.tool_call("toolu_bash").unwrap().interaction.is_none());
+    assert!(h.project().join("hi.txt").exists());
+    assert_eq!(thread.turn.permission_mode.as_deref(), Some("bypassPermissions"));
+    let saw = h.model_saw();
+    assert_eq!(saw[0], ("toolu_bash".into(), "(Bash completed with no output)".into(), false));
+    assert_eq!(
+        saw[1],
+        answered(
+            "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\". You can now continue with these answers in mind."
+        )
+    );
 }

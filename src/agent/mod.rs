@@ -26,6 +26,8 @@ pub struct TurnRequest {
     pub agent_session: Option<String>,
     /// The folder chosen for this session, if not the agent's default.
     pub workdir: Option<std::path::PathBuf>,
+    /// The session's permission mode, if set.
+    pub permission_mode: Option<String>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
 }
@@ -55,6 +57,12 @@ pub trait AgentBackend: Send + Sync + 'static {
     /// The folder the agent works in by default, for agents that work in one.
     fn default_workdir(&self) -> Option<std::path::PathBuf> {
         None
+    }
+
+    /// The person switched the session's permission mode.
+    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (session, mode);
+        Box::pin(async { Ok(()) })
     }
 
     /// The session was deleted: let go of whatever runs for it.

@@ -71,8 +71,16 @@ pub enum InteractionOutcome {
     Declined {
         reason: Option<String>,
     },
-    /// Nobody answered within `--question-timeout`.
+    /// Nobody answered within `--question-timeout` (or `--approval-timeout`).
     Expired,
+    /// An approval: allowed, once or (`always`: the index of the chosen suggestion) from now on.
+    Allowed {
+        always: Option<usize>,
+    },
+    /// An approval: denied; the message goes to the agent.
+    Denied {
+        message: Option<String>,
+    },
     /// The agent stopped waiting: interrupted, exited, or the server restarted.
     Cancelled {
         reason: String,
@@ -94,6 +102,8 @@ pub enum InteractionRequest {
     Unreadable {
         error: String,
     },
+    /// Permission to run a tool (or to leave plan mode).
+    Approval(crate::approval::Approval),
 }
 
 /// A question (later: an approval) waiting for, or answered by, the person.
@@ -112,7 +122,7 @@ impl Interaction {
     pub fn questions(&self) -> &[Question] {
         match &self.request {
             InteractionRequest::Question { questions } => questions,
-            InteractionRequest::Unreadable { .. } => &[],
+            InteractionRequest::Unreadable { .. } | InteractionRequest::Approval(_) => &[],
         }
     }
 }

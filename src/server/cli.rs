@@ -67,6 +67,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_ANSWER_PATH", value_enum, default_value_t = AnswerPath::CanUseTool)]
     pub answer_path: AnswerPath,
 
+    /// Never let a session switch Claude Code to bypassPermissions (by default the person can,
+    /// after confirming what it means).
+    #[arg(long, env = "ASKBRIDGE_NO_BYPASS")]
+    pub no_bypass: bool,
+
     /// Access token: required by every page, server function and event stream when set, and
     /// required to listen on a non-loopback address. Open `http://HOST/?token=...` once to sign in.
     #[arg(long, env = "ASKBRIDGE_TOKEN", hide_env_values = true)]
@@ -77,6 +82,11 @@ pub struct ServeArgs {
     /// waits.
     #[arg(long, env = "ASKBRIDGE_QUESTION_TIMEOUT", value_parser = humantime::parse_duration)]
     pub question_timeout: Option<std::time::Duration>,
+
+    /// How long a permission request waits (e.g. 10m); when it passes, the tool is denied with a
+    /// message that says nobody answered in time. Default: as long as the agent waits.
+    #[arg(long, env = "ASKBRIDGE_APPROVAL_TIMEOUT", value_parser = humantime::parse_duration)]
+    pub approval_timeout: Option<std::time::Duration>,
 
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]

@@ -28,7 +28,7 @@ use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::session::{SessionManager, WorkspaceData};
+use crate::session::{SessionManager, Timeouts, WorkspaceData};
 use crate::store::Store;
 use crate::ui::navigation::Page;
 use crate::ui::workspace::PageData;
@@ -52,7 +52,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let db_path = args.data_dir.join("askbridge.db");
     let store = Store::open(&db_path).await.map_err(|error| format!("cannot open {}: {error}", db_path.display()))?;
     let agent = build_agent(&args)?;
-    let manager = SessionManager::with_question_timeout(store, agent, args.question_timeout);
+    let timeouts = Timeouts { question: args.question_timeout, approval: args.approval_timeout };
+    let manager = SessionManager::with_timeouts(store, agent, timeouts);
     manager.recover_unfinished_turns().await?;
 
     let app = router(&args, manager.clone());
@@ -110,6 +111,7 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 model: args.model.clone(),
                 answer_path: args.answer_path,
                 env: Vec::new(),
+                allow_bypass: !args.no_bypass,
             })))
         }
     }

@@ -14,6 +14,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::agent::{AgentBackend, AgentError, TurnRequest};
+use crate::approval::{Approval, Decision, PERMISSION_MODES};
 use crate::bridge::InteractionBridge;
 use crate::error::{AppError, validate_message, validate_title};
 use crate::question::{
@@ -27,12 +28,18 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
 /// Live events kept for slow tabs before they must catch up from the store.
 const CHANNEL_CAPACITY: usize = 1024;
 
+/// How long the person has to answer; `None` waits as long as the agent does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeouts {
+    pub question: Option<Duration>,
+    pub approval: Option<Duration>,
+}
+
 pub struct SessionManager {
     store: Store,
     agent: Arc<dyn AgentBackend>,
     bridge: InteractionBridge,
-    /// How long a question waits for the person; `None` waits as long as the agent does.
-    question_timeout: Option<Duration>,
+    timeouts: Timeouts,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     list_changes: broadcast::Sender<()>,
     shutdown: CancellationToken,
@@ -54,19 +61,15 @@ struct RuntimeState {
 
 impl SessionManager {
     pub fn new(store: Store, agent: Arc<dyn AgentBackend>) -> Arc<Self> {
-        Self::with_question_timeout(store, agent, None)
+        Self::with_timeouts(store, agent, Timeouts::default())
     }
 
-    pub fn with_question_timeout(
-        store: Store,
-        agent: Arc<dyn AgentBackend>,
-        question_timeout: Option<Duration>,
-    ) -> Arc<Self> {
+    pub fn with_timeouts(store: Store, agent: Arc<dyn AgentBackend>, timeouts: Timeouts) -> Arc<Self> {
         Arc::new(Self {
             store,
             agent,
             bridge: InteractionBridge::default(),
-            question_timeout,
+            timeouts,
             runtimes: Mutex::new(HashMap::new()),
             list_changes: broadcast::channel(64).0,
             shutdown: CancellationToken::new(),
@@ -151,6 +154,25 @@ impl SessionManager {
 
     /// Starts a session; its agent works in `workdir` (an existing folder on this machine, given
     /// as an absolute path) or the server's default.
+    /// Starts a session in `workdir` (the agent's default when `None`), in permission `mode`
+    /// (the agent's default when `None`).
+    pub async fn create_session_with(
+        &self,
+        workdir: Option<&str>,
+        mode: Option<&str>,
+    ) -> Result<SessionSummary, AppError> {
+        if let Some(mode) = mode {
+            check_mode(mode)?;
+            // Refused here, rather than when the agent starts.
+            self.agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
+        }
+        let summary = self.create_session(workdir).await?;
+        if let Some(mode) = mode {
+            self.set_permission_mode(&summary.id, mode).await?;
+        }
+        Ok(summary)
+    }
+
     pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
         let workdir = workdir.map(str::trim).filter(|w| !w.is_empty());
         if let Some(dir) = workdir {
@@ -238,6 +260,7 @@ impl SessionManager {
         }
         let history = state.thread.messages.clone();
         let agent_session = state.thread.turn.agent_session.clone();
+        let permission_mode = state.thread.turn.permission_mode.clone();
         let workdir = self.store.session(session_id).await?.workdir.map(std::path::PathBuf::from);
         let first_message = !history.iter().any(|message| message.role == Role::User);
         runtime
@@ -253,7 +276,15 @@ impl SessionManager {
         }
         self.list_changed();
 
-        let request = TurnRequest { session_id: session_id.to_string(), text, history, agent_session, workdir, cancel };
+        let request = TurnRequest {
+            session_id: session_id.to_string(),
+            text,
+            history,
+            agent_session,
+            workdir,
+            permission_mode,
+            cancel,
+        };
         let span = info_span!("turn", session = %session_id, agent = self.agent.name());
         self.turns.spawn(self.clone().run_turn(runtime, request).instrument(span));
         Ok(())
@@ -279,17 +310,59 @@ impl SessionManager {
         answers: Vec<QuestionAnswer>,
     ) -> Result<(), AppError> {
         let runtime = self.runtime(session_id).await?;
-        let questions = {
-            let state = runtime.state.lock().await;
-            let interaction = state
-                .thread
-                .tool_call(tool_use_id)
-                .and_then(|call| call.interaction.clone())
-                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
-            interaction.questions().to_vec()
+        let questions = match interaction_request(&runtime, tool_use_id).await? {
+            InteractionRequest::Approval(_) => return Err(not_a_question(tool_use_id)),
+            InteractionRequest::Question { questions } => questions,
+            InteractionRequest::Unreadable { .. } => Vec::new(),
         };
         let answers = validate_answers(&questions, &answers)?;
         self.resolve(&runtime, tool_use_id, InteractionOutcome::Answered { answers }).await
+    }
+
+    /// Allows or denies a pending approval. The first decision wins.
+    pub async fn decide_approval(
+        &self,
+        session_id: &str,
+        tool_use_id: &str,
+        decision: Decision,
+    ) -> Result<(), AppError> {
+        let runtime = self.runtime(session_id).await?;
+        let InteractionRequest::Approval(approval) = interaction_request(&runtime, tool_use_id).await? else {
+            return Err(AppError::BadRequest {
+                detail: format!("{tool_use_id} is a question, not a permission request: answer it or skip it"),
+            });
+        };
+        let outcome = match decision {
+            Decision::Allow { always: Some(index) } if index >= approval.suggestions.len() => {
+                return Err(AppError::BadRequest { detail: format!("there is no suggestion {index} to always allow") });
+            }
+            Decision::Allow { always } => InteractionOutcome::Allowed { always },
+            Decision::Deny { message } => {
+                let message = message.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
+                if message.as_ref().is_some_and(|m| m.chars().count() > crate::approval::MAX_MESSAGE_CHARS) {
+                    return Err(AppError::BadRequest { detail: "the message is too long".into() });
+                }
+                InteractionOutcome::Denied { message }
+            }
+        };
+        self.resolve(&runtime, tool_use_id, outcome).await
+    }
+
+    /// Switches the session's permission mode: recorded for the next start, and sent to the
+    /// agent now if it runs.
+    pub async fn set_permission_mode(&self, session_id: &str, mode: &str) -> Result<(), AppError> {
+        check_mode(mode)?;
+        let runtime = self.runtime(session_id).await?;
+        // The agent may refuse (bypass not allowed here); a running one switches now.
+        self.agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
+        let mut state = runtime.state.lock().await;
+        if state.thread.turn.permission_mode.as_deref() != Some(mode) {
+            runtime
+                .append_locked(&self.store, &mut state, EventBody::PermissionModeChanged { mode: mode.to_string() })
+                .await?;
+        }
+        info!(session = %session_id, mode, "permission mode set");
+        Ok(())
     }
 
     /// Skips a pending question; the agent is told that the person declined to answer.
@@ -306,6 +379,9 @@ impl SessionManager {
             });
         }
         let runtime = self.runtime(session_id).await?;
+        if let InteractionRequest::Approval(_) = interaction_request(&runtime, tool_use_id).await? {
+            return Err(not_a_question(tool_use_id));
+        }
         self.resolve(&runtime, tool_use_id, InteractionOutcome::Declined { reason }).await
     }
 
@@ -328,7 +404,13 @@ impl SessionManager {
         match existing {
             None => {}
             Some(existing) if existing == outcome => return Ok(()),
-            Some(InteractionOutcome::Answered { .. }) => return Err(AppError::AlreadyAnswered),
+            Some(
+                InteractionOutcome::Answered { .. }
+                | InteractionOutcome::Allowed { .. }
+                | InteractionOutcome::Denied { .. },
+            ) => {
+                return Err(AppError::AlreadyAnswered);
+            }
             Some(other) => return Err(AppError::NotWaiting { detail: describe(&other) }),
         }
         let session_id = runtime.id.clone();
@@ -404,8 +486,37 @@ impl SessionManager {
     }
 }
 
+fn check_mode(mode: &str) -> Result<(), AppError> {
+    if PERMISSION_MODES.contains(&mode) {
+        Ok(())
+    } else {
+        Err(AppError::BadRequest {
+            detail: format!("the permission mode must be one of {}, not “{mode}”", PERMISSION_MODES.join(", ")),
+        })
+    }
+}
+
+/// What interaction `tool_use_id` asks for.
+async fn interaction_request(runtime: &SessionRuntime, tool_use_id: &str) -> Result<InteractionRequest, AppError> {
+    let state = runtime.state.lock().await;
+    state
+        .thread
+        .tool_call(tool_use_id)
+        .and_then(|call| call.interaction.as_ref())
+        .map(|interaction| interaction.request.clone())
+        .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })
+}
+
+fn not_a_question(tool_use_id: &str) -> AppError {
+    AppError::BadRequest {
+        detail: format!("{tool_use_id} is a permission request, not a question: allow it or deny it"),
+    }
+}
+
 fn outcome_name(outcome: &InteractionOutcome) -> &'static str {
     match outcome {
+        InteractionOutcome::Allowed { .. } => "allowed",
+        InteractionOutcome::Denied { .. } => "denied",
         InteractionOutcome::Answered { .. } => "answered",
         InteractionOutcome::Declined { .. } => "declined",
         InteractionOutcome::Expired => "expired",
@@ -417,6 +528,8 @@ fn outcome_name(outcome: &InteractionOutcome) -> &'static str {
 /// Why an interaction no longer takes an answer, in words.
 fn describe(outcome: &InteractionOutcome) -> String {
     match outcome {
+        InteractionOutcome::Allowed { .. } => "it was already allowed".into(),
+        InteractionOutcome::Denied { .. } => "it was already denied".into(),
         InteractionOutcome::Answered { .. } => "it was already answered".into(),
         InteractionOutcome::Declined { .. } => "it was skipped".into(),
         InteractionOutcome::Expired => "it was not answered in time".into(),
@@ -554,14 +667,34 @@ impl TurnSink {
                 return Ok(outcome);
             }
         };
+        let timeout = self.manager.timeouts.question;
+        self.wait_for_person(tool_use_id, InteractionRequest::Question { questions }, timeout, cancel).await
+    }
+
+    /// Asks the person's permission for tool call `tool_use_id` and waits for the decision
+    /// (`Allowed`, `Denied`, `Expired` with `--approval-timeout`). Stopping the turn stops the wait.
+    pub async fn ask_approval(
+        &self,
+        tool_use_id: &str,
+        approval: Approval,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, AgentError> {
+        let timeout = self.manager.timeouts.approval;
+        self.wait_for_person(tool_use_id, InteractionRequest::Approval(approval), timeout, cancel).await
+    }
+
+    /// Opens an interaction and waits for its outcome, or for `timeout`, or for Stop.
+    async fn wait_for_person(
+        &self,
+        tool_use_id: &str,
+        request: InteractionRequest,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, AgentError> {
+        let session = self.session_id().to_string();
         let bridge = &self.manager.bridge;
         let answered = bridge.register(&session, tool_use_id);
-        let opened = self
-            .emit(EventBody::InteractionOpened {
-                tool_use_id: tool_use_id.to_string(),
-                request: InteractionRequest::Question { questions },
-            })
-            .await;
+        let opened = self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request }).await;
         if let Err(error) = opened {
             bridge.forget(&session, tool_use_id);
             return Err(error);
@@ -570,7 +703,7 @@ impl TurnSink {
         info!(session, tool_use_id, "waiting for the person");
 
         let expired = async {
-            match self.manager.question_timeout {
+            match timeout {
                 Some(timeout) => tokio::time::sleep(timeout).await,
                 None => std::future::pending().await,
             }
@@ -611,6 +744,20 @@ impl TurnSink {
     /// result by itself (the override step).
     pub fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
         self.manager.bridge.take_answer(self.session_id(), tool_use_id)
+    }
+
+    /// The session's permission mode now (`None`: the agent's default).
+    pub async fn current_permission_mode(&self) -> Option<String> {
+        self.runtime.state.lock().await.thread.turn.permission_mode.clone()
+    }
+
+    /// The agent reports its permission mode (it changed it, or the person did).
+    pub async fn permission_mode(&self, mode: &str) -> Result<(), AgentError> {
+        let known = self.runtime.state.lock().await.thread.turn.permission_mode.clone();
+        if known.as_deref() == Some(mode) {
+            return Ok(());
+        }
+        self.emit(EventBody::PermissionModeChanged { mode: mode.to_string() }).await
     }
 
     /// Something the product says in the thread, outside the agent's own messages.
@@ -814,10 +961,10 @@ say = "got {{answer}}"
 
     async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
         let scenario = Scenario::parse(ASKING, "test").unwrap();
-        let manager = SessionManager::with_question_timeout(
+        let manager = SessionManager::with_timeouts(
             Store::open_in_memory().await.unwrap(),
             Arc::new(ScriptedAgent::new(scenario)),
-            timeout,
+            Timeouts { question: timeout, approval: timeout },
         );
         let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "go".into()).await.unwrap();
@@ -959,6 +1106,153 @@ say = "got {{answer}}"
         ));
         // Still pending after all that.
         manager.answer_question(&id, &question, jwt()).await.unwrap();
+    }
+
+    const APPROVING: &str = r#"
+pace = 1000
+[[turn]]
+when = ["test"]
+[[turn.step]]
+tool = "Bash"
+input = { command = "cargo test", description = "Run the tests" }
+output = "test result: ok"
+approve = true
+reason = "Runs a command"
+[[turn.step]]
+say = "tests ran"
+
+[[turn]]
+[[turn.step]]
+tool = "Bash"
+input = { command = "rm -rf target" }
+output = "removed"
+approve = true
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+"#;
+
+    async fn approving_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
+        let manager = SessionManager::with_timeouts(
+            Store::open_in_memory().await.unwrap(),
+            Arc::new(ScriptedAgent::new(Scenario::parse(APPROVING, "test").unwrap())),
+            Timeouts { question: None, approval: timeout },
+        );
+        let session = manager.create_session(None).await.unwrap();
+        (manager, session.id)
+    }
+
+    fn approval_of(thread: &Thread, tool_use_id: &str) -> (Approval, Option<InteractionOutcome>) {
+        let interaction = thread.tool_call(tool_use_id).unwrap().interaction.clone().unwrap();
+        let InteractionRequest::Approval(approval) = interaction.request else { panic!("not an approval") };
+        (approval, interaction.outcome)
+    }
+
+    #[tokio::test]
+    async fn an_allowed_tool_runs_and_the_next_call_asks_again() {
+        let (manager, id) = approving_manager(None).await;
+        manager.send_message(&id, "run the test".into()).await.unwrap();
+        let call = pending_question(&manager, &id).await;
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        let (approval, _) = approval_of(&thread, &call);
+        assert_eq!(approval.tool, "Bash");
+        assert_eq!(approval.reason.as_deref(), Some("Runs a command"));
+        assert_eq!(approval.shows, crate::approval::Shows::Command { command: "cargo test".into() });
+        assert_eq!(approval.suggestions[0].label, "Always allow Bash(cargo test) for this session");
+        manager.decide_approval(&id, &call, Decision::Allow { always: None }).await.unwrap();
+        let thread = wait_idle(&manager, &id).await;
+        let ran = thread.tool_call(&call).unwrap();
+        assert_eq!((ran.result.as_deref(), ran.status), (Some("test result: ok"), ToolStatus::Done));
+        assert!(thread.messages[1].text().contains("tests ran"));
+        assert_eq!(approval_of(&thread, &call).1, Some(InteractionOutcome::Allowed { always: None }));
+        // Once is once.
+        manager.send_message(&id, "test again".into()).await.unwrap();
+        let again = pending_question(&manager, &id).await;
+        assert_ne!(again, call);
+    }
+
+    #[tokio::test]
+    async fn a_denied_tool_does_not_run_and_the_agent_gets_the_message() {
+        let (manager, id) = approving_manager(None).await;
+        manager.send_message(&id, "run the test".into()).await.unwrap();
+        let call = pending_question(&manager, &id).await;
+        // Bad decisions are refused and change nothing.
+        let bad = manager.decide_approval(&id, &call, Decision::Allow { always: Some(7) }).await;
+        assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+        let long = Some("x".repeat(crate::approval::MAX_MESSAGE_CHARS + 1));
+        let bad = manager.decide_approval(&id, &call, Decision::Deny { message: long }).await;
+        assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+        let wrong_kind = manager.answer_question(&id, &call, Vec::new()).await;
+        assert!(matches!(wrong_kind, Err(AppError::BadRequest { .. })), "{wrong_kind:?}");
+        let wrong_kind = manager.decline_question(&id, &call, None).await;
+        assert!(matches!(wrong_kind, Err(AppError::BadRequest { .. })), "{wrong_kind:?}");
+        assert_eq!(
+            manager.decide_approval(&id, "toolu_nope", Decision::Allow { always: None }).await,
+            Err(AppError::InteractionNotFound { tool_use_id: "toolu_nope".into() })
+        );
+
+        let deny = Decision::Deny { message: Some("  use nextest  ".into()) };
+        manager.decide_approval(&id, &call, deny.clone()).await.unwrap();
+        manager.decide_approval(&id, &call, deny).await.expect("the same decision again is accepted");
+        let thread = wait_idle(&manager, &id).await;
+        let denied = thread.tool_call(&call).unwrap();
+        assert_eq!((denied.result.as_deref(), denied.status), (Some("The user denied this."), ToolStatus::Failed));
+        let text = thread.messages[1].text();
+        assert!(text.contains("did not run Bash") && text.contains("“use nextest”"), "{text}");
+        assert!(!text.contains("tests ran"), "the turn stops at a denied tool");
+        assert_eq!(
+            approval_of(&thread, &call).1,
+            Some(InteractionOutcome::Denied { message: Some("use nextest".into()) })
+        );
+        assert_eq!(
+            manager.decide_approval(&id, &call, Decision::Allow { always: None }).await,
+            Err(AppError::AlreadyAnswered)
+        );
+    }
+
+    #[tokio::test]
+    async fn always_allow_lets_the_same_command_run_without_asking_next_turn() {
+        let (manager, id) = approving_manager(None).await;
+        manager.send_message(&id, "run the test".into()).await.unwrap();
+        let call = pending_question(&manager, &id).await;
+        manager.decide_approval(&id, &call, Decision::Allow { always: Some(0) }).await.unwrap();
+        wait_idle(&manager, &id).await;
+        manager.send_message(&id, "test once more".into()).await.unwrap();
+        let thread = wait_idle(&manager, &id).await;
+        let last = thread.messages.last().unwrap();
+        let Some(Block::ToolCall(second)) = last.blocks.first() else { panic!("{last:?}") };
+        assert!(second.interaction.is_none(), "no card the second time");
+        assert_eq!(second.result.as_deref(), Some("test result: ok"));
+    }
+
+    #[tokio::test]
+    async fn bypass_mode_skips_approvals_but_questions_still_ask() {
+        let (manager, id) = approving_manager(None).await;
+        let bad = manager.set_permission_mode(&id, "yolo").await;
+        assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+        manager.set_permission_mode(&id, "bypassPermissions").await.unwrap();
+        manager.send_message(&id, "clean up".into()).await.unwrap();
+        let question = pending_question(&manager, &id).await;
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        let Some(Block::ToolCall(bash)) = thread.messages[1].blocks.first() else { panic!() };
+        assert!(bash.interaction.is_none() && bash.result.as_deref() == Some("removed"), "{bash:?}");
+        assert!(thread.tool_call(&question).unwrap().name == "AskUserQuestion");
+        // The mode is part of the session, stored with it.
+        let stored = manager.store().load_thread(&id).await.unwrap();
+        assert_eq!(stored.turn.permission_mode.as_deref(), Some("bypassPermissions"));
+        manager.answer_question(&id, &question, jwt()).await.unwrap();
+        wait_idle(&manager, &id).await;
+    }
+
+    #[tokio::test]
+    async fn an_undecided_approval_expires_and_the_tool_is_denied() {
+        let (manager, id) = approving_manager(Some(Duration::from_millis(50))).await;
+        manager.send_message(&id, "run the test".into()).await.unwrap();
+        let call = pending_question(&manager, &id).await;
+        let thread = wait_idle(&manager, &id).await;
+        assert_eq!(approval_of(&thread, &call).1, Some(InteractionOutcome::Expired));
+        assert!(thread.tool_call(&call).unwrap().result.as_deref().unwrap().contains("in time"));
+        assert!(thread.messages[1].text().contains("Nobody answered in time"));
     }
 
     #[tokio::test]

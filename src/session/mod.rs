@@ -7,7 +7,7 @@
 mod manager;
 
 #[cfg(feature = "ssr")]
-pub use manager::{SessionManager, SessionRuntime, TurnSink, new_id, now_ms};
+pub use manager::{SessionManager, SessionRuntime, Timeouts, TurnSink, new_id, now_ms};
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -34,10 +34,14 @@ pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
     manager()?.list_sessions().await
 }
 
-/// Starts a session; `workdir` (a folder on the server) is where its agent works.
+/// Starts a session; `workdir` (a folder on the server) is where its agent works, and
+/// `permission_mode` what it may do without asking (see `approval::PERMISSION_MODES`).
 #[server(input = Json, endpoint = "create_session")]
-pub async fn create_session(workdir: Option<String>) -> Result<SessionSummary, AppError> {
-    manager()?.create_session(workdir.as_deref()).await
+pub async fn create_session(
+    workdir: Option<String>,
+    #[server(default)] permission_mode: Option<String>,
+) -> Result<SessionSummary, AppError> {
+    manager()?.create_session_with(workdir.as_deref(), permission_mode.as_deref()).await
 }
 
 #[server(input = Json, endpoint = "rename_session")]

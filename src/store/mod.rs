@@ -332,6 +332,8 @@ fn interaction_state(interaction: &Interaction) -> &'static str {
         Some(InteractionOutcome::Answered { .. }) => "answered",
         Some(InteractionOutcome::Declined { .. }) => "declined",
         Some(InteractionOutcome::Expired) => "expired",
+        Some(InteractionOutcome::Allowed { .. }) => "allowed",
+        Some(InteractionOutcome::Denied { .. }) => "denied",
         Some(InteractionOutcome::Cancelled { .. }) => "cancelled",
         Some(InteractionOutcome::Failed { .. }) => "failed",
     }

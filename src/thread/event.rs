@@ -25,6 +25,10 @@ pub enum EventBody {
         text: String,
     },
     TurnStarted,
+    /// The person or the agent changed the permission mode.
+    PermissionModeChanged {
+        mode: String,
+    },
     /// The agent process is up: what it is, and its id for the conversation (for resuming).
     AgentStarted {
         info: String,
@@ -81,6 +85,7 @@ impl EventBody {
             Self::Notice { .. } => "notice",
             Self::TurnStarted => "turn_started",
             Self::AgentStarted { .. } => "agent_started",
+            Self::PermissionModeChanged { .. } => "permission_mode_changed",
             Self::AssistantMessageStarted { .. } => "assistant_message_started",
             Self::TextDelta { .. } => "text_delta",
             Self::ToolCallStarted { .. } => "tool_call_started",

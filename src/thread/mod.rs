@@ -119,6 +119,9 @@ pub struct TurnState {
     /// The agent's own id for this conversation, to resume it after a restart.
     #[serde(default)]
     pub agent_session: Option<String>,
+    /// The session's permission mode (Claude Code's names), once set.
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 /// A session's thread at a point of its event log.
@@ -193,6 +196,10 @@ impl Thread {
                 if agent_session.is_some() {
                     self.turn.agent_session = agent_session.clone();
                 }
+                Change::turn()
+            }
+            EventBody::PermissionModeChanged { mode } => {
+                self.turn.permission_mode = Some(mode.clone());
                 Change::turn()
             }
             EventBody::TurnStarted => {

@@ -18,6 +18,8 @@ pub fn Composer(
     thread: Option<ThreadState>,
     /// The folder for the session a first message creates.
     workdir: Option<RwSignal<String>>,
+    /// The permission mode for the session a first message creates.
+    mode: Option<RwSignal<String>>,
 ) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
@@ -43,7 +45,7 @@ pub fn Composer(
         } else if gone() {
             Some("This session is no longer available.".into())
         } else if thread.is_some_and(|t| t.waiting.get()) {
-            Some("The agent is waiting for your answer above. Answer it or skip it to go on.".into())
+            Some("The agent is waiting for your answer above. Answer it (or skip it, or deny it) to go on.".into())
         } else if working() {
             Some("The agent is working. Wait for it, or press Stop.".into())
         } else if sending.get() {
@@ -72,7 +74,8 @@ pub fn Composer(
                 match session.get_value() {
                     Some(id) => send_message(id, text).await.map(|()| None),
                     None => {
-                        let created = create_session(workdir.map(|w| w.get_untracked())).await?;
+                        let created =
+                            create_session(workdir.map(|w| w.get_untracked()), mode.map(|m| m.get_untracked())).await?;
                         send_message(created.id.clone(), text).await?;
                         Ok(Some(created.id))
                     }

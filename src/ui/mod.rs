@@ -1,6 +1,7 @@
 //! The interface, named for what people see: the workspace with its session list, the thread
-//! with its messages and tool cards, and the composer.
+//! with its messages, tool cards, question and approval cards, and the composer.
 
+pub mod approval_card;
 pub mod composer;
 pub mod icons;
 pub mod markdown;

@@ -57,7 +57,7 @@ fn permission_name(permission: web_sys::NotificationPermission) -> String {
 
 /// Announces a new question, when the person allowed it and this tab is not in front.
 #[allow(unused_variables)]
-pub fn announce_question(question: &str, tag: &str) {
+pub fn announce_question(title: &str, question: &str, tag: &str) {
     #[cfg(feature = "hydrate")]
     {
         let hidden = web_sys::window().and_then(|w| w.document()).is_some_and(|d| d.hidden());
@@ -68,7 +68,7 @@ pub fn announce_question(question: &str, tag: &str) {
             let options = web_sys::NotificationOptions::new();
             options.set_body(question);
             options.set_tag(tag);
-            let _ = web_sys::Notification::new_with_options("The agent asks you something", &options);
+            let _ = web_sys::Notification::new_with_options(title, &options);
         }
     }
 }

@@ -299,7 +299,11 @@ impl Frame {
             Phase::Pending => ("pending", "Waiting for your answer", None),
             Phase::Submitting => ("submitting", "Sending your answer…", None),
             Phase::Unsent(_) => ("error", "Not sent", None),
-            Phase::Done(InteractionOutcome::Answered { .. }) => ("answered", "Answered", None),
+            Phase::Done(InteractionOutcome::Answered { .. } | InteractionOutcome::Allowed { .. }) => {
+                ("answered", "Answered", None)
+            }
+            // Not an outcome a question gets; shown as what it is.
+            Phase::Done(InteractionOutcome::Denied { .. }) => ("declined", "Denied", None),
             Phase::Done(InteractionOutcome::Declined { reason }) => (
                 "declined",
                 "Skipped",

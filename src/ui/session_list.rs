@@ -20,7 +20,7 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
     let new_session = move |_| {
         creating.set(true);
         spawn_local(async move {
-            match create_session(None).await {
+            match create_session(None, None).await {
                 Ok(summary) => {
                     workspace.drawer_open.set(false);
                     location.navigate(&session_path(&summary.id));

@@ -3,11 +3,12 @@
 use leptos::html;
 use leptos::prelude::*;
 
+use super::approval_card::ApprovalCard;
 use super::markdown::markdown;
 use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
-use crate::question::is_question_tool;
+use crate::question::{InteractionRequest, is_question_tool};
 use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
 
 #[component]
@@ -106,7 +107,18 @@ fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoVie
     });
     let is_question = call.with_untracked(|c| c.as_ref().is_some_and(|c| is_question_tool(&c.name)));
     let call = Signal::derive(move || call.get().unwrap_or_else(placeholder_call));
-    if is_question { view! { <QuestionCard call /> }.into_any() } else { view! { <ToolCard call /> }.into_any() }
+    if is_question {
+        return view! { <QuestionCard call /> }.into_any();
+    }
+    // A permission request arrives after its tool call: its card appears above the tool's.
+    let asks = Memo::new(move |_| {
+        call.with(|c| c.interaction.as_ref().is_some_and(|i| matches!(i.request, InteractionRequest::Approval(_))))
+    });
+    view! {
+        {move || asks.get().then(|| view! { <ApprovalCard call /> })}
+        <ToolCard call />
+    }
+    .into_any()
 }
 
 fn placeholder_call() -> ToolCall {

@@ -9,6 +9,8 @@ use crate::thread::{ToolCall, ToolStatus, summarize_tool_input};
 #[component]
 pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     let status = Memo::new(move |_| call.with(|c| c.status));
+    // Waiting for the person's permission, before it runs.
+    let asking = Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending())));
     let name = Memo::new(move |_| call.with(|c| c.name.clone()));
     let summary = Memo::new(move |_| {
         call.with(|c| match &c.input {
@@ -23,7 +25,7 @@ pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         })
     });
     let result = Memo::new(move |_| call.with(|c| c.result.clone()));
-    let status_text = move || status_label(status.get());
+    let status_text = move || if asking.get() { "waiting" } else { status_label(status.get()) };
     let label = move || {
         let summary = summary.get();
         if summary.is_empty() {
@@ -34,7 +36,12 @@ pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     };
 
     view! {
-        <div class="tool-card" data-status=move || status_key(status.get()) role="group" aria-label=label>
+        <div
+            class="tool-card"
+            data-status=move || if asking.get() { "waiting" } else { status_key(status.get()) }
+            role="group"
+            aria-label=label
+        >
             <details>
                 <summary>
                     <span class="tool-status-icon" aria-hidden="true"></span>

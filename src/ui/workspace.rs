@@ -145,13 +145,17 @@ fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
                     if let Some(thread) = thread {
                         thread.apply(&event);
                     }
-                    if let EventBody::InteractionOpened {
-                        tool_use_id,
-                        request: InteractionRequest::Question { questions },
-                    } = &event.body
-                        && let Some(first) = questions.first()
-                    {
-                        announce_question(&first.question, tool_use_id);
+                    if let EventBody::InteractionOpened { tool_use_id, request } = &event.body {
+                        match request {
+                            InteractionRequest::Question { questions } if !questions.is_empty() => {
+                                announce_question("The agent asks you something", &questions[0].question, tool_use_id);
+                            }
+                            InteractionRequest::Approval(approval) => {
+                                let what = approval.description.clone().unwrap_or_else(|| approval.tool.clone());
+                                announce_question("The agent asks your permission", &what, tool_use_id);
+                            }
+                            _ => {}
+                        }
                     }
                 }),
                 on_sessions: Box::new(move |list| workspace.sessions.set(list)),
@@ -200,13 +204,104 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
                 {turn_status(thread)}
             </span>
         </div>
+        {mode_switcher(thread)}
         {notify_button()}
     };
     view! {
         {pane_header(heading)}
         <ThreadView thread />
-        <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) workdir=None />
+        <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) workdir=None mode=None />
     }
+}
+
+/// What bypassPermissions means, asked before it is chosen.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+const BYPASS_WARNING: &str = "Bypass permissions?\n\nThe agent will run every command and change every file \
+without asking you first. Its questions still come to you. Choose this only for work you could \
+throw away.";
+
+/// The session's permission mode, switchable while it runs.
+fn mode_switcher(thread: ThreadState) -> impl IntoView {
+    let current =
+        Memo::new(move |_| thread.turn.with(|t| t.permission_mode.clone().unwrap_or_else(|| "default".into())));
+    let problem = RwSignal::new(None::<String>);
+    // Redraws the select when a switch fails, so that it shows the mode that holds.
+    let redraw = RwSignal::new(0u32);
+    let session = thread.session_id;
+    let switch = move |chosen: String| {
+        spawn_switch(session.get_value(), chosen, problem, redraw);
+        true
+    };
+    view! {
+        <div class="mode-switcher">
+            {move || {
+                redraw.track();
+                mode_select(current.get(), switch)
+            }}
+            <span class="mode-problem" role="alert" hidden=move || problem.with(Option::is_none)>
+                {move || problem.get()}
+            </span>
+        </div>
+    }
+}
+
+fn spawn_switch(session: String, mode: String, problem: RwSignal<Option<String>>, redraw: RwSignal<u32>) {
+    leptos::task::spawn_local(async move {
+        match crate::approval::set_permission_mode(session, mode).await {
+            Ok(()) => problem.set(None),
+            Err(error) => {
+                problem.set(Some(error.to_string()));
+                redraw.update(|n| *n += 1);
+            }
+        }
+    });
+}
+
+/// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
+/// only once confirmed) and says whether it stands.
+fn mode_select(current: String, chosen: impl Fn(String) -> bool + Copy + Send + Sync + 'static) -> impl IntoView {
+    const MODES: [(&str, &str, &str); 4] = [
+        ("default", "Ask before acting", "The agent asks before it runs a command or changes a file"),
+        ("acceptEdits", "Accept edits", "File edits go ahead; commands still ask"),
+        ("plan", "Plan first", "The agent only reads and plans, and asks you to approve its plan"),
+        ("bypassPermissions", "Bypass permissions", "Nothing asks for permission (questions still do)"),
+    ];
+    let initial = current.clone();
+    let options = MODES
+        .iter()
+        .map(|(value, label, hint)| {
+            view! { <option value=*value title=*hint selected=*value == initial>{*label}</option> }
+        })
+        .collect_view();
+    let on_change = move |event: leptos::ev::Event| {
+        let value = event_target_value(&event);
+        #[cfg(feature = "hydrate")]
+        let confirmed = value != "bypassPermissions"
+            || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
+        #[cfg(not(feature = "hydrate"))]
+        let confirmed = true;
+        if !(confirmed && chosen(value)) {
+            // Back to what holds.
+            #[cfg(feature = "hydrate")]
+            if let Some(select) =
+                event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
+            {
+                select.set_value(&initial_value(&select));
+            }
+        }
+    };
+    view! {
+        <label class="mode-field">
+            <span class="mode-label">"Permissions"</span>
+            <select aria-label="Permission mode" data-mode=current on:change=on_change>{options}</select>
+        </label>
+    }
+}
+
+/// The mode a select showed before the person changed it.
+#[cfg(feature = "hydrate")]
+fn initial_value(select: &web_sys::HtmlSelectElement) -> String {
+    select.get_attribute("data-mode").unwrap_or_else(|| "default".into())
 }
 
 fn turn_status(thread: ThreadState) -> impl IntoView {
@@ -235,6 +330,7 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 /// can be chosen here.
 fn welcome_pane(default_workdir: Option<String>) -> impl IntoView {
     let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
+    let mode = RwSignal::new("default".to_string());
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
@@ -258,7 +354,16 @@ fn welcome_pane(default_workdir: Option<String>) -> impl IntoView {
                 </label>
             }
         })}
-        <Composer session=None thread=None workdir />
+        <div class="session-options">
+            {mode_select(
+                "default".to_string(),
+                move |chosen| {
+                    mode.set(chosen);
+                    true
+                },
+            )}
+        </div>
+        <Composer session=None thread=None workdir mode=Some(mode) />
     }
 }
 

@@ -24,6 +24,7 @@ use self::protocol::{
     hook_allow, hook_deny, input_with_answers, question_hooks,
 };
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
+use crate::approval::Approval;
 use crate::question::{InteractionOutcome, QuestionAnswer, is_question_tool};
 use crate::thread::Usage;
 
@@ -52,6 +53,8 @@ pub struct ClaudeConfig {
     pub answer_path: AnswerPath,
     /// Set for the CLI on top of the server's environment.
     pub env: Vec<(String, String)>,
+    /// Whether a session may switch to bypassPermissions (the person still confirms it).
+    pub allow_bypass: bool,
 }
 
 pub struct ClaudeCliBackend {
@@ -59,11 +62,13 @@ pub struct ClaudeCliBackend {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
-/// A session's CLI: the process (held by the running turn) and its pid (readable meanwhile).
+/// A session's CLI: the process (held by the running turn), and its pid and stdin (usable
+/// meanwhile, to switch the permission mode during a turn).
 #[derive(Default)]
 struct Session {
     slot: tokio::sync::Mutex<Slot>,
     pid: std::sync::atomic::AtomicU32,
+    stdin: Mutex<Option<mpsc::UnboundedSender<ToCli>>>,
 }
 
 /// A session's CLI, while it runs.
@@ -75,6 +80,25 @@ struct Slot {
 }
 
 impl ClaudeCliBackend {
+    /// Why sessions cannot switch to bypassPermissions here, if they cannot.
+    fn bypass_refusal(&self) -> Option<&'static str> {
+        // Claude Code's own test: IS_SANDBOX=1 exactly (ours overrides the inherited one).
+        let sandboxed = match self.config.env.iter().rev().find(|(name, _)| name == "IS_SANDBOX") {
+            Some((_, value)) => value == "1",
+            None => std::env::var("IS_SANDBOX").is_ok_and(|value| value == "1"),
+        };
+        if !self.config.allow_bypass {
+            Some("this server was started with --no-bypass, so bypassPermissions is not available")
+        } else if running_as_root() && !sandboxed {
+            Some(
+                "Claude Code refuses bypassPermissions when it runs as root, unless IS_SANDBOX=1 is set \
+                 (set it only on a throwaway machine or container)",
+            )
+        } else {
+            None
+        }
+    }
+
     pub fn new(config: ClaudeConfig) -> Self {
         Self { config, sessions: Mutex::new(HashMap::new()) }
     }
@@ -93,9 +117,10 @@ impl ClaudeCliBackend {
         let launch = Launch {
             bin: self.config.bin.clone(),
             workdir: request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone()),
-            permission_mode: self.config.permission_mode.clone(),
+            permission_mode: request.permission_mode.clone().unwrap_or_else(|| self.config.permission_mode.clone()),
             model: self.config.model.clone(),
             resume: request.agent_session.clone(),
+            allow_bypass: self.bypass_refusal().is_none(),
             env: self.config.env.clone(),
         };
         let mut process = CliProcess::spawn(&launch, &request.session_id).map_err(|error| {
@@ -143,6 +168,7 @@ impl ClaudeCliBackend {
         if slot.process.is_none() {
             let process = self.start(&request).await?;
             session.pid.store(process.pid().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+            *session.stdin.lock().expect("stdin lock") = Some(process.sender());
             slot.process = Some(process);
         }
         let Slot { process, announced } = &mut *slot;
@@ -152,6 +178,7 @@ impl ClaudeCliBackend {
         if let Err(Ended::Exited(what)) = &result {
             let mut cli = process.take().expect("the process ran this turn");
             session.pid.store(0, std::sync::atomic::Ordering::Relaxed);
+            *session.stdin.lock().expect("stdin lock") = None;
             return Err(AgentError::Failed(exit_report(&mut cli, what).await));
         }
         result.map_err(|ended| match ended {
@@ -164,6 +191,15 @@ impl ClaudeCliBackend {
 }
 
 /// "Claude Code exited (exit code 1). Its last words: …"
+/// Whether this server runs as root (Claude Code then refuses to bypass permissions).
+fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata("/proc/self") {
+        Ok(metadata) => metadata.uid() == 0,
+        Err(_) => std::env::var("USER").is_ok_and(|user| user == "root"),
+    }
+}
+
 async fn exit_report(process: &mut CliProcess, what: &str) -> String {
     let status = process.exit_status().await;
     let tail = process.stderr_tail();
@@ -189,6 +225,24 @@ impl AgentBackend for ClaudeCliBackend {
 
     fn default_workdir(&self) -> Option<PathBuf> {
         Some(self.config.workdir.clone())
+    }
+
+    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            if mode == "bypassPermissions"
+                && let Some(refusal) = self.bypass_refusal()
+            {
+                return Err(refusal.into());
+            }
+            // A running CLI switches now; otherwise the next start uses the session's mode.
+            let stdin = self.session(session).stdin.lock().expect("stdin lock").clone();
+            if let Some(stdin) = stdin {
+                let request_id = format!("req_mode_{}", &crate::session::new_id()[24..]);
+                let request = HostRequest::SetPermissionMode { mode: mode.to_string() };
+                let _ = stdin.send(ToCli::ControlRequest { request_id, request });
+            }
+            Ok(())
+        })
     }
 
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
@@ -335,6 +389,11 @@ impl<'a> Turn<'a> {
                     *self.announced = announced;
                 }
             }
+            FromCli::System(system) if system.subtype == "status" => {
+                if let Some(mode) = &system.permission_mode {
+                    sink.permission_mode(mode).await?;
+                }
+            }
             FromCli::StreamEvent(stream) if stream.parent_tool_use_id.is_none() => match stream.event {
                 ApiEvent::MessageStart { message } => {
                     self.ensure_message(&message.id).await?;
@@ -408,19 +467,8 @@ impl<'a> Turn<'a> {
                     self.ask(request_id, tool_use_id, ask.tool_name, ask.input, AnswerPath::CanUseTool);
                 }
                 CliRequest::CanUseTool(ask) => {
-                    // Approvals for other tools come with the approval cards; until then, say so.
-                    let what = ask.description.clone().unwrap_or_else(|| ask.input.to_string());
-                    sink.notice(&format!(
-                        "Claude Code asked to run {} ({what}). AskBridge cannot approve tools yet, so it was \
-                         denied. Start AskBridge with --permission-mode acceptEdits (or bypassPermissions) to \
-                         let Claude Code run tools without asking.",
-                        ask.tool_name
-                    ))
-                    .await?;
-                    cli.send(ToCli::success(
-                        &request_id,
-                        deny("The user cannot approve this tool from AskBridge yet, so it was not run."),
-                    ));
+                    let tool_use_id = ask.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
+                    self.approve(request_id, tool_use_id, ask);
                 }
                 CliRequest::HookCallback(hook) if hook.tool_name().is_some_and(is_question_tool) => {
                     let tool = hook.tool_name().unwrap_or_default().to_string();
@@ -481,6 +529,31 @@ impl<'a> Turn<'a> {
         Ok(ours)
     }
 
+    /// Asks the person's permission, in a task of its own; the reply comes back on `replies`.
+    fn approve(&mut self, request_id: String, tool_use_id: String, ask: protocol::CanUseTool) {
+        self.asking.insert(request_id.clone(), tool_use_id.clone());
+        let approval = Approval {
+            description: ask
+                .description
+                .clone()
+                .or_else(|| ask.input.get("description").and_then(Value::as_str).map(str::to_string)),
+            reason: ask.decision_reason.clone(),
+            blocked_path: ask.blocked_path.clone(),
+            ..Approval::new(&ask.tool_name, ask.input.clone())
+        }
+        .with_suggestions(&ask.permission_suggestions);
+        let sink = self.sink.clone();
+        let replies = self.replies.0.clone();
+        let cancel = self.questions_end.child_token();
+        tokio::spawn(async move {
+            let reply = match sink.ask_approval(&tool_use_id, approval.clone(), &cancel).await {
+                Ok(outcome) => approval_reply(&outcome, &approval),
+                Err(_) => None,
+            };
+            let _ = replies.send((request_id, reply));
+        });
+    }
+
     /// Puts a question to the person, in a task of its own; the reply for the CLI comes back on
     /// `replies`.
     fn ask(&mut self, request_id: String, tool_use_id: String, tool: String, input: Value, path: AnswerPath) {
@@ -497,6 +570,28 @@ impl<'a> Turn<'a> {
             let _ = replies.send((request_id, reply));
         });
     }
+}
+
+/// The person's decision on a permission request, as the CLI expects it.
+fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
+    Some(match outcome {
+        InteractionOutcome::Allowed { always } => {
+            let mut reply = allow(approval.input.clone());
+            if let Some(suggestion) = always.and_then(|i| approval.suggestions.get(i)) {
+                reply["updatedPermissions"] = json!([suggestion.value]);
+            }
+            reply
+        }
+        InteractionOutcome::Denied { message: Some(message) } => deny(message),
+        InteractionOutcome::Denied { message: None } => {
+            deny(if approval.is_plan() { "The user wants to keep planning." } else { "The user denied this." })
+        }
+        InteractionOutcome::Expired => {
+            deny("The user did not answer this permission request in time, so it was not allowed.")
+        }
+        InteractionOutcome::Cancelled { .. } => return None,
+        other => deny(&format!("The permission request could not be decided ({other:?}).")),
+    })
 }
 
 /// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
@@ -523,6 +618,10 @@ fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath)
                                         Do not assume one."
             .to_string(),
         InteractionOutcome::Failed { error } => format!("The questions could not be shown to the user: {error}"),
+        // Approval outcomes: not an answer to a question.
+        InteractionOutcome::Allowed { .. } | InteractionOutcome::Denied { .. } => {
+            "The questions were not answered.".to_string()
+        }
     };
     Some(match path {
         AnswerPath::CanUseTool => deny(&refusal),
@@ -615,12 +714,14 @@ mod tests {
             permission_mode: "acceptEdits".into(),
             model: Some("sonnet".into()),
             resume: Some("abc".into()),
+            allow_bypass: true,
             env: vec![],
         };
         assert_eq!(
             launch.args().join(" "),
             "--output-format stream-json --verbose --input-format stream-json --permission-prompt-tool stdio \
-             --include-partial-messages --permission-mode acceptEdits --model sonnet --resume abc"
+             --include-partial-messages --permission-mode acceptEdits --model sonnet --resume abc \
+             --allow-dangerously-skip-permissions"
         );
     }
 }

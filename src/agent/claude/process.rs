@@ -26,6 +26,8 @@ pub struct Launch {
     pub model: Option<String>,
     /// The conversation to continue (`--resume`).
     pub resume: Option<String>,
+    /// Lets the person switch to bypassPermissions later (`--allow-dangerously-skip-permissions`).
+    pub allow_bypass: bool,
     /// Set on top of the server's own environment (which the CLI inherits, ANTHROPIC_* included).
     pub env: Vec<(String, String)>,
 }
@@ -52,6 +54,9 @@ impl Launch {
         }
         if let Some(session) = &self.resume {
             args.extend(["--resume".to_string(), session.clone()]);
+        }
+        if self.allow_bypass {
+            args.push("--allow-dangerously-skip-permissions".to_string());
         }
         args
     }
@@ -134,7 +139,9 @@ impl CliProcess {
         let stderr_session = session.to_string();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stderr).lines();
+            // Colours and cursor moves mean nothing in a log or on a page.
             while let Ok(Some(line)) = lines.next_line().await {
+                let line = plain_text(&line);
                 warn!(session = stderr_session, "claude: {line}");
                 let mut tail = tail.lock().expect("stderr lock");
                 if tail.len() == STDERR_TAIL {
@@ -153,6 +160,11 @@ impl CliProcess {
 
     pub fn send(&self, message: ToCli) -> bool {
         self.stdin.send(message).is_ok()
+    }
+
+    /// A handle for writing to the CLI while a turn holds the process.
+    pub fn sender(&self) -> mpsc::UnboundedSender<ToCli> {
+        self.stdin.clone()
     }
 
     /// A fresh id for a request of ours (the CLI's own ids are UUIDs).
@@ -188,5 +200,19 @@ impl CliProcess {
         if tokio::time::timeout(std::time::Duration::from_secs(3), self.child.wait()).await.is_err() {
             let _ = self.child.kill().await;
         }
+    }
+}
+
+/// `line` without terminal escape sequences (colours, cursor moves).
+fn plain_text(line: &str) -> String {
+    String::from_utf8_lossy(&strip_ansi_escapes::strip(line)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn stderr_loses_its_colours() {
+        let line = "\u{1b}[0m\u{1b}[31m--dangerously-skip-permissions cannot be used with root\u{1b}[0m";
+        assert_eq!(super::plain_text(line), "--dangerously-skip-permissions cannot be used with root");
     }
 }

@@ -3,31 +3,136 @@
 //!
 //! For questions it records exactly what it received as the question tool's result (the
 //! outcome as JSON), and `{{answer}}` in later text quotes it back.
+//!
+//! Tool steps with `approve = true` ask the person's permission the way Claude Code does, and
+//! follow the session's permission mode: `bypassPermissions` asks for nothing (questions still
+//! ask), `acceptEdits` lets file edits through, and an "always allow" rule chosen on a card
+//! holds for the rest of the session. A denied tool ends the turn, as the agent is told to stop.
 
 mod scenario;
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-pub use scenario::{Scenario, ScenarioError, Step, Turn};
+pub use scenario::{Permission, Scenario, ScenarioError, Step, Turn};
 
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
+use crate::approval::Approval;
 use crate::question::InteractionOutcome;
 use crate::thread::Usage;
 
 /// Tool arguments stream in pieces of about this many bytes.
 const ARGUMENT_CHUNK: usize = 16;
 
+/// Tools that only change files: what `acceptEdits` lets through.
+const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+/// An "always allow" rule: a tool, and the exact command or path if the rule names one.
+type Rule = (String, Option<String>);
+
 pub struct ScriptedAgent {
     scenario: Scenario,
+    /// The "always allow" rules chosen, per session.
+    rules: Mutex<HashMap<String, Vec<Rule>>>,
 }
 
 impl ScriptedAgent {
     pub fn new(scenario: Scenario) -> Self {
-        Self { scenario }
+        Self { scenario, rules: Mutex::default() }
+    }
+
+    /// Whether the tool runs without asking: by the session's mode or a rule chosen before.
+    async fn allowed_without_asking(&self, session: &str, tool: &str, input: &Value, sink: &TurnSink) -> bool {
+        if tool != "ExitPlanMode" {
+            match sink.current_permission_mode().await.as_deref() {
+                Some("bypassPermissions") => return true,
+                Some("acceptEdits") if EDIT_TOOLS.contains(&tool) => return true,
+                _ => {}
+            }
+        }
+        let content = rule_content(tool, input);
+        let rules = self.rules.lock().expect("rules lock");
+        rules
+            .get(session)
+            .is_some_and(|rules| rules.iter().any(|(name, rule)| name == tool && (rule.is_none() || *rule == content)))
+    }
+
+    /// Applies the "always allow" suggestion the person chose.
+    async fn remember(&self, session: &str, suggestion: &Value, sink: &TurnSink) -> Result<(), AgentError> {
+        let text = |key: &str| suggestion.get(key).and_then(Value::as_str);
+        match text("type") {
+            Some("addRules" | "replaceRules") if text("behavior").unwrap_or("allow") == "allow" => {
+                let rules = suggestion.get("rules").and_then(Value::as_array).cloned().unwrap_or_default();
+                let mut known = self.rules.lock().expect("rules lock");
+                let known = known.entry(session.to_string()).or_default();
+                for rule in rules {
+                    if let Some(tool) = rule.get("toolName").and_then(Value::as_str) {
+                        let content = rule.get("ruleContent").and_then(Value::as_str).map(str::to_string);
+                        known.push((tool.to_string(), content));
+                    }
+                }
+                Ok(())
+            }
+            Some("setMode") => match text("mode") {
+                Some(mode) => sink.permission_mode(mode).await,
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// Asks to run a tool step; `Ok(None)` when it may run, else what the agent is told instead.
+    async fn ask_permission(
+        &self,
+        request: &TurnRequest,
+        sink: &TurnSink,
+        tool_use_id: &str,
+        (tool, input, permission): (&str, &Value, &Permission),
+    ) -> Result<Option<(String, String)>, AgentError> {
+        if self.allowed_without_asking(&request.session_id, tool, input, sink).await {
+            return Ok(None);
+        }
+        let suggestions = if permission.suggestions.is_empty() {
+            usual_suggestions(tool, input)
+        } else {
+            permission.suggestions.clone()
+        };
+        let approval = Approval { reason: permission.reason.clone(), ..Approval::new(tool, input.clone()) }
+            .with_suggestions(&suggestions);
+        let plan = approval.is_plan();
+        let outcome = sink.ask_approval(tool_use_id, approval, &request.cancel).await?;
+        let refusal = match outcome {
+            InteractionOutcome::Allowed { always } => {
+                if let Some(suggestion) = always.and_then(|index| suggestions.get(index)) {
+                    self.remember(&request.session_id, suggestion, sink).await?;
+                }
+                if plan && sink.current_permission_mode().await.as_deref() == Some("plan") {
+                    sink.permission_mode("default").await?;
+                }
+                return Ok(None);
+            }
+            InteractionOutcome::Denied { message } => {
+                let said = message.map(|m| format!(" You said: “{m}”")).unwrap_or_default();
+                let reply = if plan {
+                    format!("All right, I will keep planning.{said}")
+                } else {
+                    format!("All right, I did not run {tool}, and I stopped there.{said}")
+                };
+                ("The user denied this.".to_string(), reply)
+            }
+            InteractionOutcome::Expired => (
+                "The user did not answer this permission request in time, so it was not allowed.".to_string(),
+                format!("Nobody answered in time, so I did not run {tool}."),
+            ),
+            InteractionOutcome::Cancelled { .. } => return Err(AgentError::Interrupted),
+            other => (format!("Not allowed: {other:?}"), format!("I could not get permission to run {tool}.")),
+        };
+        Ok(Some(refusal))
     }
 
     async fn play(&self, request: &TurnRequest, sink: &TurnSink) -> Result<Option<Usage>, AgentError> {
@@ -41,24 +146,36 @@ impl ScriptedAgent {
         let message_id = sink.start_message().await?;
         let mut words = 0u64;
         let mut last_answer = "nothing: nobody was asked".to_string();
+        // Streams text word by word, as a new paragraph after what came before.
+        let say = async |text: &str, words: &mut u64| -> Result<(), AgentError> {
+            let mut first = *words > 0;
+            for word in split_words(text) {
+                wait(word_pause, cancel).await?;
+                if first {
+                    sink.text(&message_id, "\n\n").await?;
+                    first = false;
+                }
+                sink.text(&message_id, word).await?;
+                *words += 1;
+            }
+            Ok(())
+        };
         for step in steps {
             match step {
                 Step::Say { text } => {
                     let text = text.trim().replace("{{message}}", &request.text).replace("{{answer}}", &last_answer);
-                    // Separate this text from what came before, as a new paragraph.
-                    let mut first = words > 0;
-                    for word in split_words(&text) {
-                        wait(word_pause, cancel).await?;
-                        if first {
-                            sink.text(&message_id, "\n\n").await?;
-                            first = false;
-                        }
-                        sink.text(&message_id, word).await?;
-                        words += 1;
-                    }
+                    say(&text, &mut words).await?;
                 }
-                Step::Tool { name, input, output, is_error, duration } => {
+                Step::Tool { name, input, output, is_error, duration, permission } => {
                     let tool_use_id = stream_tool_call(sink, &message_id, name, input, word_pause, cancel).await?;
+                    if let Some(permission) = permission
+                        && let Some((result, reply)) =
+                            self.ask_permission(request, sink, &tool_use_id, (name, input, permission)).await?
+                    {
+                        sink.tool_result(&tool_use_id, &result, true).await?;
+                        say(&reply, &mut words).await?;
+                        break;
+                    }
                     wait(*duration, cancel).await?;
                     sink.tool_result(&tool_use_id, output, *is_error).await?;
                     words = words.max(1);
@@ -144,7 +261,36 @@ fn quote(outcome: &InteractionOutcome) -> String {
         InteractionOutcome::Expired => "nothing: nobody answered in time".into(),
         InteractionOutcome::Cancelled { reason } => format!("nothing: the question was cancelled ({reason})"),
         InteractionOutcome::Failed { error } => format!("nothing: my question could not be read ({error})"),
+        InteractionOutcome::Allowed { .. } => "allowed".into(),
+        InteractionOutcome::Denied { .. } => "denied".into(),
     }
+}
+
+/// What a rule for this call holds: the command, the path or the address.
+fn rule_content(tool: &str, input: &Value) -> Option<String> {
+    let key = match tool {
+        "Bash" => "command",
+        "WebFetch" => "url",
+        _ => "file_path",
+    };
+    input.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+/// The "always allow" choices Claude Code offers for a call like this one.
+fn usual_suggestions(tool: &str, input: &Value) -> Vec<Value> {
+    if tool == "ExitPlanMode" {
+        return Vec::new();
+    }
+    let rule = match rule_content(tool, input) {
+        Some(content) => serde_json::json!({"toolName": tool, "ruleContent": content}),
+        None => serde_json::json!({"toolName": tool}),
+    };
+    let mut suggestions =
+        vec![serde_json::json!({"type": "addRules", "rules": [rule], "behavior": "allow", "destination": "session"})];
+    if EDIT_TOOLS.contains(&tool) {
+        suggestions.push(serde_json::json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"}));
+    }
+    suggestions
 }
 
 /// Sleeps, unless the turn is stopped first.

@@ -34,13 +34,30 @@ pub struct Turn {
 pub enum Step {
     /// Markdown, streamed word by word. `{{message}}` stands for the person's message.
     Say { text: String },
-    /// A tool call: its arguments stream, it "runs" for `duration`, then its output arrives.
-    Tool { name: String, input: Value, output: String, is_error: bool, duration: Duration },
+    /// A tool call: its arguments stream, the person allows it if `permission` says so, it
+    /// "runs" for `duration`, then its output arrives.
+    Tool {
+        name: String,
+        input: Value,
+        output: String,
+        is_error: bool,
+        duration: Duration,
+        permission: Option<Permission>,
+    },
     /// A question tool call (`AskUserQuestion`, `AskFollowupQuestion`): the agent waits for the
     /// person. `input` is the arguments exactly as an agent would send them, malformed or not.
     Ask { tool: String, input: Value },
     /// Nothing happens for a while (the agent "thinks").
     Pause { duration: Duration },
+}
+
+/// A tool step that asks the person's permission first (`approve = true`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Permission {
+    /// Why it needs permission, as Claude Code's `decision_reason`.
+    pub reason: Option<String>,
+    /// The "always allow" choices, in Claude Code's form; empty for the agent's usual ones.
+    pub suggestions: Vec<Value>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -167,6 +184,10 @@ struct RawStep {
     error: Option<bool>,
     duration_ms: Option<u64>,
     pause_ms: Option<u64>,
+    /// Ask the person before the tool runs.
+    approve: Option<bool>,
+    reason: Option<String>,
+    suggestions: Option<Vec<toml::Value>>,
 }
 
 impl RawStep {
@@ -179,6 +200,7 @@ impl RawStep {
             ("output", self.output.is_some()),
             ("error", self.error.is_some()),
             ("duration_ms", self.duration_ms.is_some()),
+            ("approve", self.approve.is_some()),
         ];
         if self.tool.is_none()
             && let Some((field, _)) = tool_only.iter().find(|(_, present)| *present)
@@ -187,6 +209,13 @@ impl RawStep {
         }
         if self.tool.is_none() && self.ask.is_none() && self.input.is_some() {
             return Err("`input` belongs to a `tool` or `ask` step".to_string());
+        }
+        if self.approve != Some(true)
+            && let Some(field) = [("reason", self.reason.is_some()), ("suggestions", self.suggestions.is_some())]
+                .iter()
+                .find_map(|(field, present)| present.then_some(field))
+        {
+            return Err(format!("`{field}` belongs to a tool step with `approve = true`"));
         }
         if self.ask.is_none() && self.input_json.is_some() {
             return Err("`input_json` belongs to an `ask` step".to_string());
@@ -222,12 +251,28 @@ impl RawStep {
         if !input.is_object() {
             return Err("`input` must be a table of arguments, such as { command = \"ls\" }".to_string());
         }
+        let permission = match self.approve {
+            Some(true) => {
+                let suggestions = self
+                    .suggestions
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|s| serde_json::to_value(s).map_err(|error| format!("`suggestions`: {error}")))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if suggestions.iter().any(|s| s.get("type").and_then(Value::as_str).is_none()) {
+                    return Err("each of `suggestions` needs a `type`, such as \"addRules\"".to_string());
+                }
+                Some(Permission { reason: self.reason, suggestions })
+            }
+            _ => None,
+        };
         Ok(Step::Tool {
             name,
             input,
             output: self.output.unwrap_or_default(),
             is_error: self.error.unwrap_or(false),
             duration: Duration::from_millis(self.duration_ms.unwrap_or(400)),
+            permission,
         })
     }
 }
@@ -287,6 +332,7 @@ pause_ms = 5
                 output: "a\nb".into(),
                 is_error: false,
                 duration: Duration::from_millis(10),
+                permission: None,
             }
         );
         assert_eq!(turn.steps[2], Step::Pause { duration: Duration::from_millis(5) });
@@ -346,6 +392,35 @@ input_json = '{"question": "Broken'
         assert!(error.to_string().contains("`ask` names a question tool"), "{error}");
         let error = Scenario::parse("[[turn]]\n[[turn.step]]\nask = \"AskUserQuestion\"\n", "t").unwrap_err();
         assert!(error.to_string().contains("needs the question in `input`"), "{error}");
+    }
+
+    #[test]
+    fn tool_steps_can_ask_permission_with_their_own_suggestions() {
+        let scenario = Scenario::parse(
+            r#"
+[[turn]]
+[[turn.step]]
+tool = "Bash"
+input = { command = "make" }
+approve = true
+reason = "Runs make"
+suggestions = [{ type = "addRules", rules = [{ toolName = "Bash", ruleContent = "make" }], behavior = "allow", destination = "session" }]
+"#,
+            "t",
+        )
+        .unwrap();
+        let Step::Tool { permission: Some(permission), .. } = &scenario.turns[0].steps[0] else { panic!() };
+        assert_eq!(permission.reason.as_deref(), Some("Runs make"));
+        assert_eq!(permission.suggestions[0]["rules"][0]["ruleContent"], "make");
+
+        let error = Scenario::parse("[[turn]]\n[[turn.step]]\nsay = \"x\"\napprove = true\n", "t").unwrap_err();
+        assert!(error.to_string().contains("`approve` belongs to a `tool` step"), "{error}");
+        let error = Scenario::parse("[[turn]]\n[[turn.step]]\ntool = \"X\"\nreason = \"r\"\n", "t").unwrap_err();
+        assert!(error.to_string().contains("`reason` belongs to a tool step with `approve = true`"), "{error}");
+        let error =
+            Scenario::parse("[[turn]]\n[[turn.step]]\ntool = \"X\"\napprove = true\nsuggestions = [{ a = 1 }]\n", "t")
+                .unwrap_err();
+        assert!(error.to_string().contains("needs a `type`"), "{error}");
     }
 
     #[test]

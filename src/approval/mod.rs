@@ -1,0 +1,204 @@
+//! Approvals: the agent asks permission to run a tool (or, with `ExitPlanMode`, to leave plan
+//! mode), and the person allows it once, always (by one of the rules the agent suggests), or
+//! denies it with a message. The request and every "always allow" choice are worded here, on the
+//! server, so that the browser only shows text.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use server_fn::codec::Json;
+
+use crate::error::AppError;
+
+#[cfg(feature = "ssr")]
+mod shows;
+
+/// The longest message a person may send with a denial, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+/// The permission modes a session can be in (Claude Code's names).
+pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub tool: String,
+    pub input: Value,
+    /// What the agent says the call does.
+    pub description: Option<String>,
+    /// Why it needs permission ("Path is outside allowed working directories").
+    pub reason: Option<String>,
+    pub blocked_path: Option<String>,
+    /// The ways to allow it from now on, worded for a person.
+    pub suggestions: Vec<Suggestion>,
+    /// What the call will do, in the form a person judges it by.
+    pub shows: Shows,
+}
+
+/// What a tool call will do, prepared on the server so that the browser only lays it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shows {
+    /// A shell command (`Bash`).
+    Command { command: String },
+    /// A file and the change to it (`Edit`, `MultiEdit`, `Write`, `NotebookEdit`); `more` lines
+    /// of the change are left out of `diff`.
+    File { path: String, diff: Vec<DiffLine>, more: usize },
+    /// A web address (`WebFetch`), and what the agent wants from it.
+    Url { url: String, prompt: Option<String> },
+    /// The plan of `ExitPlanMode`, as markdown.
+    Plan { markdown: String },
+    /// Anything else: the arguments as indented JSON.
+    Json { pretty: String },
+}
+
+/// One line of a change: `-` removed, `+` added, ` ` unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffLine {
+    pub sign: char,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Suggestion {
+    /// "Always allow Bash(npm test) in this project on this machine"
+    pub label: String,
+    /// The agent's own form, handed back as is when chosen.
+    pub value: Value,
+}
+
+impl Approval {
+    /// A request to run `tool` with `input`, with what it will do worded for a person.
+    #[cfg(feature = "ssr")]
+    pub fn new(tool: &str, input: Value) -> Self {
+        Self {
+            shows: Shows::of(tool, &input),
+            tool: tool.to_string(),
+            // What the agent says the call is for (Bash's `description`), until it says otherwise.
+            description: input.get("description").and_then(Value::as_str).map(str::to_string),
+            input,
+            reason: None,
+            blocked_path: None,
+            suggestions: Vec::new(),
+        }
+    }
+
+    /// Adds the agent's suggestions for allowing it from now on, each worded.
+    #[cfg(feature = "ssr")]
+    pub fn with_suggestions(mut self, suggestions: &[Value]) -> Self {
+        self.suggestions = suggestions
+            .iter()
+            .map(|value| Suggestion { label: word_suggestion(value), value: value.clone() })
+            .collect();
+        self
+    }
+
+    /// Whether this asks to leave plan mode with a plan (rather than to run a tool).
+    pub fn is_plan(&self) -> bool {
+        self.tool == "ExitPlanMode"
+    }
+}
+
+/// What the person decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Allowed; `always` is the index of the chosen suggestion, for "always allow".
+    Allow { always: Option<usize> },
+    /// Denied; the message goes to the agent.
+    Deny { message: Option<String> },
+}
+
+/// Words a permission suggestion of Claude Code for a person (protocol §6: `addRules`,
+/// `addDirectories`, `setMode`, each with a `destination`).
+pub fn word_suggestion(suggestion: &Value) -> String {
+    let text = |key: &str| suggestion.get(key).and_then(Value::as_str).unwrap_or_default();
+    let place = match text("destination") {
+        "session" => "for this session",
+        "localSettings" => "in this project, on this machine (.claude/settings.local.json)",
+        "projectSettings" => "in this project, for everyone (.claude/settings.json)",
+        "userSettings" => "in all your projects (~/.claude/settings.json)",
+        "cliArg" => "for this run",
+        "" => "",
+        other => other,
+    };
+    let list = |key: &str, field: Option<&str>| -> String {
+        suggestion
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(|item| match field {
+                        Some(_) => {
+                            let tool = item.get("toolName").and_then(Value::as_str)?;
+                            Some(match item.get("ruleContent").and_then(Value::as_str) {
+                                Some(content) => format!("{tool}({content})"),
+                                None => tool.to_string(),
+                            })
+                        }
+                        None => item.as_str().map(str::to_string),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_default()
+    };
+    let what = match text("type") {
+        "addRules" | "replaceRules" => {
+            let verb = match text("behavior") {
+                "deny" => "Always deny",
+                "ask" => "Always ask for",
+                _ => "Always allow",
+            };
+            format!("{verb} {}", list("rules", Some("toolName")))
+        }
+        "addDirectories" => format!("Allow working in {}", list("directories", None)),
+        "setMode" => match text("mode") {
+            "acceptEdits" => "Accept every edit without asking".to_string(),
+            "bypassPermissions" => "Stop asking for permission".to_string(),
+            "plan" => "Switch to plan mode".to_string(),
+            mode => format!("Switch to {mode} mode"),
+        },
+        other => format!("Apply “{other}”"),
+    };
+    if place.is_empty() { what } else { format!("{what} {place}") }
+}
+
+/// Decides a pending approval. The first decision wins; the same again is accepted.
+#[server(input = Json, endpoint = "decide_approval")]
+pub async fn decide_approval(session: String, tool_use_id: String, decision: Decision) -> Result<(), AppError> {
+    crate::session::manager()?.decide_approval(&session, &tool_use_id, decision).await
+}
+
+/// Switches a session's permission mode (bypassPermissions only after the person confirmed it).
+#[server(input = Json, endpoint = "set_permission_mode")]
+pub async fn set_permission_mode(session: String, mode: String) -> Result<(), AppError> {
+    crate::session::manager()?.set_permission_mode(&session, &mode).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn suggestions_from_the_traces_are_worded_for_people() {
+        assert_eq!(
+            word_suggestion(
+                &json!({"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch hi.txt"}], "behavior": "allow", "destination": "localSettings"})
+            ),
+            "Always allow Bash(touch hi.txt) in this project, on this machine (.claude/settings.local.json)"
+        );
+        assert_eq!(
+            word_suggestion(
+                &json!({"type": "addDirectories", "directories": ["/home/user/project"], "destination": "session"})
+            ),
+            "Allow working in /home/user/project for this session"
+        );
+        assert_eq!(
+            word_suggestion(&json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"})),
+            "Accept every edit without asking for this session"
+        );
+        assert_eq!(word_suggestion(&json!({"type": "newKind"})), "Apply “newKind”");
+    }
+}
