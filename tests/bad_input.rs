@@ -208,3 +208,42 @@ async fn the_live_stream_replays_from_a_sequence_number() {
     assert_eq!(ids.first(), Some(&3));
     assert!(ids.windows(2).all(|pair| pair[1] == pair[0] + 1), "{ids:?}");
 }
+
+#[tokio::test]
+async fn bad_approval_decisions_and_modes_are_explained_and_change_nothing() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let (status, body) = h
+        .post_json(
+            "decide_approval",
+            json!({"session": "nope", "tool_use_id": "t", "decision": {"allow": {"always": null}}}),
+        )
+        .await;
+    assert_eq!((status, error(&body)), (StatusCode::NOT_FOUND, AppError::SessionNotFound { id: "nope".into() }));
+    let (status, body) = h
+        .post_json(
+            "decide_approval",
+            json!({"session": id, "tool_use_id": "toolu_x", "decision": {"deny": {"message": "no"}}}),
+        )
+        .await;
+    assert_eq!(
+        (status, error(&body)),
+        (StatusCode::NOT_FOUND, AppError::InteractionNotFound { tool_use_id: "toolu_x".into() })
+    );
+    for decision in [json!("allow"), json!({"maybe": {}}), json!({"allow": {"always": -1}}), json!(null)] {
+        let (status, body) = h
+            .post_json("decide_approval", json!({"session": id, "tool_use_id": "toolu_x", "decision": decision}))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{decision}");
+        assert!(matches!(error(&body), AppError::BadRequest { .. }), "{decision}");
+    }
+    let (status, body) = h.post_json("set_permission_mode", json!({"session": id, "mode": "yolo"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let AppError::BadRequest { detail } = error(&body) else { panic!() };
+    assert!(detail.contains("default, acceptEdits, plan, bypassPermissions"), "{detail}");
+    let (status, _) = h.post_json("create_session", json!({"permission_mode": "yolo"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    h.assert_history_intact(&id).await;
+    let (_, thread) = h.manager.snapshot(&id).await.unwrap();
+    assert_eq!(thread.turn.permission_mode.as_deref(), Some("default"), "every session starts with a mode");
+}

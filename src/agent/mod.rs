@@ -59,7 +59,13 @@ pub trait AgentBackend: Send + Sync + 'static {
         None
     }
 
-    /// The person switched the session's permission mode.
+    /// The permission mode of a session that does not choose one (Claude Code's names).
+    fn default_permission_mode(&self) -> String {
+        "default".to_string()
+    }
+
+    /// The person switched the session's permission mode (`session` is empty to only check that
+    /// `mode` is allowed).
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
         let _ = (session, mode);
         Box::pin(async { Ok(()) })

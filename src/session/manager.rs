@@ -90,6 +90,11 @@ impl SessionManager {
         self.agent.default_workdir()
     }
 
+    /// The permission mode of a session that does not choose one.
+    pub fn default_permission_mode(&self) -> String {
+        self.agent.default_permission_mode()
+    }
+
     pub fn bridge(&self) -> &InteractionBridge {
         &self.bridge
     }
@@ -152,10 +157,13 @@ impl SessionManager {
         let _ = self.list_changes.send(());
     }
 
+    /// Starts a session in the agent's default folder and permission mode.
+    pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
+        self.create_session_with(workdir, None).await
+    }
+
     /// Starts a session; its agent works in `workdir` (an existing folder on this machine, given
-    /// as an absolute path) or the server's default.
-    /// Starts a session in `workdir` (the agent's default when `None`), in permission `mode`
-    /// (the agent's default when `None`).
+    /// as an absolute path) or the server's default, in permission `mode` or the server's default.
     pub async fn create_session_with(
         &self,
         workdir: Option<&str>,
@@ -163,17 +171,9 @@ impl SessionManager {
     ) -> Result<SessionSummary, AppError> {
         if let Some(mode) = mode {
             check_mode(mode)?;
-            // Refused here, rather than when the agent starts.
+            // Refused now rather than when the agent starts (bypass where it is not allowed).
             self.agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         }
-        let summary = self.create_session(workdir).await?;
-        if let Some(mode) = mode {
-            self.set_permission_mode(&summary.id, mode).await?;
-        }
-        Ok(summary)
-    }
-
-    pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
         let workdir = workdir.map(str::trim).filter(|w| !w.is_empty());
         if let Some(dir) = workdir {
             let path = std::path::Path::new(dir);
@@ -195,6 +195,9 @@ impl SessionManager {
             workdir: workdir.map(str::to_string),
         };
         self.store.create_session(&summary).await?;
+        // Every session knows its mode from the start, so that its header shows it.
+        let mode = mode.map_or_else(|| self.agent.default_permission_mode(), str::to_string);
+        self.runtime(&summary.id).await?.append(&self.store, EventBody::PermissionModeChanged { mode }).await?;
         info!(session = %summary.id, agent = %summary.agent, "session created");
         self.list_changed();
         Ok(summary)

@@ -60,6 +60,9 @@ pub struct WorkspaceData {
     /// The agent new sessions talk to, and the folder it works in by default (if it has one).
     pub agent: String,
     pub default_workdir: Option<String>,
+    /// The permission mode a new session starts in unless the person picks another.
+    #[serde(default)]
+    pub default_mode: String,
     pub sessions: Vec<SessionSummary>,
     pub current: Option<SessionView>,
     /// Why `current` is missing although a session was asked for.
@@ -86,6 +89,7 @@ impl WorkspaceData {
         Ok(Self {
             agent: manager.agent_name().to_string(),
             default_workdir: manager.default_workdir().map(|dir| dir.display().to_string()),
+            default_mode: manager.default_permission_mode(),
             sessions,
             current,
             problem,

@@ -191,7 +191,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                         placeholder=if plan { "What should change? (optional)" } else { "Tell the agent why, or what to do instead (optional)" }
                         on:input=move |ev| message.set(event_target_value(&ev))
                     />
-                    <button class="button danger" data-d="deny" aria-keyshortcuts="n">
+                    <button class=if plan { "button" } else { "button danger" } data-d="deny" aria-keyshortcuts="n">
                         {if plan { "Keep planning" } else { "Deny" }}
                     </button>
                 </div>

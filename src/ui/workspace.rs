@@ -81,10 +81,11 @@ impl PageData {
 
 #[component]
 fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
-    let WorkspaceData { sessions, current, problem, default_workdir, .. } =
+    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } =
         data.unwrap_or_else(|error| WorkspaceData {
             agent: String::new(),
             default_workdir: None,
+            default_mode: String::new(),
             sessions: Vec::new(),
             current: None,
             problem: Some(error),
@@ -116,7 +117,7 @@ fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
     let pane = match (thread, summary, problem) {
         (Some(thread), Some(summary), _) => view! { <SessionPane thread initial=summary /> }.into_any(),
         (_, _, Some(problem)) => problem_pane(problem).into_any(),
-        _ => welcome_pane(default_workdir).into_any(),
+        _ => welcome_pane(default_workdir, default_mode).into_any(),
     };
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
@@ -328,9 +329,9 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
-fn welcome_pane(default_workdir: Option<String>) -> impl IntoView {
+fn welcome_pane(default_workdir: Option<String>, default_mode: String) -> impl IntoView {
     let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
-    let mode = RwSignal::new("default".to_string());
+    let mode = RwSignal::new(default_mode.clone());
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
@@ -356,7 +357,7 @@ fn welcome_pane(default_workdir: Option<String>) -> impl IntoView {
         })}
         <div class="session-options">
             {mode_select(
-                "default".to_string(),
+                default_mode,
                 move |chosen| {
                     mode.set(chosen);
                     true

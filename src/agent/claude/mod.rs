@@ -227,12 +227,19 @@ impl AgentBackend for ClaudeCliBackend {
         Some(self.config.workdir.clone())
     }
 
+    fn default_permission_mode(&self) -> String {
+        self.config.permission_mode.clone()
+    }
+
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             if mode == "bypassPermissions"
                 && let Some(refusal) = self.bypass_refusal()
             {
                 return Err(refusal.into());
+            }
+            if session.is_empty() {
+                return Ok(());
             }
             // A running CLI switches now; otherwise the next start uses the session's mode.
             let stdin = self.session(session).stdin.lock().expect("stdin lock").clone();
@@ -382,6 +389,9 @@ impl<'a> Turn<'a> {
         tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
         match message {
             FromCli::System(system) if system.subtype == "init" => {
+                if let Some(mode) = &system.permission_mode {
+                    sink.permission_mode(mode).await?;
+                }
                 let info = describe(&system);
                 let announced = Some((info.clone(), system.session_id.clone()));
                 if *self.announced != announced {
