@@ -293,6 +293,15 @@ mod tests {
         let demo = Scenario::demo();
         assert!(demo.turns.iter().any(|turn| turn.when.is_empty()));
         assert!(demo.turn_for("anything at all").is_some());
+        // What the greeting suggests leads where it says.
+        let asks_first = |message: &str, tool: &str| {
+            demo.turn_for(message).unwrap().steps.iter().any(|step| {
+                matches!(step, Step::Tool { name, permission: Some(_), .. } if name == tool)
+            })
+        };
+        assert!(asks_first("run the tests", "Bash"));
+        assert!(asks_first("fix the failing test", "Edit"));
+        assert!(asks_first("make a plan", "ExitPlanMode"));
     }
 
     #[test]
