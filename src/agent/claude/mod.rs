@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use self::process::{CliProcess, Launch, Output};
+use self::process::{CliProcess, Launch, Output, RequestError, Requester};
 use self::protocol::{
     ApiEvent, CliInfo, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, answers_in_words, deny,
     hook_allow, hook_deny, input_with_answers, question_hooks,
@@ -30,6 +30,8 @@ use crate::thread::Usage;
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long the CLI has to confirm a switch of permission mode.
+const MODE_SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the CLI may take to end its turn after an interrupt.
 const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The id under which our PreToolUse hook is registered.
@@ -62,13 +64,13 @@ pub struct ClaudeCliBackend {
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
-/// A session's CLI: the process (held by the running turn), and its pid and stdin (usable
+/// A session's CLI: the process (held by the running turn), and its pid and a requester (usable
 /// meanwhile, to switch the permission mode during a turn).
 #[derive(Default)]
 struct Session {
     slot: tokio::sync::Mutex<Slot>,
     pid: std::sync::atomic::AtomicU32,
-    stdin: Mutex<Option<mpsc::UnboundedSender<ToCli>>>,
+    requester: Mutex<Option<Requester>>,
 }
 
 /// A session's CLI, while it runs.
@@ -168,7 +170,7 @@ impl ClaudeCliBackend {
         if slot.process.is_none() {
             let process = self.start(&request).await?;
             session.pid.store(process.pid().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
-            *session.stdin.lock().expect("stdin lock") = Some(process.sender());
+            *session.requester.lock().expect("requester lock") = Some(process.requester());
             slot.process = Some(process);
         }
         let Slot { process, announced } = &mut *slot;
@@ -178,7 +180,7 @@ impl ClaudeCliBackend {
         if let Err(Ended::Exited(what)) = &result {
             let mut cli = process.take().expect("the process ran this turn");
             session.pid.store(0, std::sync::atomic::Ordering::Relaxed);
-            *session.stdin.lock().expect("stdin lock") = None;
+            *session.requester.lock().expect("requester lock") = None;
             return Err(AgentError::Failed(exit_report(&mut cli, what).await));
         }
         result.map_err(|ended| match ended {
@@ -242,13 +244,15 @@ impl AgentBackend for ClaudeCliBackend {
                 return Ok(());
             }
             // A running CLI switches now; otherwise the next start uses the session's mode.
-            let stdin = self.session(session).stdin.lock().expect("stdin lock").clone();
-            if let Some(stdin) = stdin {
-                let request_id = format!("req_mode_{}", &crate::session::new_id()[24..]);
-                let request = HostRequest::SetPermissionMode { mode: mode.to_string() };
-                let _ = stdin.send(ToCli::ControlRequest { request_id, request });
+            // The CLI confirms the switch (or says why not) before the session records it.
+            let requester = self.session(session).requester.lock().expect("requester lock").clone();
+            let Some(requester) = requester else { return Ok(()) };
+            let request = HostRequest::SetPermissionMode { mode: mode.to_string() };
+            match requester.request(request, MODE_SWITCH_TIMEOUT).await {
+                // Not running (any more): the next start uses the session's mode.
+                Ok(_) | Err(RequestError::NotRunning) => Ok(()),
+                Err(error) => Err(error.to_string()),
             }
-            Ok(())
         })
     }
 

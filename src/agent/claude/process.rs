@@ -2,17 +2,17 @@
 //! stdout read line by line into protocol messages, stderr kept (its last lines explain a crash)
 //! and logged.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
-use super::protocol::{FromCli, ToCli};
+use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
 
 /// Lines of stderr kept to explain an exit.
 const STDERR_TAIL: usize = 20;
@@ -70,9 +70,58 @@ pub enum Output {
     Closed,
 }
 
+/// Our requests whose answers go to whoever asked, not to the turn.
+type Awaiting = Arc<Mutex<HashMap<String, oneshot::Sender<ControlResponse>>>>;
+
+/// Sends control requests to a running CLI and waits for their answers, whether or not a turn
+/// holds the process (to switch the permission mode, say).
+#[derive(Clone)]
+pub struct Requester {
+    stdin: mpsc::UnboundedSender<ToCli>,
+    awaiting: Awaiting,
+}
+
+/// Why a request got no success answer.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("Claude Code is not running")]
+    NotRunning,
+    #[error("Claude Code refused: {0}")]
+    Refused(String),
+    #[error("Claude Code did not answer within {0} s")]
+    NoAnswer(u64),
+}
+
+impl Requester {
+    /// Sends `request` and waits up to `timeout` for the CLI's answer: its response, or why not.
+    pub async fn request(
+        &self,
+        request: HostRequest,
+        timeout: std::time::Duration,
+    ) -> Result<serde_json::Value, RequestError> {
+        let request_id = format!("req_host_{}", &crate::session::new_id()[20..]);
+        let (answer, answered) = oneshot::channel();
+        self.awaiting.lock().expect("awaiting lock").insert(request_id.clone(), answer);
+        if self.stdin.send(ToCli::ControlRequest { request_id: request_id.clone(), request }).is_err() {
+            self.awaiting.lock().expect("awaiting lock").remove(&request_id);
+            return Err(RequestError::NotRunning);
+        }
+        let outcome = tokio::time::timeout(timeout, answered).await;
+        self.awaiting.lock().expect("awaiting lock").remove(&request_id);
+        match outcome {
+            Ok(Ok(ControlResponse::Success { response, .. })) => Ok(response),
+            Ok(Ok(ControlResponse::Error { error, .. })) => Err(RequestError::Refused(error)),
+            // It exited before it answered.
+            Ok(Err(_)) => Err(RequestError::NotRunning),
+            Err(_) => Err(RequestError::NoAnswer(timeout.as_secs())),
+        }
+    }
+}
+
 pub struct CliProcess {
     child: Child,
     stdin: mpsc::UnboundedSender<ToCli>,
+    awaiting: Awaiting,
     pub output: mpsc::UnboundedReceiver<Output>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     next_request: u64,
@@ -110,6 +159,8 @@ impl CliProcess {
         let (output_tx, output_rx) = mpsc::unbounded_channel();
         let stdout = child.stdout.take().expect("stdout is piped");
         let reader_session = session.to_string();
+        let awaiting = Awaiting::default();
+        let answers = awaiting.clone();
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(line)) = lines.next_line().await {
@@ -117,6 +168,14 @@ impl CliProcess {
                     continue;
                 }
                 match FromCli::parse(&line) {
+                    Ok(FromCli::ControlResponse(response))
+                        if answers.lock().expect("awaiting lock").contains_key(response.request_id()) =>
+                    {
+                        let asked = answers.lock().expect("awaiting lock").remove(response.request_id());
+                        if let Some(asked) = asked {
+                            let _ = asked.send(response);
+                        }
+                    }
                     Ok(message) => {
                         if let FromCli::Unknown(value) = &message {
                             debug!(session = reader_session, %value, "a message this build does not know");
@@ -130,6 +189,8 @@ impl CliProcess {
                     }
                 }
             }
+            // Whoever still waits learns that no answer is coming.
+            answers.lock().expect("awaiting lock").clear();
             let _ = output_tx.send(Output::Closed);
         });
 
@@ -151,7 +212,7 @@ impl CliProcess {
             }
         });
 
-        Ok(Self { child, stdin: stdin_tx, output: output_rx, stderr: stderr_tail, next_request: 0 })
+        Ok(Self { child, stdin: stdin_tx, awaiting, output: output_rx, stderr: stderr_tail, next_request: 0 })
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -162,9 +223,9 @@ impl CliProcess {
         self.stdin.send(message).is_ok()
     }
 
-    /// A handle for writing to the CLI while a turn holds the process.
-    pub fn sender(&self) -> mpsc::UnboundedSender<ToCli> {
-        self.stdin.clone()
+    /// A handle for asking the CLI things while a turn holds the process.
+    pub fn requester(&self) -> Requester {
+        Requester { stdin: self.stdin.clone(), awaiting: self.awaiting.clone() }
     }
 
     /// A fresh id for a request of ours (the CLI's own ids are UUIDs).
@@ -210,6 +271,66 @@ fn plain_text(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A stand-in CLI: a shell script that gets Claude Code's arguments and ignores them.
+    fn fake_cli(dir: &std::path::Path, script: &str) -> Launch {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join("fake-claude");
+        std::fs::write(&bin, format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Launch {
+            bin,
+            workdir: dir.to_path_buf(),
+            permission_mode: "default".into(),
+            model: None,
+            resume: None,
+            allow_bypass: false,
+            env: Vec::new(),
+        }
+    }
+
+    fn switch() -> HostRequest {
+        HostRequest::SetPermissionMode { mode: "plan".into() }
+    }
+
+    #[tokio::test]
+    async fn a_request_gets_its_own_answer_and_the_turn_never_sees_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // Refuses every request, by its id.
+        let launch = fake_cli(
+            dir.path(),
+            r#"while read line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"request_id":"\([^"]*\)".*/\1/p')
+  printf '{"type":"control_response","response":{"subtype":"error","request_id":"%s","error":"no such mode"}}\n' "$id"
+done"#,
+        );
+        let mut process = CliProcess::spawn(&launch, "test").unwrap();
+        let answer = process.requester().request(switch(), Duration::from_secs(10)).await;
+        assert!(matches!(&answer, Err(RequestError::Refused(error)) if error == "no such mode"), "{answer:?}");
+        assert!(
+            matches!(process.output.try_recv(), Err(mpsc::error::TryRecvError::Empty)),
+            "not forwarded to the turn"
+        );
+        process.stop().await;
+    }
+
+    #[tokio::test]
+    async fn a_silent_or_exiting_cli_is_told_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let silent = CliProcess::spawn(&fake_cli(dir.path(), "cat > /dev/null"), "test").unwrap();
+        let answer = silent.requester().request(switch(), Duration::from_millis(200)).await;
+        assert!(matches!(answer, Err(RequestError::NoAnswer(_))), "{answer:?}");
+        silent.stop().await;
+
+        let dir = tempfile::tempdir().unwrap();
+        let exiting = CliProcess::spawn(&fake_cli(dir.path(), "read line; exit 3"), "test").unwrap();
+        let answer = exiting.requester().request(switch(), Duration::from_secs(10)).await;
+        assert!(matches!(answer, Err(RequestError::NotRunning)), "{answer:?}");
+    }
+
     #[test]
     fn stderr_loses_its_colours() {
         let line = "\u{1b}[0m\u{1b}[31m--dangerously-skip-permissions cannot be used with root\u{1b}[0m";

@@ -295,9 +295,11 @@ mod tests {
         assert!(demo.turn_for("anything at all").is_some());
         // What the greeting suggests leads where it says.
         let asks_first = |message: &str, tool: &str| {
-            demo.turn_for(message).unwrap().steps.iter().any(|step| {
-                matches!(step, Step::Tool { name, permission: Some(_), .. } if name == tool)
-            })
+            demo.turn_for(message)
+                .unwrap()
+                .steps
+                .iter()
+                .any(|step| matches!(step, Step::Tool { name, permission: Some(_), .. } if name == tool))
         };
         assert!(asks_first("run the tests", "Bash"));
         assert!(asks_first("fix the failing test", "Edit"));
