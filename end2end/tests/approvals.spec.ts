@@ -143,10 +143,15 @@ test("the plan card: keep planning with a message, then approve", async ({ page,
 test("a pending approval survives a reload and is decided live in a second tab", async ({ page, context }) => {
   const session = await startSession(page, "run the command");
   await expect(commandCard(page)).toHaveAttribute("data-state", "pending");
+  // A message half typed for the agent is kept too.
+  await commandCard(page).getByRole("textbox", { name: "Message for the agent" }).fill("wait for the backup");
   await page.reload();
   await waitForHydration(page);
   await expect(commandCard(page)).toHaveAttribute("data-state", "pending");
   await expect(commandCard(page).getByText("touch deployed.txt", { exact: true })).toBeVisible();
+  await expect(commandCard(page).getByRole("textbox", { name: "Message for the agent" })).toHaveValue(
+    "wait for the backup",
+  );
 
   const other = await context.newPage();
   await other.goto(`/s/${session}`);

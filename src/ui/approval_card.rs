@@ -47,10 +47,33 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     });
     let message = RwSignal::new(String::new());
     let root = NodeRef::<html::Section>::new();
+    let input = NodeRef::<html::Input>::new();
     let session = thread.session_id;
     let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
     let suggestions = StoredValue::new(approval.suggestions.iter().map(|s| s.label.clone()).collect::<Vec<_>>());
     let plan = approval.is_plan();
+    // The message typed for the agent survives a reload, until the decision is stored.
+    #[cfg(feature = "hydrate")]
+    {
+        let key = format!("askbridge:deny:{}:{}", session.get_value(), tool_use_id.get_value());
+        let storage = super::question_card::local_storage;
+        let restore_key = key.clone();
+        Effect::new(move |_| {
+            if let (Some(el), Some(saved)) =
+                (input.get(), storage().and_then(|s| s.get_item(&restore_key).ok().flatten()))
+            {
+                el.set_value(&saved);
+                message.set(saved);
+            }
+        });
+        Effect::new(move |ran: Option<()>| {
+            let text = message.get();
+            let done = matches!(phase.get(), Phase::Done(_));
+            // The first run leaves what is saved alone: the restore above reads it.
+            let Some(storage) = storage().filter(|_| ran.is_some() || done) else { return };
+            let _ = if done || text.is_empty() { storage.remove_item(&key) } else { storage.set_item(&key, &text) };
+        });
+    }
 
     let open = move || matches!(phase.get(), Phase::Pending | Phase::Unsent(_));
     let decide = move |decision: Decision| {
@@ -185,6 +208,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                 {suggestion_buttons}
                 <div class="ac-deny">
                     <input
+                        node_ref=input
                         type="text"
                         maxlength="4000"
                         aria-label="Message for the agent"

@@ -279,7 +279,7 @@ fn settle(local: RwSignal<Option<Phase>>, result: Result<(), AppError>) {
 }
 
 #[cfg(feature = "hydrate")]
-fn local_storage() -> Option<web_sys::Storage> {
+pub(super) fn local_storage() -> Option<web_sys::Storage> {
     web_sys::window()?.local_storage().ok().flatten()
 }
 
