@@ -528,3 +528,39 @@ async fn after_switching_to_bypass_bash_runs_without_a_card_but_questions_still_
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_is_approved_or_sent_back_from_its_card() {
+    const PLAN: &str = "## Plan\n\n1. Create hi.txt\n2. Say hello";
+    let h = harness(
+        vec![
+            Reply::tool_use("toolu_plan1", "ExitPlanMode", json!({"plan": PLAN})),
+            Reply::text("I will revise it."),
+            Reply::tool_use("toolu_plan2", "ExitPlanMode", json!({"plan": PLAN})),
+            Reply::text("Starting."),
+        ],
+        AnswerPath::CanUseTool,
+    )
+    .await;
+    h.manager.set_permission_mode(&h.session, "plan").await.unwrap();
+    h.send("Plan the work.").await;
+    assert_eq!(h.pending(1).await, vec!["toolu_plan1"]);
+    let approval = h.approval("toolu_plan1").await;
+    assert!(approval.is_plan());
+    assert_eq!(approval.shows, Shows::Plan { markdown: PLAN.into() });
+    h.decide("toolu_plan1", Decision::Deny { message: Some("Add a step for tests.".into()) }).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.permission_mode.as_deref(), Some("plan"), "still planning");
+    let saw = h.model_saw();
+    assert_eq!(saw[0].0, "toolu_plan1");
+    assert!(saw[0].1.contains("Add a step for tests.") && saw[0].2, "{saw:?}");
+
+    h.send("Try again.").await;
+    assert_eq!(h.pending(1).await, vec!["toolu_plan2"]);
+    h.decide("toolu_plan2", Decision::Allow { always: None }).await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let saw = h.model_saw();
+    assert!(!saw[1].2 && saw[1].1.contains("approved"), "{saw:?}");
+    assert_ne!(thread.turn.permission_mode.as_deref(), Some("plan"), "the approved plan ends plan mode");
+}

@@ -749,6 +749,11 @@ impl TurnSink {
         self.manager.bridge.take_answer(self.session_id(), tool_use_id)
     }
 
+    /// The arguments of tool call `tool_use_id` as the agent wrote them, once complete.
+    pub async fn tool_input(&self, tool_use_id: &str) -> Option<serde_json::Value> {
+        self.runtime.state.lock().await.thread.tool_call(tool_use_id).and_then(|call| call.input.clone())
+    }
+
     /// The session's permission mode now (`None`: the agent's default).
     pub async fn current_permission_mode(&self) -> Option<String> {
         self.runtime.state.lock().await.thread.turn.permission_mode.clone()

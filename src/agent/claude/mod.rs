@@ -24,7 +24,7 @@ use self::protocol::{
     hook_allow, hook_deny, input_with_answers, question_hooks,
 };
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
-use crate::approval::Approval;
+use crate::approval::{Approval, Shows};
 use crate::question::{InteractionOutcome, QuestionAnswer, is_question_tool};
 use crate::thread::Usage;
 
@@ -560,6 +560,13 @@ impl<'a> Turn<'a> {
         let replies = self.replies.0.clone();
         let cancel = self.questions_end.child_token();
         tokio::spawn(async move {
+            let mut approval = approval;
+            if approval.is_plan() && !matches!(approval.shows, Shows::Plan { .. }) {
+                let written = sink.tool_input(&tool_use_id).await;
+                if let Some(plan) = plan_text(&approval.input, written.as_ref()).await {
+                    approval.shows = Shows::Plan { markdown: plan };
+                }
+            }
             let reply = match sink.ask_approval(&tool_use_id, approval.clone(), &cancel).await {
                 Ok(outcome) => approval_reply(&outcome, &approval),
                 Err(_) => None,
@@ -584,6 +591,24 @@ impl<'a> Turn<'a> {
             let _ = replies.send((request_id, reply));
         });
     }
+}
+
+/// The plan an `ExitPlanMode` request is about. Claude Code fills in `plan` from its plan file
+/// and drops what the model wrote when there is none, so look in the request, then in the plan
+/// file it names, then in what the model wrote.
+async fn plan_text(input: &Value, written: Option<&Value>) -> Option<String> {
+    const MAX_PLAN_BYTES: u64 = 256 * 1024;
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Some(plan) = text(input, "plan") {
+        return Some(plan);
+    }
+    if let Some(path) = text(input, "planFilePath") {
+        let readable = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() <= MAX_PLAN_BYTES);
+        if readable && let Ok(plan) = tokio::fs::read_to_string(&path).await {
+            return Some(plan);
+        }
+    }
+    written.and_then(|written| text(written, "plan"))
 }
 
 /// The person's decision on a permission request, as the CLI expects it.
