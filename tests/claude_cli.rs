@@ -13,7 +13,7 @@ use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
 use askbridge::approval::{Approval, Decision, Shows};
 use askbridge::error::AppError;
 use askbridge::question::{InteractionOutcome, InteractionRequest, QuestionAnswer};
-use askbridge::session::SessionManager;
+use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
@@ -63,6 +63,10 @@ fn claude_bin() -> PathBuf {
 /// AskBridge with the real CLI, offline: a temporary HOME and config folder, the mock as the
 /// API, and the variables that stop the CLI's other traffic (protocol §1).
 async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
+    harness_with(script, answer_path, Timeouts::default()).await
+}
+
+async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Timeouts) -> Harness {
     // RUST_LOG=askbridge=debug shows what AskBridge and the CLI did.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
@@ -98,7 +102,7 @@ async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
         env,
         allow_bypass: true,
     }));
-    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), backend.clone());
+    let manager = SessionManager::with_timeouts(Store::open_in_memory().await.unwrap(), backend.clone(), timeouts);
     let session = manager.create_session(None).await.unwrap().id;
     Harness { manager, backend, mock, session, _home: home }
 }
@@ -563,4 +567,29 @@ async fn a_plan_is_approved_or_sent_back_from_its_card() {
     let saw = h.model_saw();
     assert!(!saw[1].2 && saw[1].1.contains("approved"), "{saw:?}");
     assert_ne!(thread.turn.permission_mode.as_deref(), Some("plan"), "the approved plan ends plan mode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecided_command_is_denied_when_the_approval_timeout_passes() {
+    let timeouts = Timeouts { question: None, approval: Some(Duration::from_millis(300)) };
+    let h = harness_with(
+        vec![bash("toolu_bash", "touch hi.txt"), Reply::text("Nobody answered.")],
+        AnswerPath::CanUseTool,
+        timeouts,
+    )
+    .await;
+    h.send("Create hi.txt").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let interaction = thread.tool_call("toolu_bash").unwrap().interaction.clone().unwrap();
+    assert_eq!(interaction.outcome, Some(InteractionOutcome::Expired));
+    assert_eq!(
+        h.model_saw(),
+        vec![(
+            "toolu_bash".into(),
+            "The user did not answer this permission request in time, so it was not allowed.".into(),
+            true
+        )]
+    );
+    assert!(!h.project().join("hi.txt").exists());
 }
