@@ -37,15 +37,6 @@ fn ask(id: &str, questions: Vec<Value>) -> Reply {
     Reply::tool_use(id, "AskUserQuestion", json!({"questions": questions}))
 }
 
-fn answer(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> QuestionAnswer {
-    QuestionAnswer {
-        question: question.into(),
-        labels: labels.iter().map(|l| l.to_string()).collect(),
-        other: other.map(str::to_string),
-        notes: notes.map(str::to_string),
-    }
-}
-
 struct Harness {
     manager: Arc<SessionManager>,
     backend: Arc<ClaudeCliBackend>,
@@ -178,7 +169,7 @@ async fn a_single_answer_reaches_the_model() {
     h.send("Help me set up auth.").await;
     let pending = h.pending(1).await;
     assert_eq!(pending, vec!["toolu_ask"]);
-    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
     let thread = h.turn_end().await;
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
     assert_eq!(
@@ -207,7 +198,10 @@ async fn a_multi_select_answer_is_joined_with_commas() {
     h.pending(1).await;
     h.answer(
         "toolu_ask",
-        vec![answer(AUTH, &["JWT"], None, None), answer(FEATURES, &["Dark mode", "i18n"], None, None)],
+        vec![
+            QuestionAnswer::new(AUTH, &["JWT"], None, None),
+            QuestionAnswer::new(FEATURES, &["Dark mode", "i18n"], None, None),
+        ],
     )
     .await;
     h.turn_end().await;
@@ -231,8 +225,8 @@ async fn free_text_reaches_the_model_verbatim() {
     h.answer(
         "toolu_ask",
         vec![
-            answer(AUTH, &[], Some("OAuth via Google, please"), None),
-            answer(FEATURES, &["Dark mode"], Some("Offline support"), None),
+            QuestionAnswer::new(AUTH, &[], Some("OAuth via Google, please"), None),
+            QuestionAnswer::new(FEATURES, &["Dark mode"], Some("Offline support"), None),
         ],
     )
     .await;
@@ -250,7 +244,7 @@ async fn notes_reach_the_model_with_the_answer() {
     let h = harness(vec![ask("toolu_ask", vec![auth_question()]), Reply::text("OK.")], AnswerPath::CanUseTool).await;
     h.send("Help me set up auth.").await;
     h.pending(1).await;
-    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, Some("short-lived tokens please"))]).await;
+    h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, Some("short-lived tokens please"))]).await;
     h.turn_end().await;
     assert_eq!(
         h.model_saw(),
@@ -297,8 +291,8 @@ async fn two_pending_questions_are_answered_by_their_own_ids_in_any_order() {
     let pending = h.pending(2).await;
     assert_eq!(pending, vec!["toolu_first", "toolu_second"]);
     // The second first.
-    h.answer("toolu_second", vec![answer("Which database?", &["Postgres"], None, None)]).await;
-    h.answer("toolu_first", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    h.answer("toolu_second", vec![QuestionAnswer::new("Which database?", &["Postgres"], None, None)]).await;
+    h.answer("toolu_first", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
     h.turn_end().await;
     let mut saw = h.model_saw();
     saw.sort();
@@ -328,7 +322,10 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     .await;
     h.send("Help me set up auth.").await;
     h.pending(1).await;
-    let answers = vec![answer(AUTH, &["JWT"], None, None), answer(FEATURES, &["Dark mode", "i18n"], None, None)];
+    let answers = vec![
+        QuestionAnswer::new(AUTH, &["JWT"], None, None),
+        QuestionAnswer::new(FEATURES, &["Dark mode", "i18n"], None, None),
+    ];
     h.answer("toolu_ask", answers.clone()).await;
     let thread = h.turn_end().await;
     let expected = "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\", \"Which features?\"=\"Dark mode, i18n\". You can now continue with these answers in mind.";
@@ -356,7 +353,8 @@ async fn stop_while_a_question_is_pending_cancels_it_and_the_session_goes_on() {
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
     let interaction = thread.tool_call("toolu_ask").unwrap().interaction.clone().unwrap();
     assert!(matches!(interaction.outcome, Some(InteractionOutcome::Cancelled { .. })), "{interaction:?}");
-    let late = h.manager.answer_question(&h.session, "toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    let late =
+        h.manager.answer_question(&h.session, "toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
     assert!(matches!(late, Err(AppError::NotWaiting { .. })), "{late:?}");
 
     // The next message starts a new turn; the model learns the question was rejected.
@@ -517,7 +515,7 @@ async fn after_switching_to_bypass_bash_runs_without_a_card_but_questions_still_
     h.manager.set_permission_mode(&h.session, "bypassPermissions").await.unwrap();
     h.send("Create hi.txt, then ask me about auth.").await;
     assert_eq!(h.pending(1).await, vec!["toolu_ask"], "only the question waits");
-    h.answer("toolu_ask", vec![answer(AUTH, &["JWT"], None, None)]).await;
+    h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
     let thread = h.turn_end().await;
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
     assert!(thread.tool_call("toolu_bash").unwrap().interaction.is_none());

@@ -49,6 +49,16 @@ pub struct QuestionAnswer {
 }
 
 impl QuestionAnswer {
+    /// An answer to `question`: the chosen labels, an "Other" text, a note.
+    pub fn new(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> Self {
+        Self {
+            question: question.into(),
+            labels: labels.iter().map(|label| label.to_string()).collect(),
+            other: other.map(str::to_string),
+            notes: notes.map(str::to_string),
+        }
+    }
+
     /// The answer as one line, the way agents receive it: labels joined with ", ", the free
     /// text verbatim.
     pub fn summary(&self) -> String {

@@ -229,10 +229,7 @@ fn mode_switcher(thread: ThreadState) -> impl IntoView {
     // Redraws the select when a switch fails, so that it shows the mode that holds.
     let redraw = RwSignal::new(0u32);
     let session = thread.session_id;
-    let switch = move |chosen: String| {
-        spawn_switch(session.get_value(), chosen, problem, redraw);
-        true
-    };
+    let switch = move |chosen: String| spawn_switch(session.get_value(), chosen, problem, redraw);
     view! {
         <div class="mode-switcher">
             {move || {
@@ -259,19 +256,18 @@ fn spawn_switch(session: String, mode: String, problem: RwSignal<Option<String>>
 }
 
 /// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
-/// only once confirmed) and says whether it stands.
-fn mode_select(current: String, chosen: impl Fn(String) -> bool + Copy + Send + Sync + 'static) -> impl IntoView {
+/// only once confirmed).
+fn mode_select(current: String, chosen: impl Fn(String) + Copy + Send + Sync + 'static) -> impl IntoView {
     const MODES: [(&str, &str, &str); 4] = [
         ("default", "Ask before acting", "The agent asks before it runs a command or changes a file"),
         ("acceptEdits", "Accept edits", "File edits go ahead; commands still ask"),
         ("plan", "Plan first", "The agent only reads and plans, and asks you to approve its plan"),
         ("bypassPermissions", "Bypass permissions", "Nothing asks for permission (questions still do)"),
     ];
-    let initial = current.clone();
     let options = MODES
         .iter()
         .map(|(value, label, hint)| {
-            view! { <option value=*value title=*hint selected=*value == initial>{*label}</option> }
+            view! { <option value=*value title=*hint selected=*value == current>{*label}</option> }
         })
         .collect_view();
     let on_change = move |event: leptos::ev::Event| {
@@ -281,28 +277,24 @@ fn mode_select(current: String, chosen: impl Fn(String) -> bool + Copy + Send + 
             || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
         #[cfg(not(feature = "hydrate"))]
         let confirmed = true;
-        if !(confirmed && chosen(value)) {
+        if confirmed {
+            chosen(value);
+        } else {
             // Back to what holds.
             #[cfg(feature = "hydrate")]
             if let Some(select) =
                 event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
             {
-                select.set_value(&initial_value(&select));
+                select.set_value(&current);
             }
         }
     };
     view! {
         <label class="mode-field">
             <span class="mode-label">"Permissions"</span>
-            <select aria-label="Permission mode" data-mode=current on:change=on_change>{options}</select>
+            <select aria-label="Permission mode" on:change=on_change>{options}</select>
         </label>
     }
-}
-
-/// The mode a select showed before the person changed it.
-#[cfg(feature = "hydrate")]
-fn initial_value(select: &web_sys::HtmlSelectElement) -> String {
-    select.get_attribute("data-mode").unwrap_or_else(|| "default".into())
 }
 
 fn turn_status(thread: ThreadState) -> impl IntoView {
@@ -356,13 +348,7 @@ fn welcome_pane(default_workdir: Option<String>, default_mode: String) -> impl I
             }
         })}
         <div class="session-options">
-            {mode_select(
-                default_mode,
-                move |chosen| {
-                    mode.set(chosen);
-                    true
-                },
-            )}
+            {mode_select(default_mode, move |chosen| mode.set(chosen))}
         </div>
         <Composer session=None thread=None workdir mode=Some(mode) />
     }

@@ -708,23 +708,17 @@ fn describe(system: &protocol::SystemMessage) -> String {
 mod tests {
     use super::*;
 
-    fn answer(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> QuestionAnswer {
-        QuestionAnswer {
-            question: question.into(),
-            labels: labels.iter().map(|l| l.to_string()).collect(),
-            other: other.map(str::to_string),
-            notes: notes.map(str::to_string),
-        }
-    }
-
     #[test]
     fn the_override_words_answers_as_the_cli_does() {
-        let labels = [answer("Q1", &["JWT"], None, None), answer("Q2", &["Dark mode", "i18n"], None, None)];
+        let labels = [
+            QuestionAnswer::new("Q1", &["JWT"], None, None),
+            QuestionAnswer::new("Q2", &["Dark mode", "i18n"], None, None),
+        ];
         assert_eq!(
             answers_as_result(&labels),
             "Your questions have been answered: \"Q1\"=\"JWT\", \"Q2\"=\"Dark mode, i18n\". You can now continue with these answers in mind."
         );
-        let other = [answer("Q1", &["JWT"], None, Some("short-lived tokens please"))];
+        let other = [QuestionAnswer::new("Q1", &["JWT"], None, Some("short-lived tokens please"))];
         assert!(
             answers_as_result(&other)
                 .starts_with("The user answered: \"Q1\"=\"JWT\" notes: short-lived tokens please.")

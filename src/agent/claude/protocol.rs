@@ -543,33 +543,29 @@ mod tests {
         (request, response)
     }
 
-    fn answer(question: &str, labels: &[&str], other: Option<&str>, notes: Option<&str>) -> QuestionAnswer {
-        QuestionAnswer {
-            question: question.into(),
-            labels: labels.iter().map(|l| l.to_string()).collect(),
-            other: other.map(str::to_string),
-            notes: notes.map(str::to_string),
-        }
-    }
-
     #[test]
     fn answers_are_written_exactly_as_the_traces_show() {
         let (request, response) = first_exchange("a_allow.jsonl", "can_use_tool");
         let answers = [
-            answer("Which auth method should we use?", &["JWT"], None, None),
-            answer("Which features?", &["Dark mode", "i18n"], None, None),
+            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
+            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
         assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
 
         let (request, response) = first_exchange("c_other.jsonl", "can_use_tool");
         let answers = [
-            answer("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
-            answer("Which features?", &["Dark mode"], Some("Offline support"), None),
+            QuestionAnswer::new("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
+            QuestionAnswer::new("Which features?", &["Dark mode"], Some("Offline support"), None),
         ];
         assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
 
         let (request, response) = first_exchange("a_allow_response.jsonl", "can_use_tool");
-        let answers = [answer("Which auth method should we use?", &["JWT"], None, Some("short-lived tokens please"))];
+        let answers = [QuestionAnswer::new(
+            "Which auth method should we use?",
+            &["JWT"],
+            None,
+            Some("short-lived tokens please"),
+        )];
         assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
 
         let (_, response) = first_exchange("b_deny.jsonl", "can_use_tool");
@@ -582,8 +578,8 @@ mod tests {
         let callback: HookCallback = serde_json::from_value(request).unwrap();
         assert_eq!(callback.tool_name(), Some("AskUserQuestion"));
         let answers = [
-            answer("Which auth method should we use?", &["JWT"], None, None),
-            answer("Which features?", &["Dark mode", "i18n"], None, None),
+            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
+            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
         let updated = input_with_answers(&callback.tool_input(), &answers);
         let mut ours = hook_allow(updated, &answers_in_words(&answers));
