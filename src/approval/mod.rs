@@ -16,6 +16,9 @@ mod shows;
 /// The longest message a person may send with a denial, in characters.
 pub const MAX_MESSAGE_CHARS: usize = 4000;
 
+/// What the agent is told when nobody decided within `--approval-timeout`.
+pub const EXPIRED_MESSAGE: &str = "The user did not answer this permission request in time, so it was not allowed.";
+
 /// The permission modes a session can be in (Claude Code's names).
 pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
 

@@ -625,9 +625,7 @@ fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<V
         InteractionOutcome::Denied { message: None } => {
             deny(if approval.is_plan() { "The user wants to keep planning." } else { "The user denied this." })
         }
-        InteractionOutcome::Expired => {
-            deny("The user did not answer this permission request in time, so it was not allowed.")
-        }
+        InteractionOutcome::Expired => deny(crate::approval::EXPIRED_MESSAGE),
         InteractionOutcome::Cancelled { .. } => return None,
         other => deny(&format!("The permission request could not be decided ({other:?}).")),
     })

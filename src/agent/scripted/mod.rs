@@ -126,7 +126,7 @@ impl ScriptedAgent {
                 ("The user denied this.".to_string(), reply)
             }
             InteractionOutcome::Expired => (
-                "The user did not answer this permission request in time, so it was not allowed.".to_string(),
+                crate::approval::EXPIRED_MESSAGE.to_string(),
                 format!("Nobody answered in time, so I did not run {tool}."),
             ),
             InteractionOutcome::Cancelled { .. } => return Err(AgentError::Interrupted),
@@ -213,6 +213,11 @@ impl AgentBackend for ScriptedAgent {
         sink: &'a TurnSink,
     ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
         Box::pin(async move { self.play(&request, sink).await })
+    }
+
+    fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+        self.rules.lock().expect("rules lock").remove(session);
+        Box::pin(async {})
     }
 }
 
