@@ -6,12 +6,13 @@
 
 #![recursion_limit = "256"]
 
+pub mod api;
 pub mod app;
 pub mod approval;
 pub mod error;
+pub mod interaction;
 pub mod live;
 pub mod question;
-pub mod session;
 pub mod thread;
 pub mod ui;
 
@@ -20,7 +21,11 @@ pub mod agent;
 #[cfg(feature = "ssr")]
 pub mod bridge;
 #[cfg(feature = "ssr")]
+pub mod ids;
+#[cfg(feature = "ssr")]
 pub mod server;
+#[cfg(feature = "ssr")]
+pub mod session;
 #[cfg(feature = "ssr")]
 pub mod store;
 

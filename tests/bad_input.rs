@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbridge::agent::scripted::{Scenario, ScriptedAgent};
+use askbridge::approval::PermissionMode;
 use askbridge::error::{AppError, MAX_MESSAGE_CHARS};
 use askbridge::server::cli::{Cli, Command};
 use askbridge::server::router;
@@ -245,5 +246,5 @@ async fn bad_approval_decisions_and_modes_are_explained_and_change_nothing() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     h.assert_history_intact(&id).await;
     let (_, thread) = h.manager.snapshot(&id).await.unwrap();
-    assert_eq!(thread.turn.permission_mode.as_deref(), Some("default"), "every session starts with a mode");
+    assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Default), "every session starts with a mode");
 }

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
-use askbridge::approval::{Approval, Decision, Shows};
+use askbridge::approval::{Approval, Decision, PermissionMode, Shows};
 use askbridge::error::AppError;
-use askbridge::question::{InteractionOutcome, InteractionRequest, QuestionAnswer};
+use askbridge::interaction::{InteractionOutcome, InteractionRequest};
+use askbridge::question::QuestionAnswer;
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
@@ -87,7 +88,7 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
     let backend = Arc::new(ClaudeCliBackend::new(ClaudeConfig {
         bin: claude_bin(),
         workdir: home.path().join("project"),
-        permission_mode: "default".into(),
+        permission_mode: PermissionMode::Default,
         model: None,
         answer_path,
         env,
@@ -512,7 +513,7 @@ async fn after_switching_to_bypass_bash_runs_without_a_card_but_questions_still_
     h.send("Hi").await;
     h.turn_end().await;
     // The CLI runs (between turns); the switch reaches it now.
-    h.manager.set_permission_mode(&h.session, "bypassPermissions").await.unwrap();
+    h.manager.set_permission_mode(&h.session, PermissionMode::BypassPermissions).await.unwrap();
     h.send("Create hi.txt, then ask me about auth.").await;
     assert_eq!(h.pending(1).await, vec!["toolu_ask"], "only the question waits");
     h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
@@ -520,7 +521,7 @@ async fn after_switching_to_bypass_bash_runs_without_a_card_but_questions_still_
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
     assert!(thread.tool_call("toolu_bash").unwrap().interaction.is_none());
     assert!(h.project().join("hi.txt").exists());
-    assert_eq!(thread.turn.permission_mode.as_deref(), Some("bypassPermissions"));
+    assert_eq!(thread.turn.permission_mode, Some(PermissionMode::BypassPermissions));
     let saw = h.model_saw();
     assert_eq!(saw[0], ("toolu_bash".into(), "(Bash completed with no output)".into(), false));
     assert_eq!(
@@ -544,7 +545,7 @@ async fn a_plan_is_approved_or_sent_back_from_its_card() {
         AnswerPath::CanUseTool,
     )
     .await;
-    h.manager.set_permission_mode(&h.session, "plan").await.unwrap();
+    h.manager.set_permission_mode(&h.session, PermissionMode::Plan).await.unwrap();
     h.send("Plan the work.").await;
     assert_eq!(h.pending(1).await, vec!["toolu_plan1"]);
     let approval = h.approval("toolu_plan1").await;
@@ -552,7 +553,7 @@ async fn a_plan_is_approved_or_sent_back_from_its_card() {
     assert_eq!(approval.shows, Shows::Plan { markdown: PLAN.into() });
     h.decide("toolu_plan1", Decision::Deny { message: Some("Add a step for tests.".into()) }).await;
     let thread = h.turn_end().await;
-    assert_eq!(thread.turn.permission_mode.as_deref(), Some("plan"), "still planning");
+    assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Plan), "still planning");
     let saw = h.model_saw();
     assert_eq!(saw[0].0, "toolu_plan1");
     assert!(saw[0].1.contains("Add a step for tests.") && saw[0].2, "{saw:?}");
@@ -564,7 +565,7 @@ async fn a_plan_is_approved_or_sent_back_from_its_card() {
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
     let saw = h.model_saw();
     assert!(!saw[1].2 && saw[1].1.contains("approved"), "{saw:?}");
-    assert_ne!(thread.turn.permission_mode.as_deref(), Some("plan"), "the approved plan ends plan mode");
+    assert_ne!(thread.turn.permission_mode, Some(PermissionMode::Plan), "the approved plan ends plan mode");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

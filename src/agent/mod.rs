@@ -8,9 +8,9 @@ pub mod claude;
 pub mod scripted;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::PermissionMode;
 use crate::thread::{Message, Usage};
 
 pub use crate::session::TurnSink;
@@ -27,7 +27,7 @@ pub struct TurnRequest {
     /// The folder chosen for this session, if not the agent's default.
     pub workdir: Option<std::path::PathBuf>,
     /// The session's permission mode, if set.
-    pub permission_mode: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
 }
@@ -59,14 +59,14 @@ pub trait AgentBackend: Send + Sync + 'static {
         None
     }
 
-    /// The permission mode of a session that does not choose one (Claude Code's names).
-    fn default_permission_mode(&self) -> String {
-        "default".to_string()
+    /// The permission mode of a session that does not choose one.
+    fn default_permission_mode(&self) -> PermissionMode {
+        PermissionMode::Default
     }
 
     /// The person switched the session's permission mode (`session` is empty to only check that
     /// `mode` is allowed).
-    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
         let _ = (session, mode);
         Box::pin(async { Ok(()) })
     }
@@ -81,9 +81,4 @@ pub trait AgentBackend: Send + Sync + 'static {
     fn shut_down(&self) -> BoxFuture<'_, ()> {
         Box::pin(async {})
     }
-}
-
-/// Arguments to show for a tool call, serialized the way they would stream from a model.
-pub fn tool_input_json(input: &Value) -> String {
-    serde_json::to_string(input).unwrap_or_else(|_| "{}".to_string())
 }

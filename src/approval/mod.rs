@@ -3,24 +3,102 @@
 //! denies it with a message. The request and every "always allow" choice are worded here, on the
 //! server, so that the browser only shows text.
 
-use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use server_fn::codec::Json;
-
-use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
 mod shows;
 
-/// The longest message a person may send with a denial, in characters.
-pub const MAX_MESSAGE_CHARS: usize = 4000;
+/// The longest message a person may send to the agent with a denial, in characters.
+pub const MAX_DENIAL_CHARS: usize = 4000;
 
 /// What the agent is told when nobody decided within `--approval-timeout`.
 pub const EXPIRED_MESSAGE: &str = "The user did not answer this permission request in time, so it was not allowed.";
 
-/// The permission modes a session can be in (Claude Code's names).
-pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions"];
+/// What the agent may do without asking: Claude Code's permission modes, by its names on the wire.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum PermissionMode {
+    /// Asks before edits and commands.
+    #[default]
+    Default,
+    /// File edits go ahead; commands still ask.
+    AcceptEdits,
+    /// Reads and plans, then asks to have its plan approved.
+    Plan,
+    /// Nothing asks (questions still do).
+    BypassPermissions,
+    /// Claude Code's: denies whatever is not allowed by a rule, without asking.
+    DontAsk,
+    /// Claude Code's: its own classifier decides.
+    Auto,
+}
+
+impl PermissionMode {
+    /// Every mode, in the order people meet them.
+    pub const ALL: [Self; 6] =
+        [Self::Default, Self::AcceptEdits, Self::Plan, Self::BypassPermissions, Self::DontAsk, Self::Auto];
+    /// The modes a person can put a session in.
+    pub const CHOOSABLE: [Self; 4] = [Self::Default, Self::AcceptEdits, Self::Plan, Self::BypassPermissions];
+
+    /// The name on the wire and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "acceptEdits",
+            Self::Plan => "plan",
+            Self::BypassPermissions => "bypassPermissions",
+            Self::DontAsk => "dontAsk",
+            Self::Auto => "auto",
+        }
+    }
+
+    /// The mode's name for people, and what it means.
+    pub fn label(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Default => ("Ask before acting", "The agent asks before it runs a command or changes a file"),
+            Self::AcceptEdits => ("Accept edits", "File edits go ahead; commands still ask"),
+            Self::Plan => ("Plan first", "The agent only reads and plans, and asks you to approve its plan"),
+            Self::BypassPermissions => ("Bypass permissions", "Nothing asks for permission (questions still do)"),
+            Self::DontAsk => ("Don't ask", "What no rule allows is denied without asking"),
+            Self::Auto => ("Automatic", "Claude Code decides what needs asking"),
+        }
+    }
+
+    pub fn is_choosable(self) -> bool {
+        Self::CHOOSABLE.contains(&self)
+    }
+}
+
+impl std::fmt::Display for PermissionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+// By name, so that a wrong one is refused with the list of right ones.
+impl Serialize for PermissionMode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PermissionMode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for PermissionMode {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|mode| mode.as_str() == name).ok_or_else(|| {
+            let names: Vec<_> = Self::ALL.iter().map(|mode| mode.as_str()).collect();
+            format!("the permission mode must be one of {}, not “{name}”", names.join(", "))
+        })
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Approval {
@@ -167,18 +245,6 @@ pub fn word_suggestion(suggestion: &Value) -> String {
     if place.is_empty() { what } else { format!("{what} {place}") }
 }
 
-/// Decides a pending approval. The first decision wins; the same again is accepted.
-#[server(input = Json, endpoint = "decide_approval")]
-pub async fn decide_approval(session: String, tool_use_id: String, decision: Decision) -> Result<(), AppError> {
-    crate::session::manager()?.decide_approval(&session, &tool_use_id, decision).await
-}
-
-/// Switches a session's permission mode (bypassPermissions only after the person confirmed it).
-#[server(input = Json, endpoint = "set_permission_mode")]
-pub async fn set_permission_mode(session: String, mode: String) -> Result<(), AppError> {
-    crate::session::manager()?.set_permission_mode(&session, &mode).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +269,15 @@ mod tests {
             "Accept every edit without asking for this session"
         );
         assert_eq!(word_suggestion(&json!({"type": "newKind"})), "Apply “newKind”");
+    }
+
+    #[test]
+    fn permission_modes_keep_claude_codes_names() {
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str().parse::<PermissionMode>(), Ok(mode));
+            assert_eq!(serde_json::to_value(mode).unwrap(), json!(mode.as_str()));
+        }
+        assert!("yolo".parse::<PermissionMode>().unwrap_err().contains("acceptEdits"));
+        assert!(!PermissionMode::Auto.is_choosable());
     }
 }

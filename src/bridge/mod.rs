@@ -12,7 +12,8 @@ use std::sync::Mutex;
 
 use tokio::sync::oneshot;
 
-use crate::question::{InteractionOutcome, QuestionAnswer};
+use crate::interaction::InteractionOutcome;
+use crate::question::QuestionAnswer;
 
 type Key = (String, String);
 

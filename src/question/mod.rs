@@ -1,6 +1,6 @@
 //! Questions the agent asks the person: one model for `AskUserQuestion` and the flat
-//! `AskFollowupQuestion`, the person's answers, the checks an answer must pass, and the server
-//! functions that carry it.
+//! `AskFollowupQuestion`, the person's answers, the checks an answer must pass, and the answers
+//! in words, as agents read them.
 
 mod normalize;
 
@@ -8,9 +8,7 @@ pub use normalize::{
     QuestionError, is_question_tool, normalize_partial, normalize_question_args, question_texts_so_far,
 };
 
-use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
-use server_fn::codec::Json;
 
 use crate::error::AppError;
 
@@ -70,73 +68,6 @@ impl QuestionAnswer {
     }
 }
 
-/// How the person's part of an interaction ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InteractionOutcome {
-    Answered {
-        answers: Vec<QuestionAnswer>,
-    },
-    /// The person chose to skip it.
-    Declined {
-        reason: Option<String>,
-    },
-    /// Nobody answered within `--question-timeout` (or `--approval-timeout`).
-    Expired,
-    /// An approval: allowed, once or (`always`: the index of the chosen suggestion) from now on.
-    Allowed {
-        always: Option<usize>,
-    },
-    /// An approval: denied; the message goes to the agent.
-    Denied {
-        message: Option<String>,
-    },
-    /// The agent stopped waiting: interrupted, exited, or the server restarted.
-    Cancelled {
-        reason: String,
-    },
-    /// The request itself could not be used (a malformed question).
-    Failed {
-        error: String,
-    },
-}
-
-/// What the agent asked for.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InteractionRequest {
-    Question {
-        questions: Vec<Question>,
-    },
-    /// The agent asked, but its arguments could not be understood; `error` says why.
-    Unreadable {
-        error: String,
-    },
-    /// Permission to run a tool (or to leave plan mode).
-    Approval(crate::approval::Approval),
-}
-
-/// A question (later: an approval) waiting for, or answered by, the person.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Interaction {
-    pub request: InteractionRequest,
-    /// `None` while pending.
-    pub outcome: Option<InteractionOutcome>,
-}
-
-impl Interaction {
-    pub fn is_pending(&self) -> bool {
-        self.outcome.is_none()
-    }
-
-    pub fn questions(&self) -> &[Question] {
-        match &self.request {
-            InteractionRequest::Question { questions } => questions,
-            InteractionRequest::Unreadable { .. } | InteractionRequest::Approval(_) => &[],
-        }
-    }
-}
-
 /// Checks an answer against the questions it answers and returns it tidied (trimmed text, empty
 /// text dropped, labels in the options' order). Every question needs an answer.
 pub fn validate_answers(questions: &[Question], answers: &[QuestionAnswer]) -> Result<Vec<QuestionAnswer>, AppError> {
@@ -182,23 +113,6 @@ pub fn validate_answers(questions: &[Question], answers: &[QuestionAnswer]) -> R
         tidy.push(QuestionAnswer { question: question.question.clone(), labels, other, notes });
     }
     Ok(tidy)
-}
-
-/// Answers the pending question `tool_use_id` of `session`. The first answer wins; sending the
-/// same answer again is accepted; a different one is refused as already answered.
-#[server(input = Json, endpoint = "submit_answers")]
-pub async fn submit_answers(
-    session: String,
-    tool_use_id: String,
-    answers: Vec<QuestionAnswer>,
-) -> Result<(), AppError> {
-    crate::session::manager()?.answer_question(&session, &tool_use_id, answers).await
-}
-
-/// Skips the question: the agent is told that the person declined to answer.
-#[server(input = Json, endpoint = "decline_question")]
-pub async fn decline_question(session: String, tool_use_id: String, reason: Option<String>) -> Result<(), AppError> {
-    crate::session::manager()?.decline_question(&session, &tool_use_id, reason).await
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 pub use crate::agent::claude::AnswerPath;
+use crate::approval::PermissionMode;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -55,8 +56,8 @@ pub struct ServeArgs {
 
     /// Claude Code's permission mode: default (asks before edits and commands), acceptEdits,
     /// plan, or bypassPermissions. Questions reach you in every mode.
-    #[arg(long, env = "ASKBRIDGE_PERMISSION_MODE", default_value = "default")]
-    pub permission_mode: String,
+    #[arg(long, env = "ASKBRIDGE_PERMISSION_MODE", default_value = "default", value_parser = parse_mode)]
+    pub permission_mode: PermissionMode,
 
     /// The model Claude Code uses (e.g. sonnet, opus); default: the CLI's own choice.
     #[arg(long, env = "ASKBRIDGE_MODEL")]
@@ -91,6 +92,10 @@ pub struct ServeArgs {
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
+}
+
+fn parse_mode(name: &str) -> Result<PermissionMode, String> {
+    name.parse()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

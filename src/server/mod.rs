@@ -28,7 +28,8 @@ use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::session::{SessionManager, Timeouts, WorkspaceData};
+use crate::api::WorkspaceData;
+use crate::session::{SessionManager, Timeouts};
 use crate::store::Store;
 use crate::ui::navigation::Page;
 use crate::ui::workspace::PageData;
@@ -92,10 +93,6 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
             Ok(Arc::new(ScriptedAgent::new(scenario)))
         }
         AgentChoice::Claude => {
-            const MODES: &[&str] = &["default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"];
-            if !MODES.contains(&args.permission_mode.as_str()) {
-                return Err(format!("--permission-mode must be one of {}", MODES.join(", ")).into());
-            }
             let workdir = match &args.workdir {
                 Some(dir) => dir.clone(),
                 None => std::env::current_dir()?,
@@ -107,7 +104,7 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
             Ok(Arc::new(ClaudeCliBackend::new(ClaudeConfig {
                 bin: args.claude_bin.clone(),
                 workdir,
-                permission_mode: args.permission_mode.clone(),
+                permission_mode: args.permission_mode,
                 model: args.model.clone(),
                 answer_path: args.answer_path,
                 env: Vec::new(),

@@ -14,12 +14,12 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
 use crate::agent::{AgentBackend, AgentError, TurnRequest};
-use crate::approval::{Approval, Decision, PERMISSION_MODES};
+use crate::approval::{Approval, Decision, MAX_DENIAL_CHARS, PermissionMode};
 use crate::bridge::InteractionBridge;
 use crate::error::{AppError, validate_message, validate_title};
-use crate::question::{
-    InteractionOutcome, InteractionRequest, MAX_ANSWER_CHARS, QuestionAnswer, normalize_question_args, validate_answers,
-};
+use crate::ids::{new_id, now_ms};
+use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, normalize_question_args, validate_answers};
 use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, Role, SessionEvent, SessionSummary, Thread, TurnOutcome};
 
@@ -91,7 +91,7 @@ impl SessionManager {
     }
 
     /// The permission mode of a session that does not choose one.
-    pub fn default_permission_mode(&self) -> String {
+    pub fn default_permission_mode(&self) -> PermissionMode {
         self.agent.default_permission_mode()
     }
 
@@ -167,7 +167,7 @@ impl SessionManager {
     pub async fn create_session_with(
         &self,
         workdir: Option<&str>,
-        mode: Option<&str>,
+        mode: Option<PermissionMode>,
     ) -> Result<SessionSummary, AppError> {
         if let Some(mode) = mode {
             check_mode(mode)?;
@@ -196,7 +196,7 @@ impl SessionManager {
         };
         self.store.create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.
-        let mode = mode.map_or_else(|| self.agent.default_permission_mode(), str::to_string);
+        let mode = mode.unwrap_or_else(|| self.agent.default_permission_mode());
         self.runtime(&summary.id).await?.append(&self.store, EventBody::PermissionModeChanged { mode }).await?;
         info!(session = %summary.id, agent = %summary.agent, "session created");
         self.list_changed();
@@ -263,7 +263,7 @@ impl SessionManager {
         }
         let history = state.thread.messages.clone();
         let agent_session = state.thread.turn.agent_session.clone();
-        let permission_mode = state.thread.turn.permission_mode.clone();
+        let permission_mode = state.thread.turn.permission_mode;
         let workdir = self.store.session(session_id).await?.workdir.map(std::path::PathBuf::from);
         let first_message = !history.iter().any(|message| message.role == Role::User);
         runtime
@@ -342,7 +342,7 @@ impl SessionManager {
             Decision::Allow { always } => InteractionOutcome::Allowed { always },
             Decision::Deny { message } => {
                 let message = message.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
-                if message.as_ref().is_some_and(|m| m.chars().count() > crate::approval::MAX_MESSAGE_CHARS) {
+                if message.as_ref().is_some_and(|m| m.chars().count() > MAX_DENIAL_CHARS) {
                     return Err(AppError::BadRequest { detail: "the message is too long".into() });
                 }
                 InteractionOutcome::Denied { message }
@@ -353,18 +353,18 @@ impl SessionManager {
 
     /// Switches the session's permission mode: recorded for the next start, and sent to the
     /// agent now if it runs.
-    pub async fn set_permission_mode(&self, session_id: &str, mode: &str) -> Result<(), AppError> {
+    pub async fn set_permission_mode(&self, session_id: &str, mode: PermissionMode) -> Result<(), AppError> {
         check_mode(mode)?;
         let runtime = self.runtime(session_id).await?;
         // The agent may refuse (bypass not allowed here); a running one switches now.
         self.agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         let mut state = runtime.state.lock().await;
-        if state.thread.turn.permission_mode.as_deref() != Some(mode) {
+        if state.thread.turn.permission_mode != Some(mode) {
             runtime
-                .append_locked(&self.store, &mut state, EventBody::PermissionModeChanged { mode: mode.to_string() })
+                .append_locked(&self.store, &mut state, EventBody::PermissionModeChanged { mode })
                 .await?;
         }
-        info!(session = %session_id, mode, "permission mode set");
+        info!(session = %session_id, %mode, "permission mode set");
         Ok(())
     }
 
@@ -414,7 +414,7 @@ impl SessionManager {
             ) => {
                 return Err(AppError::AlreadyAnswered);
             }
-            Some(other) => return Err(AppError::NotWaiting { detail: describe(&other) }),
+            Some(other) => return Err(AppError::NotWaiting { detail: other.why_closed() }),
         }
         let session_id = runtime.id.clone();
         if !self.bridge.is_waiting(&session_id, tool_use_id) {
@@ -444,7 +444,7 @@ impl SessionManager {
         if let InteractionOutcome::Answered { answers } = &outcome {
             self.bridge.store_answer(&session_id, tool_use_id, answers.clone());
         }
-        info!(session = %session_id, tool_use_id, outcome = outcome_name(&outcome), "interaction resolved");
+        info!(session = %session_id, tool_use_id, outcome = outcome.name(), "interaction resolved");
         self.bridge.deliver(&session_id, tool_use_id, outcome);
         drop(state);
         self.list_changed();
@@ -489,13 +489,12 @@ impl SessionManager {
     }
 }
 
-fn check_mode(mode: &str) -> Result<(), AppError> {
-    if PERMISSION_MODES.contains(&mode) {
+/// A person may put a session in the modes the UI offers, not Claude Code's others.
+fn check_mode(mode: PermissionMode) -> Result<(), AppError> {
+    if mode.is_choosable() {
         Ok(())
     } else {
-        Err(AppError::BadRequest {
-            detail: format!("the permission mode must be one of {}, not “{mode}”", PERMISSION_MODES.join(", ")),
-        })
+        Err(AppError::BadRequest { detail: format!("a session cannot be switched to the {mode} mode here") })
     }
 }
 
@@ -516,30 +515,6 @@ fn not_a_question(tool_use_id: &str) -> AppError {
     }
 }
 
-fn outcome_name(outcome: &InteractionOutcome) -> &'static str {
-    match outcome {
-        InteractionOutcome::Allowed { .. } => "allowed",
-        InteractionOutcome::Denied { .. } => "denied",
-        InteractionOutcome::Answered { .. } => "answered",
-        InteractionOutcome::Declined { .. } => "declined",
-        InteractionOutcome::Expired => "expired",
-        InteractionOutcome::Cancelled { .. } => "cancelled",
-        InteractionOutcome::Failed { .. } => "failed",
-    }
-}
-
-/// Why an interaction no longer takes an answer, in words.
-fn describe(outcome: &InteractionOutcome) -> String {
-    match outcome {
-        InteractionOutcome::Allowed { .. } => "it was already allowed".into(),
-        InteractionOutcome::Denied { .. } => "it was already denied".into(),
-        InteractionOutcome::Answered { .. } => "it was already answered".into(),
-        InteractionOutcome::Declined { .. } => "it was skipped".into(),
-        InteractionOutcome::Expired => "it was not answered in time".into(),
-        InteractionOutcome::Cancelled { reason } => format!("it was cancelled ({reason})"),
-        InteractionOutcome::Failed { error } => format!("the question could not be read ({error})"),
-    }
-}
 
 impl SessionRuntime {
     pub fn id(&self) -> &str {
@@ -755,17 +730,17 @@ impl TurnSink {
     }
 
     /// The session's permission mode now (`None`: the agent's default).
-    pub async fn current_permission_mode(&self) -> Option<String> {
-        self.runtime.state.lock().await.thread.turn.permission_mode.clone()
+    pub async fn current_permission_mode(&self) -> Option<PermissionMode> {
+        self.runtime.state.lock().await.thread.turn.permission_mode
     }
 
     /// The agent reports its permission mode (it changed it, or the person did).
-    pub async fn permission_mode(&self, mode: &str) -> Result<(), AgentError> {
-        let known = self.runtime.state.lock().await.thread.turn.permission_mode.clone();
-        if known.as_deref() == Some(mode) {
+    pub async fn permission_mode(&self, mode: PermissionMode) -> Result<(), AgentError> {
+        let known = self.runtime.state.lock().await.thread.turn.permission_mode;
+        if known == Some(mode) {
             return Ok(());
         }
-        self.emit(EventBody::PermissionModeChanged { mode: mode.to_string() }).await
+        self.emit(EventBody::PermissionModeChanged { mode }).await
     }
 
     /// Something the product says in the thread, outside the agent's own messages.
@@ -774,17 +749,6 @@ impl TurnSink {
     }
 }
 
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|elapsed| elapsed.as_millis() as i64)
-        .unwrap_or_default()
-}
-
-/// Time-ordered ids: sessions and messages sort by creation in the database and in logs.
-pub fn new_id() -> String {
-    uuid::Uuid::now_v7().simple().to_string()
-}
 
 /// A title from the first message: its first line, cut at a word near 60 characters.
 fn title_from_message(text: &str) -> String {
@@ -1187,7 +1151,7 @@ input = { questions = [{ question = "Which auth?", header = "Auth", options = [{
         // Bad decisions are refused and change nothing.
         let bad = manager.decide_approval(&id, &call, Decision::Allow { always: Some(7) }).await;
         assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
-        let long = Some("x".repeat(crate::approval::MAX_MESSAGE_CHARS + 1));
+        let long = Some("x".repeat(MAX_DENIAL_CHARS + 1));
         let bad = manager.decide_approval(&id, &call, Decision::Deny { message: long }).await;
         assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
         let wrong_kind = manager.answer_question(&id, &call, Vec::new()).await;
@@ -1236,9 +1200,9 @@ input = { questions = [{ question = "Which auth?", header = "Auth", options = [{
     #[tokio::test]
     async fn bypass_mode_skips_approvals_but_questions_still_ask() {
         let (manager, id) = approving_manager(None).await;
-        let bad = manager.set_permission_mode(&id, "yolo").await;
+        let bad = manager.set_permission_mode(&id, PermissionMode::Auto).await;
         assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
-        manager.set_permission_mode(&id, "bypassPermissions").await.unwrap();
+        manager.set_permission_mode(&id, PermissionMode::BypassPermissions).await.unwrap();
         manager.send_message(&id, "clean up".into()).await.unwrap();
         let question = pending_question(&manager, &id).await;
         let (_, thread) = manager.snapshot(&id).await.unwrap();
@@ -1247,7 +1211,7 @@ input = { questions = [{ question = "Which auth?", header = "Auth", options = [{
         assert!(thread.tool_call(&question).unwrap().name == "AskUserQuestion");
         // The mode is part of the session, stored with it.
         let stored = manager.store().load_thread(&id).await.unwrap();
-        assert_eq!(stored.turn.permission_mode.as_deref(), Some("bypassPermissions"));
+        assert_eq!(stored.turn.permission_mode, Some(PermissionMode::BypassPermissions));
         manager.answer_question(&id, &question, jwt()).await.unwrap();
         wait_idle(&manager, &id).await;
     }

@@ -10,7 +10,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Row, SqlitePool};
 
 use crate::error::AppError;
-use crate::question::{Interaction, InteractionOutcome};
+use crate::interaction::Interaction;
 use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
 
 #[derive(Debug, thiserror::Error)]
@@ -247,7 +247,7 @@ impl Store {
             .bind(session_id)
             .bind(tool_use_id)
             .bind(serde_json::to_string(&interaction.request)?)
-            .bind(interaction_state(interaction))
+            .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
             .bind(interaction.outcome.as_ref().map(serde_json::to_string).transpose()?)
             .bind(seq)
             .execute(&mut *tx)
@@ -325,19 +325,6 @@ fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<SessionSummary
 const SUMMARY: &str = "SELECT id, title, agent, created_at_ms, updated_at_ms, turn, workdir,
     EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending') AS waiting
     FROM sessions";
-
-fn interaction_state(interaction: &Interaction) -> &'static str {
-    match &interaction.outcome {
-        None => "pending",
-        Some(InteractionOutcome::Answered { .. }) => "answered",
-        Some(InteractionOutcome::Declined { .. }) => "declined",
-        Some(InteractionOutcome::Expired) => "expired",
-        Some(InteractionOutcome::Allowed { .. }) => "allowed",
-        Some(InteractionOutcome::Denied { .. }) => "denied",
-        Some(InteractionOutcome::Cancelled { .. }) => "cancelled",
-        Some(InteractionOutcome::Failed { .. }) => "failed",
-    }
-}
 
 fn role_to_str(role: Role) -> &'static str {
     match role {

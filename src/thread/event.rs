@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::question::{InteractionOutcome, InteractionRequest};
+use crate::approval::PermissionMode;
+use crate::interaction::{InteractionOutcome, InteractionRequest};
 
 /// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +28,7 @@ pub enum EventBody {
     TurnStarted,
     /// The person or the agent changed the permission mode.
     PermissionModeChanged {
-        mode: String,
+        mode: PermissionMode,
     },
     /// The agent process is up: what it is, and its id for the conversation (for resuming).
     AgentStarted {

@@ -11,7 +11,8 @@ pub use event::{EventBody, SessionEvent, TurnOutcome, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::question::{Interaction, InteractionOutcome};
+use crate::approval::PermissionMode;
+use crate::interaction::{Interaction, InteractionOutcome};
 
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -121,7 +122,7 @@ pub struct TurnState {
     pub agent_session: Option<String>,
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
-    pub permission_mode: Option<String>,
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// A session's thread at a point of its event log.
@@ -199,7 +200,7 @@ impl Thread {
                 Change::turn()
             }
             EventBody::PermissionModeChanged { mode } => {
-                self.turn.permission_mode = Some(mode.clone());
+                self.turn.permission_mode = Some(*mode);
                 Change::turn()
             }
             EventBody::TurnStarted => {

@@ -11,9 +11,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use super::markdown::markdown;
-use crate::approval::{Approval, Decision, Shows, decide_approval};
+use crate::api::decide_approval;
+use crate::approval::{Approval, Decision, Shows};
 use crate::error::AppError;
-use crate::question::{InteractionOutcome, InteractionRequest};
+use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::ToolCall;
 
 /// Where the card is in its life; `Sending` and `Unsent` exist only in this tab.
@@ -266,7 +267,7 @@ fn outcome_text(outcome: &InteractionOutcome, suggestions: &[String], plan: bool
         InteractionOutcome::Cancelled { reason } => {
             format!("Cancelled: {reason}. The agent no longer waits for a decision.")
         }
-        other => format!("{other:?}"),
+        other => format!("Closed: {}.", other.why_closed()),
     })
 }
 

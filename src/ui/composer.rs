@@ -10,7 +10,7 @@ use super::navigation::{session_path, use_location};
 use super::state::{ThreadState, use_workspace};
 use crate::error::{AppError, MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
-use crate::session::{create_session, interrupt_turn, send_message};
+use crate::api::{create_session, interrupt_turn, send_message};
 
 #[component]
 pub fn Composer(
@@ -19,7 +19,7 @@ pub fn Composer(
     /// The folder for the session a first message creates.
     workdir: Option<RwSignal<String>>,
     /// The permission mode for the session a first message creates.
-    mode: Option<RwSignal<String>>,
+    mode: Option<RwSignal<crate::approval::PermissionMode>>,
 ) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();

@@ -15,10 +15,9 @@ use leptos::task::spawn_local;
 use super::markdown::render_markdown;
 use super::state::ThreadState;
 use crate::error::AppError;
-use crate::question::{
-    InteractionOutcome, InteractionRequest, OTHER, Question, QuestionAnswer, decline_question, question_texts_so_far,
-    submit_answers,
-};
+use crate::api::{decline_question, submit_answers};
+use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
+use crate::question::{OTHER, Question, QuestionAnswer, question_texts_so_far};
 use crate::thread::ToolCall;
 
 /// What the person has chosen so far for one question.
@@ -338,7 +337,7 @@ impl Frame {
 
 /// A question's state when its markup is drawn: the answer once there is one (so that the
 /// server's HTML shows it), else what this tab holds.
-fn initial_draft(card: Card, interaction: Memo<Option<crate::question::Interaction>>, index: usize) -> Draft {
+fn initial_draft(card: Card, interaction: Memo<Option<Interaction>>, index: usize) -> Draft {
     let answered = interaction.with_untracked(|i| match i.as_ref().and_then(|i| i.outcome.as_ref()) {
         Some(InteractionOutcome::Answered { answers }) => answers.get(index).map(Draft::from_answer),
         _ => None,

@@ -6,7 +6,7 @@ use leptos::task::spawn_local;
 use super::icons;
 use super::navigation::{session_path, use_location};
 use super::state::use_workspace;
-use crate::session::{create_session, delete_session, rename_session};
+use crate::api::{create_session, delete_session, rename_session};
 use crate::thread::SessionSummary;
 
 #[component]

@@ -8,7 +8,8 @@ use super::markdown::markdown;
 use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
-use crate::question::{InteractionRequest, is_question_tool};
+use crate::interaction::InteractionRequest;
+use crate::question::is_question_tool;
 use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
 
 #[component]

@@ -16,7 +16,8 @@ use super::state::{ThreadState, Workspace, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
 use crate::error::AppError;
 use crate::live::ConnectionStatus;
-use crate::session::{WorkspaceData, load_workspace};
+use crate::api::{WorkspaceData, load_workspace};
+use crate::approval::PermissionMode;
 use crate::thread::{SessionSummary, TurnOutcome};
 
 #[component]
@@ -85,7 +86,7 @@ fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
         data.unwrap_or_else(|error| WorkspaceData {
             agent: String::new(),
             default_workdir: None,
-            default_mode: String::new(),
+            default_mode: PermissionMode::default(),
             sessions: Vec::new(),
             current: None,
             problem: Some(error),
@@ -135,7 +136,7 @@ fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
     {
         use super::notify::announce_question;
         use crate::live::client::{Handlers, LiveConnection};
-        use crate::question::InteractionRequest;
+        use crate::interaction::InteractionRequest;
         use crate::thread::EventBody;
         let connection = StoredValue::new_local(None::<LiveConnection>);
         Effect::new(move |_| {
@@ -223,13 +224,12 @@ throw away.";
 
 /// The session's permission mode, switchable while it runs.
 fn mode_switcher(thread: ThreadState) -> impl IntoView {
-    let current =
-        Memo::new(move |_| thread.turn.with(|t| t.permission_mode.clone().unwrap_or_else(|| "default".into())));
+    let current = Memo::new(move |_| thread.turn.with(|t| t.permission_mode.unwrap_or_default()));
     let problem = RwSignal::new(None::<String>);
     // Redraws the select when a switch fails, so that it shows the mode that holds.
     let redraw = RwSignal::new(0u32);
     let session = thread.session_id;
-    let switch = move |chosen: String| spawn_switch(session.get_value(), chosen, problem, redraw);
+    let switch = move |chosen: PermissionMode| spawn_switch(session.get_value(), chosen, problem, redraw);
     view! {
         <div class="mode-switcher">
             {move || {
@@ -243,9 +243,9 @@ fn mode_switcher(thread: ThreadState) -> impl IntoView {
     }
 }
 
-fn spawn_switch(session: String, mode: String, problem: RwSignal<Option<String>>, redraw: RwSignal<u32>) {
+fn spawn_switch(session: String, mode: PermissionMode, problem: RwSignal<Option<String>>, redraw: RwSignal<u32>) {
     leptos::task::spawn_local(async move {
-        match crate::approval::set_permission_mode(session, mode).await {
+        match crate::api::set_permission_mode(session, mode).await {
             Ok(()) => problem.set(None),
             Err(error) => {
                 problem.set(Some(error.to_string()));
@@ -257,23 +257,22 @@ fn spawn_switch(session: String, mode: String, problem: RwSignal<Option<String>>
 
 /// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
 /// only once confirmed).
-fn mode_select(current: String, chosen: impl Fn(String) + Copy + Send + Sync + 'static) -> impl IntoView {
-    const MODES: [(&str, &str, &str); 4] = [
-        ("default", "Ask before acting", "The agent asks before it runs a command or changes a file"),
-        ("acceptEdits", "Accept edits", "File edits go ahead; commands still ask"),
-        ("plan", "Plan first", "The agent only reads and plans, and asks you to approve its plan"),
-        ("bypassPermissions", "Bypass permissions", "Nothing asks for permission (questions still do)"),
-    ];
-    let options = MODES
-        .iter()
-        .map(|(value, label, hint)| {
-            view! { <option value=*value title=*hint selected=*value == current>{*label}</option> }
+fn mode_select(
+    current: PermissionMode,
+    chosen: impl Fn(PermissionMode) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    // A mode the session got elsewhere (Claude Code's `auto`, say) is shown, though not offered.
+    let shown = PermissionMode::ALL.into_iter().filter(move |mode| mode.is_choosable() || *mode == current);
+    let options = shown
+        .map(|mode| {
+            let (label, hint) = mode.label();
+            view! { <option value=mode.as_str() title=hint selected=mode == current>{label}</option> }
         })
         .collect_view();
     let on_change = move |event: leptos::ev::Event| {
-        let value = event_target_value(&event);
+        let Ok(value) = event_target_value(&event).parse::<PermissionMode>() else { return };
         #[cfg(feature = "hydrate")]
-        let confirmed = value != "bypassPermissions"
+        let confirmed = value != PermissionMode::BypassPermissions
             || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
         #[cfg(not(feature = "hydrate"))]
         let confirmed = true;
@@ -285,7 +284,7 @@ fn mode_select(current: String, chosen: impl Fn(String) + Copy + Send + Sync + '
             if let Some(select) =
                 event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
             {
-                select.set_value(&current);
+                select.set_value(current.as_str());
             }
         }
     };
@@ -321,9 +320,9 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
-fn welcome_pane(default_workdir: Option<String>, default_mode: String) -> impl IntoView {
+fn welcome_pane(default_workdir: Option<String>, default_mode: PermissionMode) -> impl IntoView {
     let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
-    let mode = RwSignal::new(default_mode.clone());
+    let mode = RwSignal::new(default_mode);
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}

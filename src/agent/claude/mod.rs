@@ -24,8 +24,9 @@ use self::protocol::{
     hook_allow, hook_deny, input_with_answers, question_hooks,
 };
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
-use crate::approval::{Approval, Shows};
-use crate::question::{InteractionOutcome, QuestionAnswer, is_question_tool};
+use crate::approval::{Approval, PermissionMode, Shows};
+use crate::interaction::InteractionOutcome;
+use crate::question::{QuestionAnswer, is_question_tool};
 use crate::thread::Usage;
 
 /// How long the CLI may take to start and answer `initialize`.
@@ -50,7 +51,7 @@ pub enum AnswerPath {
 pub struct ClaudeConfig {
     pub bin: PathBuf,
     pub workdir: PathBuf,
-    pub permission_mode: String,
+    pub permission_mode: PermissionMode,
     pub model: Option<String>,
     pub answer_path: AnswerPath,
     /// Set for the CLI on top of the server's environment.
@@ -119,7 +120,7 @@ impl ClaudeCliBackend {
         let launch = Launch {
             bin: self.config.bin.clone(),
             workdir: request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone()),
-            permission_mode: request.permission_mode.clone().unwrap_or_else(|| self.config.permission_mode.clone()),
+            permission_mode: request.permission_mode.unwrap_or(self.config.permission_mode),
             model: self.config.model.clone(),
             resume: request.agent_session.clone(),
             allow_bypass: self.bypass_refusal().is_none(),
@@ -229,13 +230,13 @@ impl AgentBackend for ClaudeCliBackend {
         Some(self.config.workdir.clone())
     }
 
-    fn default_permission_mode(&self) -> String {
-        self.config.permission_mode.clone()
+    fn default_permission_mode(&self) -> PermissionMode {
+        self.config.permission_mode
     }
 
-    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: &'a str) -> BoxFuture<'a, Result<(), String>> {
+    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
-            if mode == "bypassPermissions"
+            if mode == PermissionMode::BypassPermissions
                 && let Some(refusal) = self.bypass_refusal()
             {
                 return Err(refusal.into());
@@ -247,7 +248,7 @@ impl AgentBackend for ClaudeCliBackend {
             // The CLI confirms the switch (or says why not) before the session records it.
             let requester = self.session(session).requester.lock().expect("requester lock").clone();
             let Some(requester) = requester else { return Ok(()) };
-            let request = HostRequest::SetPermissionMode { mode: mode.to_string() };
+            let request = HostRequest::SetPermissionMode { mode };
             match requester.request(request, MODE_SWITCH_TIMEOUT).await {
                 // Not running (any more): the next start uses the session's mode.
                 Ok(_) | Err(RequestError::NotRunning) => Ok(()),
@@ -393,7 +394,7 @@ impl<'a> Turn<'a> {
         tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
         match message {
             FromCli::System(system) if system.subtype == "init" => {
-                if let Some(mode) = &system.permission_mode {
+                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
                 }
                 let info = describe(&system);
@@ -404,7 +405,7 @@ impl<'a> Turn<'a> {
                 }
             }
             FromCli::System(system) if system.subtype == "status" => {
-                if let Some(mode) = &system.permission_mode {
+                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
                 }
             }
@@ -627,7 +628,7 @@ fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<V
         }
         InteractionOutcome::Expired => deny(crate::approval::EXPIRED_MESSAGE),
         InteractionOutcome::Cancelled { .. } => return None,
-        other => deny(&format!("The permission request could not be decided ({other:?}).")),
+        other => deny(&format!("The permission request ended without a decision ({}).", other.why_closed())),
     })
 }
 
@@ -693,6 +694,12 @@ fn answers_as_result(answers: &[QuestionAnswer]) -> String {
     }
 }
 
+/// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
+fn known_mode(name: Option<&str>) -> Option<PermissionMode> {
+    let name = name?;
+    name.parse().map_err(|_| warn!(mode = name, "Claude Code reports a permission mode this build does not know")).ok()
+}
+
 /// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
 fn describe(system: &protocol::SystemMessage) -> String {
     let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
@@ -742,7 +749,7 @@ mod tests {
         let launch = Launch {
             bin: "claude".into(),
             workdir: ".".into(),
-            permission_mode: "acceptEdits".into(),
+            permission_mode: PermissionMode::AcceptEdits,
             model: Some("sonnet".into()),
             resume: Some("abc".into()),
             allow_bypass: true,

@@ -22,7 +22,7 @@ const STDERR_TAIL: usize = 20;
 pub struct Launch {
     pub bin: PathBuf,
     pub workdir: PathBuf,
-    pub permission_mode: String,
+    pub permission_mode: crate::approval::PermissionMode,
     pub model: Option<String>,
     /// The conversation to continue (`--resume`).
     pub resume: Option<String>,
@@ -48,7 +48,7 @@ impl Launch {
         .iter()
         .map(|s| s.to_string())
         .collect();
-        args.push(self.permission_mode.clone());
+        args.push(self.permission_mode.to_string());
         if let Some(model) = &self.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
@@ -99,7 +99,7 @@ impl Requester {
         request: HostRequest,
         timeout: std::time::Duration,
     ) -> Result<serde_json::Value, RequestError> {
-        let request_id = format!("req_host_{}", &crate::session::new_id()[20..]);
+        let request_id = format!("req_host_{}", &crate::ids::new_id()[20..]);
         let (answer, answered) = oneshot::channel();
         self.awaiting.lock().expect("awaiting lock").insert(request_id.clone(), answer);
         if self.stdin.send(ToCli::ControlRequest { request_id: request_id.clone(), request }).is_err() {
@@ -231,7 +231,7 @@ impl CliProcess {
     /// A fresh id for a request of ours (the CLI's own ids are UUIDs).
     pub fn request_id(&mut self) -> String {
         self.next_request += 1;
-        format!("req_{}_{}", self.next_request, &crate::session::new_id()[24..])
+        format!("req_{}_{}", self.next_request, &crate::ids::new_id()[24..])
     }
 
     /// The last lines the CLI wrote to stderr.
@@ -284,7 +284,7 @@ mod tests {
         Launch {
             bin,
             workdir: dir.to_path_buf(),
-            permission_mode: "default".into(),
+            permission_mode: crate::approval::PermissionMode::Default,
             model: None,
             resume: None,
             allow_bypass: false,
@@ -293,7 +293,7 @@ mod tests {
     }
 
     fn switch() -> HostRequest {
-        HostRequest::SetPermissionMode { mode: "plan".into() }
+        HostRequest::SetPermissionMode { mode: crate::approval::PermissionMode::Plan }
     }
 
     #[tokio::test]

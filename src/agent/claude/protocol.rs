@@ -61,7 +61,7 @@ impl ToCli {
 pub enum HostRequest {
     Initialize { hooks: Option<Value> },
     Interrupt,
-    SetPermissionMode { mode: String },
+    SetPermissionMode { mode: crate::approval::PermissionMode },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

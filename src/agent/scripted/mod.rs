@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 pub use scenario::{Permission, Scenario, ScenarioError, Step, Turn};
 
 use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
-use crate::approval::Approval;
-use crate::question::InteractionOutcome;
+use crate::approval::{Approval, PermissionMode};
+use crate::interaction::InteractionOutcome;
 use crate::thread::Usage;
 
 /// Tool arguments stream in pieces of about this many bytes.
@@ -49,9 +49,9 @@ impl ScriptedAgent {
     /// Whether the tool runs without asking: by the session's mode or a rule chosen before.
     async fn allowed_without_asking(&self, session: &str, tool: &str, input: &Value, sink: &TurnSink) -> bool {
         if tool != "ExitPlanMode" {
-            match sink.current_permission_mode().await.as_deref() {
-                Some("bypassPermissions") => return true,
-                Some("acceptEdits") if EDIT_TOOLS.contains(&tool) => return true,
+            match sink.current_permission_mode().await {
+                Some(PermissionMode::BypassPermissions) => return true,
+                Some(PermissionMode::AcceptEdits) if EDIT_TOOLS.contains(&tool) => return true,
                 _ => {}
             }
         }
@@ -78,7 +78,7 @@ impl ScriptedAgent {
                 }
                 Ok(())
             }
-            Some("setMode") => match text("mode") {
+            Some("setMode") => match text("mode").and_then(|mode| mode.parse().ok()) {
                 Some(mode) => sink.permission_mode(mode).await,
                 None => Ok(()),
             },
@@ -111,8 +111,8 @@ impl ScriptedAgent {
                 if let Some(suggestion) = always.and_then(|index| suggestions.get(index)) {
                     self.remember(&request.session_id, suggestion, sink).await?;
                 }
-                if plan && sink.current_permission_mode().await.as_deref() == Some("plan") {
-                    sink.permission_mode("default").await?;
+                if plan && sink.current_permission_mode().await == Some(PermissionMode::Plan) {
+                    sink.permission_mode(PermissionMode::Default).await?;
                 }
                 return Ok(None);
             }
@@ -130,7 +130,10 @@ impl ScriptedAgent {
                 format!("Nobody answered in time, so I did not run {tool}."),
             ),
             InteractionOutcome::Cancelled { .. } => return Err(AgentError::Interrupted),
-            other => (format!("Not allowed: {other:?}"), format!("I could not get permission to run {tool}.")),
+            other => (
+                format!("Not allowed: {}.", other.why_closed()),
+                format!("I could not get permission to run {tool}."),
+            ),
         };
         Ok(Some(refusal))
     }
@@ -230,7 +233,7 @@ async fn stream_tool_call(
     pause: Duration,
     cancel: &CancellationToken,
 ) -> Result<String, AgentError> {
-    let tool_use_id = format!("toolu_scripted_{}", crate::session::new_id());
+    let tool_use_id = format!("toolu_scripted_{}", crate::ids::new_id());
     sink.tool_call_started(message_id, &tool_use_id, name).await?;
     // Arguments given as raw text stream as that text.
     let json = match input {

@@ -1,0 +1,146 @@
+//! The server functions: every action a person takes in the browser (list, create, rename,
+//! delete and load sessions, send a message, stop a turn, answer or skip a question, decide a
+//! permission request, switch the permission mode). This is the edge: on the server each function
+//! calls into the session manager and the bridge; in the browser it is a typed `fetch`. Each has a
+//! stable path, `/api/<name>`, taking and returning JSON, so that scripts and tests can drive
+//! AskBridge without a browser.
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+use server_fn::codec::Json;
+
+use crate::approval::{Decision, PermissionMode};
+use crate::error::AppError;
+use crate::question::QuestionAnswer;
+use crate::thread::{SessionSummary, Thread};
+
+#[cfg(feature = "ssr")]
+use crate::session::SessionManager;
+
+/// A session with its thread, as one page load needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionView {
+    pub summary: SessionSummary,
+    pub thread: Thread,
+}
+
+#[cfg(feature = "ssr")]
+fn manager() -> Result<std::sync::Arc<SessionManager>, AppError> {
+    use_context::<std::sync::Arc<SessionManager>>()
+        .ok_or_else(|| AppError::Internal { detail: "the session manager is not running".into() })
+}
+
+#[server(input = Json, endpoint = "list_sessions")]
+pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
+    manager()?.list_sessions().await
+}
+
+/// Starts a session; `workdir` (a folder on the server) is where its agent works, and
+/// `permission_mode` what it may do without asking.
+#[server(input = Json, endpoint = "create_session")]
+pub async fn create_session(
+    workdir: Option<String>,
+    #[server(default)] permission_mode: Option<PermissionMode>,
+) -> Result<SessionSummary, AppError> {
+    manager()?.create_session_with(workdir.as_deref(), permission_mode).await
+}
+
+#[server(input = Json, endpoint = "rename_session")]
+pub async fn rename_session(id: String, title: String) -> Result<(), AppError> {
+    manager()?.rename_session(&id, &title).await
+}
+
+#[server(input = Json, endpoint = "delete_session")]
+pub async fn delete_session(id: String) -> Result<(), AppError> {
+    manager()?.delete_session(&id).await
+}
+
+/// What the workspace page shows: the session list and the open session, or why it cannot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceData {
+    /// The agent new sessions talk to, and the folder it works in by default (if it has one).
+    pub agent: String,
+    pub default_workdir: Option<String>,
+    /// The permission mode a new session starts in unless the person picks another.
+    #[serde(default)]
+    pub default_mode: PermissionMode,
+    pub sessions: Vec<SessionSummary>,
+    pub current: Option<SessionView>,
+    /// Why `current` is missing although a session was asked for.
+    pub problem: Option<AppError>,
+}
+
+/// The page's data, for the browser to switch sessions without a reload.
+#[server(input = Json, endpoint = "load_workspace")]
+pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceData, AppError> {
+    WorkspaceData::load(&*manager()?, session.as_deref()).await
+}
+
+#[cfg(feature = "ssr")]
+impl WorkspaceData {
+    pub async fn load(manager: &SessionManager, session: Option<&str>) -> Result<Self, AppError> {
+        let sessions = manager.list_sessions().await?;
+        let (current, problem) = match session {
+            None => (None, None),
+            Some(id) => match manager.snapshot(id).await {
+                Ok((summary, thread)) => (Some(SessionView { summary, thread }), None),
+                Err(error) => (None, Some(error)),
+            },
+        };
+        Ok(Self {
+            agent: manager.agent_name().to_string(),
+            default_workdir: manager.default_workdir().map(|dir| dir.display().to_string()),
+            default_mode: manager.default_permission_mode(),
+            sessions,
+            current,
+            problem,
+        })
+    }
+}
+
+#[server(input = Json, endpoint = "load_session")]
+pub async fn load_session(id: String) -> Result<SessionView, AppError> {
+    let (summary, thread) = manager()?.snapshot(&id).await?;
+    Ok(SessionView { summary, thread })
+}
+
+/// Stores the message and starts the agent's turn. Returns once the message is stored: the
+/// reply arrives on the live stream.
+#[server(input = Json, endpoint = "send_message")]
+pub async fn send_message(session: String, text: String) -> Result<(), AppError> {
+    manager()?.send_message(&session, text).await
+}
+
+#[server(input = Json, endpoint = "interrupt_turn")]
+pub async fn interrupt_turn(session: String) -> Result<(), AppError> {
+    manager()?.interrupt(&session).await
+}
+
+/// Answers the pending question `tool_use_id` of `session`. The first answer wins; sending the
+/// same answer again is accepted; a different one is refused as already answered.
+#[server(input = Json, endpoint = "submit_answers")]
+pub async fn submit_answers(
+    session: String,
+    tool_use_id: String,
+    answers: Vec<QuestionAnswer>,
+) -> Result<(), AppError> {
+    manager()?.answer_question(&session, &tool_use_id, answers).await
+}
+
+/// Skips the question: the agent is told that the person declined to answer.
+#[server(input = Json, endpoint = "decline_question")]
+pub async fn decline_question(session: String, tool_use_id: String, reason: Option<String>) -> Result<(), AppError> {
+    manager()?.decline_question(&session, &tool_use_id, reason).await
+}
+
+/// Decides a pending approval. The first decision wins; the same again is accepted.
+#[server(input = Json, endpoint = "decide_approval")]
+pub async fn decide_approval(session: String, tool_use_id: String, decision: Decision) -> Result<(), AppError> {
+    manager()?.decide_approval(&session, &tool_use_id, decision).await
+}
+
+/// Switches a session's permission mode (bypassPermissions only after the person confirmed it).
+#[server(input = Json, endpoint = "set_permission_mode")]
+pub async fn set_permission_mode(session: String, mode: PermissionMode) -> Result<(), AppError> {
+    manager()?.set_permission_mode(&session, mode).await
+}
