@@ -35,8 +35,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "server",
         &[
-            "agent", "api", "app", "approval", "bridge", "error", "ids", "interaction", "live", "question",
-            "session", "store", "thread", "ui",
+            "agent",
+            "api",
+            "app",
+            "approval",
+            "bridge",
+            "error",
+            "ids",
+            "interaction",
+            "live",
+            "question",
+            "session",
+            "store",
+            "thread",
+            "ui",
         ],
     ),
 ];
@@ -206,10 +218,8 @@ fn modules_import_each_other_in_no_cycle() {
 
 #[test]
 fn the_table_itself_has_no_cycle() {
-    let graph: BTreeMap<String, BTreeSet<String>> = ALLOWED
-        .iter()
-        .map(|(module, may)| (module.to_string(), may.iter().map(|m| m.to_string()).collect()))
-        .collect();
+    let graph: BTreeMap<String, BTreeSet<String>> =
+        ALLOWED.iter().map(|(module, may)| (module.to_string(), may.iter().map(|m| m.to_string()).collect())).collect();
     // Kahn's algorithm: every module can be placed once all it may import is placed.
     let mut placed = BTreeSet::new();
     while placed.len() < graph.len() {

@@ -1,11 +1,15 @@
 //! The agents AskBridge drives, behind one trait.
 //!
 //! A backend turns a person's message into a turn: streamed text, tool calls with their arguments
-//! and results, through a [`TurnSink`]. Backends never talk to the browser; the session runtime
-//! stores and broadcasts what they emit.
+//! and results, reported through its output port, a [`TurnSink`]. Backends never talk to the
+//! browser or the store: the session implements the sink (it stores and broadcasts each event,
+//! and puts questions and approvals to the person through the bridge), and tests use a
+//! [`RecordingSink`].
 
 pub mod claude;
+pub mod recording;
 pub mod scripted;
+mod sink;
 
 use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
@@ -13,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::PermissionMode;
 use crate::thread::{Message, Usage};
 
-pub use crate::session::TurnSink;
+pub use recording::RecordingSink;
+pub use sink::{Sink, TurnSink};
 
 /// What a backend gets to run one turn.
 pub struct TurnRequest {
@@ -48,11 +53,7 @@ pub trait AgentBackend: Send + Sync + 'static {
     /// The name people pick with `--agent`, also stored with each session.
     fn name(&self) -> &'static str;
 
-    fn run_turn<'a>(
-        &'a self,
-        request: TurnRequest,
-        sink: &'a TurnSink,
-    ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>>;
+    fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>>;
 
     /// The folder the agent works in by default, for agents that work in one.
     fn default_workdir(&self) -> Option<std::path::PathBuf> {

@@ -1,19 +1,74 @@
-//! The InteractionBridge: who is waiting for which answer.
+//! The InteractionBridge owns an interaction's life (DESIGN §3): an agent registers and waits; the
+//! person's answer, decline or decision resolves it; the first resolution wins, the same one again
+//! is accepted, a different one is refused; a timeout expires it and Stop cancels it.
 //!
-//! An agent that asks the person something registers here, keyed by `(session, tool_use_id)`,
-//! and waits on the receiver it gets back. The SessionManager decides which resolution wins (under
-//! the session's lock, with the thread as the record: first wins, the same answer again is
-//! accepted, a different one is refused), stores it, and then delivers it here. The bridge also
-//! keeps each answer for the override step of agents that fill in a tool's result by themselves
-//! (`store_answer` / `take_answer`).
+//! The bridge decides; the [`Ledger`] records. Each resolution is judged against the interaction
+//! as recorded, under the ledger's lock, and recorded before the waiting agent hears of it. In
+//! production the ledger is the session's event log; in the tests below it is a map in memory.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
 
-use crate::interaction::InteractionOutcome;
-use crate::question::QuestionAnswer;
+use crate::approval::{Decision, MAX_DENIAL_CHARS};
+use crate::error::AppError;
+use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
+use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
+
+/// What an agent that is gone is told, and the card says.
+const AGENT_GONE: &str = "the agent is no longer running";
+
+/// How long the person has to answer; `None` waits as long as the agent does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeouts {
+    pub question: Option<Duration>,
+    pub approval: Option<Duration>,
+}
+
+/// What the bridge decided about one resolution: what to record (if anything), and what the
+/// person who sent it is told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub record: Option<InteractionOutcome>,
+    pub result: Result<(), AppError>,
+}
+
+impl Verdict {
+    fn record(outcome: InteractionOutcome) -> Self {
+        Self { record: Some(outcome), result: Ok(()) }
+    }
+
+    fn refuse(error: AppError) -> Self {
+        Self { record: None, result: Err(error) }
+    }
+}
+
+/// Where interactions are recorded, and the lock under which one is resolved at a time.
+pub trait Ledger: Send + Sync {
+    /// Records that tool call `tool_use_id` of `session` asks the person `request`.
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+    ) -> BoxFuture<'a, Result<(), AppError>>;
+
+    /// Under the lock: reads the interaction, records the outcome `judge` picks (if any), and then,
+    /// still under the lock, tells `recorded` what was recorded. Returns the verdict; an unknown
+    /// session or interaction is `SessionNotFound` or `InteractionNotFound`.
+    fn settle<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+        recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
+    ) -> BoxFuture<'a, Result<Verdict, AppError>>;
+}
 
 type Key = (String, String);
 
@@ -21,16 +76,188 @@ fn key(session: &str, tool_use_id: &str) -> Key {
     (session.to_string(), tool_use_id.to_string())
 }
 
-#[derive(Default)]
+/// Why an agent stopped waiting without an outcome.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NoOutcome {
+    /// The turn was stopped, or the session deleted.
+    Stopped,
+    /// The interaction could not be recorded.
+    NotRecorded(AppError),
+}
+
 pub struct InteractionBridge {
+    ledger: Arc<dyn Ledger>,
+    timeouts: Timeouts,
     waiters: Mutex<HashMap<Key, oneshot::Sender<InteractionOutcome>>>,
+    /// Answers kept for the override step (`take_answer`).
     answers: Mutex<HashMap<Key, Vec<QuestionAnswer>>>,
 }
 
 impl InteractionBridge {
-    /// Starts waiting for the outcome of `tool_use_id`; call before announcing the question so
-    /// that even an instant answer finds its way.
-    pub fn register(&self, session: &str, tool_use_id: &str) -> oneshot::Receiver<InteractionOutcome> {
+    pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> Self {
+        Self { ledger, timeouts, waiters: Mutex::default(), answers: Mutex::default() }
+    }
+
+    /// Opens the interaction and waits for its outcome, or for its timeout (then it expires,
+    /// unless an answer got there first), or for `cancel`.
+    pub async fn wait_for_person(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        request: InteractionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, NoOutcome> {
+        let timeout = if request.is_approval() { self.timeouts.approval } else { self.timeouts.question };
+        // Registered before the card appears, so that even an instant answer finds its way.
+        let mut answered = self.register(session, tool_use_id);
+        if let Err(error) = self.ledger.open(session, tool_use_id, request).await {
+            self.forget(session, tool_use_id);
+            return Err(NoOutcome::NotRecorded(error));
+        }
+        info!(session, tool_use_id, "waiting for the person");
+        let expired = async {
+            match timeout {
+                Some(timeout) => tokio::time::sleep(timeout).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            outcome = &mut answered => return outcome.map_err(|_| NoOutcome::Stopped),
+            () = cancel.cancelled() => {
+                self.forget(session, tool_use_id);
+                return Err(NoOutcome::Stopped);
+            }
+            () = expired => {}
+        }
+        match self.resolve(session, tool_use_id, InteractionOutcome::Expired).await {
+            Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
+            Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
+        }
+        answered.await.map_err(|_| NoOutcome::Stopped)
+    }
+
+    /// Answers a pending question: checked against the questions asked, then the first answer
+    /// wins, the same answer again is accepted, and a different later one is refused.
+    pub async fn answer(&self, session: &str, tool_use_id: &str, answers: Vec<QuestionAnswer>) -> Result<(), AppError> {
+        let judge = |interaction: &Interaction| {
+            let questions = match &interaction.request {
+                InteractionRequest::Approval(_) => return Verdict::refuse(not_a_question(tool_use_id)),
+                InteractionRequest::Question { questions } => questions.as_slice(),
+                InteractionRequest::Unreadable { .. } => &[],
+            };
+            match validate_answers(questions, &answers) {
+                Ok(answers) => {
+                    self.first_wins(session, tool_use_id, interaction, InteractionOutcome::Answered { answers })
+                }
+                Err(error) => Verdict::refuse(error),
+            }
+        };
+        self.settle(session, tool_use_id, &judge).await
+    }
+
+    /// Skips a pending question; the agent is told that the person declined to answer.
+    pub async fn decline(&self, session: &str, tool_use_id: &str, reason: Option<String>) -> Result<(), AppError> {
+        let reason = reason.map(|r| r.trim().to_string()).filter(|r| !r.is_empty());
+        if reason.as_ref().is_some_and(|r| r.chars().count() > MAX_ANSWER_CHARS) {
+            return Err(AppError::BadRequest {
+                detail: format!("the reason is longer than {MAX_ANSWER_CHARS} characters"),
+            });
+        }
+        let judge = |interaction: &Interaction| {
+            if interaction.request.is_approval() {
+                return Verdict::refuse(not_a_question(tool_use_id));
+            }
+            self.first_wins(session, tool_use_id, interaction, InteractionOutcome::Declined { reason: reason.clone() })
+        };
+        self.settle(session, tool_use_id, &judge).await
+    }
+
+    /// Allows or denies a pending approval. The first decision wins.
+    pub async fn decide(&self, session: &str, tool_use_id: &str, decision: Decision) -> Result<(), AppError> {
+        let outcome = match decision {
+            Decision::Allow { always } => InteractionOutcome::Allowed { always },
+            Decision::Deny { message } => {
+                let message = message.map(|m| m.trim().to_string()).filter(|m| !m.is_empty());
+                if message.as_ref().is_some_and(|m| m.chars().count() > MAX_DENIAL_CHARS) {
+                    return Err(AppError::BadRequest { detail: "the message is too long".into() });
+                }
+                InteractionOutcome::Denied { message }
+            }
+        };
+        let judge = |interaction: &Interaction| {
+            let InteractionRequest::Approval(approval) = &interaction.request else {
+                return Verdict::refuse(AppError::BadRequest {
+                    detail: format!("{tool_use_id} is a question, not a permission request: answer it or skip it"),
+                });
+            };
+            if let InteractionOutcome::Allowed { always: Some(index) } = &outcome
+                && *index >= approval.suggestions.len()
+            {
+                return Verdict::refuse(AppError::BadRequest {
+                    detail: format!("there is no suggestion {index} to always allow"),
+                });
+            }
+            self.first_wins(session, tool_use_id, interaction, outcome.clone())
+        };
+        self.settle(session, tool_use_id, &judge).await
+    }
+
+    /// The agent withdrew its request: the card turns cancelled, and a late answer is refused.
+    pub async fn cancel(&self, session: &str, tool_use_id: &str, reason: &str) {
+        let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
+        match self.resolve(session, tool_use_id, outcome).await {
+            Ok(()) | Err(AppError::NotWaiting { .. } | AppError::AlreadyAnswered) => {}
+            Err(error) => warn!(session, tool_use_id, %error, "could not withdraw the request"),
+        }
+    }
+
+    /// Ends an interaction with `outcome`, if it is still open (first wins).
+    async fn resolve(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> Result<(), AppError> {
+        let judge = |interaction: &Interaction| self.first_wins(session, tool_use_id, interaction, outcome.clone());
+        self.settle(session, tool_use_id, &judge).await
+    }
+
+    /// The rule of every resolution: the first outcome recorded holds. The same one again is
+    /// accepted; another decision is refused as already answered; an interaction that timed out
+    /// or was cancelled says so; and one whose agent is gone is cancelled rather than answered.
+    fn first_wins(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        interaction: &Interaction,
+        outcome: InteractionOutcome,
+    ) -> Verdict {
+        match &interaction.outcome {
+            Some(existing) if *existing == outcome => Verdict { record: None, result: Ok(()) },
+            Some(existing) if existing.is_decision() => Verdict::refuse(AppError::AlreadyAnswered),
+            Some(existing) => Verdict::refuse(AppError::NotWaiting { detail: existing.why_closed() }),
+            None if !self.is_waiting(session, tool_use_id) => Verdict {
+                record: Some(InteractionOutcome::Cancelled { reason: AGENT_GONE.into() }),
+                result: Err(AppError::NotWaiting { detail: AGENT_GONE.into() }),
+            },
+            None => Verdict::record(outcome),
+        }
+    }
+
+    /// Judges under the ledger's lock, records, then hands the outcome to the waiting agent.
+    async fn settle(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        judge: &(dyn Fn(&Interaction) -> Verdict + Send + Sync),
+    ) -> Result<(), AppError> {
+        let recorded = |outcome: &InteractionOutcome| {
+            if let InteractionOutcome::Answered { answers } = outcome {
+                self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
+            }
+            info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
+            self.deliver(session, tool_use_id, outcome.clone());
+        };
+        self.ledger.settle(session, tool_use_id, judge, &recorded).await?.result
+    }
+
+    /// Starts waiting for the outcome of `tool_use_id`.
+    fn register(&self, session: &str, tool_use_id: &str) -> oneshot::Receiver<InteractionOutcome> {
         let (tx, rx) = oneshot::channel();
         self.waiters.lock().expect("bridge lock").insert(key(session, tool_use_id), tx);
         rx
@@ -42,25 +269,19 @@ impl InteractionBridge {
     }
 
     /// Hands the outcome to the waiting agent. False when nobody waits any more.
-    pub fn deliver(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> bool {
+    fn deliver(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> bool {
         let waiter = self.waiters.lock().expect("bridge lock").remove(&key(session, tool_use_id));
         waiter.is_some_and(|tx| tx.send(outcome).is_ok())
     }
 
-    /// The agent stopped waiting (its turn was stopped).
-    pub fn forget(&self, session: &str, tool_use_id: &str) {
+    fn forget(&self, session: &str, tool_use_id: &str) {
         self.waiters.lock().expect("bridge lock").remove(&key(session, tool_use_id));
     }
 
-    /// Drops everything kept for a session whose agent is gone.
+    /// Drops everything kept for a session whose turn ended or which was deleted.
     pub fn forget_session(&self, session: &str) {
         self.waiters.lock().expect("bridge lock").retain(|(s, _), _| s != session);
         self.answers.lock().expect("bridge lock").retain(|(s, _), _| s != session);
-    }
-
-    /// Keeps the person's answer until the agent's tool result arrives.
-    pub fn store_answer(&self, session: &str, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
-        self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers);
     }
 
     /// The person's answer to `tool_use_id`, once: for replacing an auto-filled tool result.
@@ -69,40 +290,214 @@ impl InteractionBridge {
     }
 }
 
+fn not_a_question(tool_use_id: &str) -> AppError {
+    AppError::BadRequest {
+        detail: format!("{tool_use_id} is a permission request, not a question: allow it or deny it"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::approval::Approval;
+    use crate::question::{Choice, Question};
 
-    #[tokio::test]
-    async fn a_delivered_outcome_reaches_the_waiter_once() {
-        let bridge = InteractionBridge::default();
-        let rx = bridge.register("s", "t");
-        assert!(bridge.is_waiting("s", "t"));
-        assert!(bridge.deliver("s", "t", InteractionOutcome::Expired));
-        assert_eq!(rx.await.unwrap(), InteractionOutcome::Expired);
-        assert!(!bridge.deliver("s", "t", InteractionOutcome::Expired));
-        assert!(!bridge.is_waiting("s", "t"));
+    /// Interactions in a map, one lock for all: the ledger without a database.
+    #[derive(Default)]
+    struct MemoryLedger {
+        interactions: tokio::sync::Mutex<HashMap<Key, Interaction>>,
+    }
+
+    impl Ledger for MemoryLedger {
+        fn open<'a>(
+            &'a self,
+            session: &'a str,
+            tool_use_id: &'a str,
+            request: InteractionRequest,
+        ) -> BoxFuture<'a, Result<(), AppError>> {
+            Box::pin(async move {
+                let interaction = Interaction { request, outcome: None };
+                self.interactions.lock().await.insert(key(session, tool_use_id), interaction);
+                Ok(())
+            })
+        }
+
+        fn settle<'a>(
+            &'a self,
+            session: &'a str,
+            tool_use_id: &'a str,
+            judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+            recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
+        ) -> BoxFuture<'a, Result<Verdict, AppError>> {
+            Box::pin(async move {
+                let mut interactions = self.interactions.lock().await;
+                let interaction = interactions
+                    .get_mut(&key(session, tool_use_id))
+                    .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.into() })?;
+                let verdict = judge(interaction);
+                if let Some(outcome) = &verdict.record {
+                    interaction.outcome = Some(outcome.clone());
+                    recorded(outcome);
+                }
+                Ok(verdict)
+            })
+        }
+    }
+
+    fn bridge(timeouts: Timeouts) -> (Arc<InteractionBridge>, Arc<MemoryLedger>) {
+        let ledger = Arc::new(MemoryLedger::default());
+        (Arc::new(InteractionBridge::new(ledger.clone(), timeouts)), ledger)
+    }
+
+    fn question() -> InteractionRequest {
+        let choice = |label: &str| Choice { label: label.into(), description: None, preview: None };
+        InteractionRequest::Question {
+            questions: vec![Question {
+                header: "Auth".into(),
+                question: "Which auth?".into(),
+                options: vec![choice("JWT"), choice("Sessions")],
+                multi_select: false,
+            }],
+        }
+    }
+
+    fn approval() -> InteractionRequest {
+        let approval = Approval::new("Bash", serde_json::json!({"command": "ls"}))
+            .with_suggestions(&[serde_json::json!({"type": "setMode", "mode": "acceptEdits"})]);
+        InteractionRequest::Approval(approval)
+    }
+
+    fn answer(label: &str) -> Vec<QuestionAnswer> {
+        vec![QuestionAnswer::new("Which auth?", &[label], None, None)]
+    }
+
+    /// An agent waiting in a task of its own; resolves with what it got.
+    async fn waiting(
+        bridge: &Arc<InteractionBridge>,
+        request: InteractionRequest,
+        cancel: CancellationToken,
+    ) -> tokio::task::JoinHandle<Result<InteractionOutcome, NoOutcome>> {
+        let waiter = bridge.clone();
+        let task = tokio::spawn(async move { waiter.wait_for_person("s", "t", request, &cancel).await });
+        while !bridge.is_waiting("s", "t") {
+            tokio::task::yield_now().await;
+        }
+        task
     }
 
     #[tokio::test]
-    async fn a_waiter_that_gave_up_is_not_waiting() {
-        let bridge = InteractionBridge::default();
-        drop(bridge.register("s", "t"));
-        assert!(!bridge.is_waiting("s", "t"));
-        assert!(!bridge.deliver("s", "t", InteractionOutcome::Expired));
+    async fn the_first_answer_wins_the_same_again_is_accepted_and_another_is_refused() {
+        let (bridge, ledger) = bridge(Timeouts::default());
+        let agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        bridge.answer("s", "t", answer("JWT")).await.unwrap();
+        assert_eq!(bridge.answer("s", "t", answer("JWT")).await, Ok(()), "the same answer again");
+        assert_eq!(bridge.answer("s", "t", answer("Sessions")).await, Err(AppError::AlreadyAnswered));
+        assert_eq!(bridge.decline("s", "t", None).await, Err(AppError::AlreadyAnswered));
+        let got = agent.await.unwrap().unwrap();
+        assert_eq!(got, InteractionOutcome::Answered { answers: answer("JWT") });
+        assert_eq!(ledger.interactions.lock().await[&key("s", "t")].outcome, Some(got));
+        assert_eq!(bridge.take_answer("s", "t"), Some(answer("JWT")), "kept for the override step");
+        assert_eq!(bridge.take_answer("s", "t"), None, "once");
     }
 
-    #[test]
-    fn an_answer_is_taken_once_and_forgotten_with_its_session() {
-        let bridge = InteractionBridge::default();
-        let answer = vec![QuestionAnswer { question: "Q".into(), labels: vec!["A".into()], ..Default::default() }];
-        bridge.store_answer("s", "t", answer.clone());
-        assert_eq!(bridge.take_answer("s", "t"), Some(answer.clone()));
-        assert_eq!(bridge.take_answer("s", "t"), None);
-        bridge.store_answer("s", "t", answer);
-        let _rx = bridge.register("s", "u");
+    #[tokio::test]
+    async fn of_many_answers_at_once_exactly_one_is_taken() {
+        let (bridge, _) = bridge(Timeouts::default());
+        let agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        let attempts: Vec<_> = (0..12)
+            .map(|i| {
+                let bridge = bridge.clone();
+                let label = if i % 2 == 0 { "JWT" } else { "Sessions" };
+                tokio::spawn(async move { (label, bridge.answer("s", "t", answer(label)).await) })
+            })
+            .collect();
+        let got = agent.await.unwrap().unwrap();
+        for attempt in attempts {
+            let (label, result) = attempt.await.unwrap();
+            if got == (InteractionOutcome::Answered { answers: answer(label) }) {
+                assert_eq!(result, Ok(()));
+            } else {
+                assert_eq!(result, Err(AppError::AlreadyAnswered));
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_answer_must_fit_the_question_and_the_kind() {
+        let (bridge, _) = bridge(Timeouts::default());
+        let _agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        assert!(matches!(bridge.answer("s", "t", answer("Magic")).await, Err(AppError::InvalidAnswer { .. })));
+        let allow = bridge.decide("s", "t", Decision::Allow { always: None }).await;
+        assert!(matches!(allow, Err(AppError::BadRequest { .. })), "{allow:?}");
+        assert_eq!(
+            bridge.answer("s", "nope", answer("JWT")).await,
+            Err(AppError::InteractionNotFound { tool_use_id: "nope".into() })
+        );
+        assert!(matches!(
+            bridge.decline("s", "t", Some("x".repeat(MAX_ANSWER_CHARS + 1))).await,
+            Err(AppError::BadRequest { .. })
+        ));
+        bridge.answer("s", "t", answer("JWT")).await.expect("still open after all that");
+    }
+
+    #[tokio::test]
+    async fn an_approval_takes_a_decision_and_only_its_own_suggestions() {
+        let (bridge, _) = bridge(Timeouts::default());
+        let agent = waiting(&bridge, approval(), CancellationToken::new()).await;
+        let bad = bridge.decide("s", "t", Decision::Allow { always: Some(1) }).await;
+        assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+        let long = Decision::Deny { message: Some("x".repeat(MAX_DENIAL_CHARS + 1)) };
+        assert!(matches!(bridge.decide("s", "t", long).await, Err(AppError::BadRequest { .. })));
+        assert!(matches!(bridge.answer("s", "t", vec![]).await, Err(AppError::BadRequest { .. })));
+        assert!(matches!(bridge.decline("s", "t", None).await, Err(AppError::BadRequest { .. })));
+        let deny = Decision::Deny { message: Some("  use nextest ".into()) };
+        bridge.decide("s", "t", deny.clone()).await.unwrap();
+        bridge.decide("s", "t", deny).await.expect("the same decision again");
+        assert_eq!(bridge.decide("s", "t", Decision::Allow { always: None }).await, Err(AppError::AlreadyAnswered));
+        let got = agent.await.unwrap().unwrap();
+        assert_eq!(got, InteractionOutcome::Denied { message: Some("use nextest".into()) });
+    }
+
+    #[tokio::test]
+    async fn a_question_nobody_answers_expires_and_a_late_answer_is_refused() {
+        let timeouts = Timeouts { question: Some(Duration::from_millis(20)), approval: None };
+        let (bridge, _) = bridge(timeouts);
+        let got = bridge.wait_for_person("s", "t", question(), &CancellationToken::new()).await;
+        assert_eq!(got, Ok(InteractionOutcome::Expired));
+        let late = bridge.answer("s", "t", answer("JWT")).await;
+        assert_eq!(late, Err(AppError::NotWaiting { detail: "it was not answered in time".into() }));
+    }
+
+    #[tokio::test]
+    async fn stop_ends_the_wait_and_an_answer_after_it_cancels_the_card() {
+        let (bridge, ledger) = bridge(Timeouts::default());
+        let cancel = CancellationToken::new();
+        let agent = waiting(&bridge, question(), cancel.clone()).await;
+        cancel.cancel();
+        assert_eq!(agent.await.unwrap(), Err(NoOutcome::Stopped));
+        let late = bridge.answer("s", "t", answer("JWT")).await;
+        assert_eq!(late, Err(AppError::NotWaiting { detail: AGENT_GONE.into() }));
+        let outcome = ledger.interactions.lock().await[&key("s", "t")].outcome.clone();
+        assert_eq!(outcome, Some(InteractionOutcome::Cancelled { reason: AGENT_GONE.into() }), "never 'answered'");
+    }
+
+    #[tokio::test]
+    async fn a_withdrawn_request_refuses_answers_with_the_reason() {
+        let (bridge, _) = bridge(Timeouts::default());
+        let agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        bridge.cancel("s", "t", "the turn was stopped").await;
+        assert_eq!(agent.await.unwrap(), Ok(InteractionOutcome::Cancelled { reason: "the turn was stopped".into() }));
+        let late = bridge.answer("s", "t", answer("JWT")).await;
+        assert_eq!(late, Err(AppError::NotWaiting { detail: "it was cancelled (the turn was stopped)".into() }));
+    }
+
+    #[tokio::test]
+    async fn a_forgotten_session_keeps_no_waiter_and_no_answer() {
+        let (bridge, _) = bridge(Timeouts::default());
+        let _agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        bridge.answer("s", "t", answer("JWT")).await.unwrap();
         bridge.forget_session("s");
         assert_eq!(bridge.take_answer("s", "t"), None);
-        assert!(!bridge.is_waiting("s", "u"));
+        assert!(!bridge.is_waiting("s", "t"));
     }
 }

@@ -8,9 +8,9 @@ use leptos::task::spawn_local;
 use super::icons;
 use super::navigation::{session_path, use_location};
 use super::state::{ThreadState, use_workspace};
+use crate::api::{create_session, interrupt_turn, send_message};
 use crate::error::{AppError, MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
-use crate::api::{create_session, interrupt_turn, send_message};
 
 #[component]
 pub fn Composer(

@@ -14,8 +14,8 @@ use leptos::task::spawn_local;
 #[cfg(feature = "hydrate")]
 use super::markdown::render_markdown;
 use super::state::ThreadState;
-use crate::error::AppError;
 use crate::api::{decline_question, submit_answers};
+use crate::error::AppError;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::question::{OTHER, Question, QuestionAnswer, question_texts_so_far};
 use crate::thread::ToolCall;

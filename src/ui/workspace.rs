@@ -14,10 +14,10 @@ use super::notify::notify_button;
 use super::session_list::SessionList;
 use super::state::{ThreadState, Workspace, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
-use crate::error::AppError;
-use crate::live::ConnectionStatus;
 use crate::api::{WorkspaceData, load_workspace};
 use crate::approval::PermissionMode;
+use crate::error::AppError;
+use crate::live::ConnectionStatus;
 use crate::thread::{SessionSummary, TurnOutcome};
 
 #[component]
@@ -135,8 +135,8 @@ fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
     #[cfg(feature = "hydrate")]
     {
         use super::notify::announce_question;
-        use crate::live::client::{Handlers, LiveConnection};
         use crate::interaction::InteractionRequest;
+        use crate::live::client::{Handlers, LiveConnection};
         use crate::thread::EventBody;
         let connection = StoredValue::new_local(None::<LiveConnection>);
         Effect::new(move |_| {

@@ -23,7 +23,7 @@ use self::protocol::{
     ApiEvent, CliInfo, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, answers_in_words, deny,
     hook_allow, hook_deny, input_with_answers, question_hooks,
 };
-use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
+use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, is_question_tool};
@@ -165,7 +165,7 @@ impl ClaudeCliBackend {
         }
     }
 
-    async fn turn(&self, request: TurnRequest, sink: &TurnSink) -> Result<Option<Usage>, AgentError> {
+    async fn turn(&self, request: TurnRequest, sink: Sink) -> Result<Option<Usage>, AgentError> {
         let session = self.session(&request.session_id);
         let mut slot = session.slot.lock().await;
         if slot.process.is_none() {
@@ -218,11 +218,7 @@ impl AgentBackend for ClaudeCliBackend {
         "claude"
     }
 
-    fn run_turn<'a>(
-        &'a self,
-        request: TurnRequest,
-        sink: &'a TurnSink,
-    ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
+    fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
         Box::pin(self.turn(request, sink))
     }
 
@@ -300,7 +296,7 @@ type Reply = (String, Option<Value>);
 
 /// One turn's bookkeeping: which API message is which of our messages, which tool calls exist.
 struct Turn<'a> {
-    sink: &'a TurnSink,
+    sink: Sink,
     request: &'a TurnRequest,
     answer_path: AnswerPath,
     announced: &'a mut Option<(String, Option<String>)>,
@@ -325,7 +321,7 @@ struct Turn<'a> {
 
 impl<'a> Turn<'a> {
     fn new(
-        sink: &'a TurnSink,
+        sink: Sink,
         request: &'a TurnRequest,
         answer_path: AnswerPath,
         announced: &'a mut Option<(String, Option<String>)>,
@@ -390,7 +386,7 @@ impl<'a> Turn<'a> {
         cli: &mut CliProcess,
         interrupted: bool,
     ) -> Result<Option<Result<Option<Usage>, Ended>>, Ended> {
-        let sink = self.sink;
+        let sink = self.sink.clone();
         tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
         match message {
             FromCli::System(system) if system.subtype == "init" => {
@@ -502,7 +498,7 @@ impl<'a> Turn<'a> {
             FromCli::ControlCancelRequest { request_id } => {
                 if let Some(tool_use_id) = self.asking.get(&request_id).cloned() {
                     let reason = if interrupted { "the turn was stopped" } else { "Claude Code withdrew the question" };
-                    sink.withdraw_question(&tool_use_id, reason).await;
+                    sink.withdraw(&tool_use_id, reason).await;
                 }
             }
             FromCli::Result(result) => {

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use scenario::{Permission, Scenario, ScenarioError, Step, Turn};
 
-use super::{AgentBackend, AgentError, TurnRequest, TurnSink};
+use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::approval::{Approval, PermissionMode};
 use crate::interaction::InteractionOutcome;
 use crate::thread::Usage;
@@ -47,7 +47,7 @@ impl ScriptedAgent {
     }
 
     /// Whether the tool runs without asking: by the session's mode or a rule chosen before.
-    async fn allowed_without_asking(&self, session: &str, tool: &str, input: &Value, sink: &TurnSink) -> bool {
+    async fn allowed_without_asking(&self, session: &str, tool: &str, input: &Value, sink: &dyn TurnSink) -> bool {
         if tool != "ExitPlanMode" {
             match sink.current_permission_mode().await {
                 Some(PermissionMode::BypassPermissions) => return true,
@@ -63,7 +63,7 @@ impl ScriptedAgent {
     }
 
     /// Applies the "always allow" suggestion the person chose.
-    async fn remember(&self, session: &str, suggestion: &Value, sink: &TurnSink) -> Result<(), AgentError> {
+    async fn remember(&self, session: &str, suggestion: &Value, sink: &dyn TurnSink) -> Result<(), AgentError> {
         let text = |key: &str| suggestion.get(key).and_then(Value::as_str);
         match text("type") {
             Some("addRules" | "replaceRules") if text("behavior").unwrap_or("allow") == "allow" => {
@@ -90,7 +90,7 @@ impl ScriptedAgent {
     async fn ask_permission(
         &self,
         request: &TurnRequest,
-        sink: &TurnSink,
+        sink: &dyn TurnSink,
         tool_use_id: &str,
         (tool, input, permission): (&str, &Value, &Permission),
     ) -> Result<Option<(String, String)>, AgentError> {
@@ -130,15 +130,14 @@ impl ScriptedAgent {
                 format!("Nobody answered in time, so I did not run {tool}."),
             ),
             InteractionOutcome::Cancelled { .. } => return Err(AgentError::Interrupted),
-            other => (
-                format!("Not allowed: {}.", other.why_closed()),
-                format!("I could not get permission to run {tool}."),
-            ),
+            other => {
+                (format!("Not allowed: {}.", other.why_closed()), format!("I could not get permission to run {tool}."))
+            }
         };
         Ok(Some(refusal))
     }
 
-    async fn play(&self, request: &TurnRequest, sink: &TurnSink) -> Result<Option<Usage>, AgentError> {
+    async fn play(&self, request: &TurnRequest, sink: &dyn TurnSink) -> Result<Option<Usage>, AgentError> {
         let started = std::time::Instant::now();
         let cancel = &request.cancel;
         let word_pause = Duration::from_secs_f64(1.0 / self.scenario.pace);
@@ -210,12 +209,8 @@ impl AgentBackend for ScriptedAgent {
         "scripted"
     }
 
-    fn run_turn<'a>(
-        &'a self,
-        request: TurnRequest,
-        sink: &'a TurnSink,
-    ) -> BoxFuture<'a, Result<Option<Usage>, AgentError>> {
-        Box::pin(async move { self.play(&request, sink).await })
+    fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
+        Box::pin(async move { self.play(&request, &*sink).await })
     }
 
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
@@ -226,7 +221,7 @@ impl AgentBackend for ScriptedAgent {
 
 /// Streams a tool call's arguments the way a model writes them, then marks them complete.
 async fn stream_tool_call(
-    sink: &TurnSink,
+    sink: &dyn TurnSink,
     message_id: &str,
     name: &str,
     input: &Value,

@@ -1,0 +1,148 @@
+//! The backend's output port. A backend reports its turn through a [`TurnSink`]: each call is
+//! stored and broadcast before it returns, and a question or approval waits for the person.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::AgentError;
+use crate::approval::{Approval, PermissionMode};
+use crate::ids::new_id;
+use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::question::{QuestionAnswer, normalize_question_args};
+use crate::thread::EventBody;
+
+/// A turn's sink, shared with the tasks a backend runs for it (questions wait in tasks of their own).
+pub type Sink = Arc<dyn TurnSink>;
+
+/// What a backend needs from the session it works for. The few required methods are the port;
+/// the methods on `dyn TurnSink` below word the events a backend emits.
+pub trait TurnSink: Send + Sync {
+    fn session_id(&self) -> &str;
+
+    /// Stores and broadcasts one event of the turn.
+    fn emit(&self, body: EventBody) -> BoxFuture<'_, Result<(), AgentError>>;
+
+    /// Puts `request` (about tool call `tool_use_id`) to the person and waits for the outcome: a
+    /// decision, or an expiry with the server's timeouts. Stopping the turn (`cancel`) stops the wait.
+    fn wait_for_person<'a>(
+        &'a self,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<InteractionOutcome, AgentError>>;
+
+    /// The agent withdrew its request (it was interrupted, or gave up waiting): the card turns
+    /// cancelled, and a late answer is refused.
+    fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()>;
+
+    /// The person's answer to `tool_use_id`, once, for an agent that fills in the question's
+    /// result by itself (the override step).
+    fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>>;
+
+    /// The arguments of tool call `tool_use_id` as the agent wrote them, once complete.
+    fn tool_input<'a>(&'a self, tool_use_id: &'a str) -> BoxFuture<'a, Option<Value>>;
+
+    /// The session's permission mode now (`None`: the agent's default).
+    fn current_permission_mode(&self) -> BoxFuture<'_, Option<PermissionMode>>;
+}
+
+impl dyn TurnSink + '_ {
+    /// Starts an assistant message and returns its id.
+    pub async fn start_message(&self) -> Result<String, AgentError> {
+        let message_id = new_id();
+        self.emit(EventBody::AssistantMessageStarted { message_id: message_id.clone() }).await?;
+        Ok(message_id)
+    }
+
+    pub async fn text(&self, message_id: &str, text: &str) -> Result<(), AgentError> {
+        self.emit(EventBody::TextDelta { message_id: message_id.to_string(), text: text.to_string() }).await
+    }
+
+    pub async fn tool_call_started(&self, message_id: &str, tool_use_id: &str, name: &str) -> Result<(), AgentError> {
+        self.emit(EventBody::ToolCallStarted {
+            message_id: message_id.to_string(),
+            tool_use_id: tool_use_id.to_string(),
+            name: name.to_string(),
+        })
+        .await
+    }
+
+    pub async fn tool_input_delta(&self, tool_use_id: &str, partial_json: &str) -> Result<(), AgentError> {
+        self.emit(EventBody::ToolInputDelta {
+            tool_use_id: tool_use_id.to_string(),
+            partial_json: partial_json.to_string(),
+        })
+        .await
+    }
+
+    pub async fn tool_call_ready(&self, tool_use_id: &str, input: Value) -> Result<(), AgentError> {
+        self.emit(EventBody::ToolCallReady { tool_use_id: tool_use_id.to_string(), input }).await
+    }
+
+    pub async fn tool_result(&self, tool_use_id: &str, output: &str, is_error: bool) -> Result<(), AgentError> {
+        self.emit(EventBody::ToolResult { tool_use_id: tool_use_id.to_string(), output: output.to_string(), is_error })
+            .await
+    }
+
+    pub async fn finish_message(&self, message_id: &str) -> Result<(), AgentError> {
+        self.emit(EventBody::MessageFinished { message_id: message_id.to_string() }).await
+    }
+
+    /// The agent's process is up; `agent_session` is its id for the conversation.
+    pub async fn agent_started(&self, info: &str, agent_session: Option<String>) -> Result<(), AgentError> {
+        self.emit(EventBody::AgentStarted { info: info.to_string(), agent_session }).await
+    }
+
+    /// Something the product says in the thread, outside the agent's own messages.
+    pub async fn notice(&self, text: &str) -> Result<(), AgentError> {
+        self.emit(EventBody::Notice { message_id: new_id(), text: text.to_string() }).await
+    }
+
+    /// The agent reports its permission mode (it changed it, or the person did).
+    pub async fn permission_mode(&self, mode: PermissionMode) -> Result<(), AgentError> {
+        if self.current_permission_mode().await == Some(mode) {
+            return Ok(());
+        }
+        self.emit(EventBody::PermissionModeChanged { mode }).await
+    }
+
+    /// Puts the question in tool call `tool_use_id` to the person and waits for the outcome: an
+    /// answer, a decline, an expiry, or `Failed` at once when the arguments cannot be understood.
+    pub async fn ask(
+        &self,
+        tool_use_id: &str,
+        tool_name: &str,
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, AgentError> {
+        match normalize_question_args(tool_name, input) {
+            Ok(questions) => {
+                self.wait_for_person(tool_use_id, InteractionRequest::Question { questions }, cancel).await
+            }
+            Err(error) => {
+                let error = error.to_string();
+                warn!(session = self.session_id(), tool_use_id, %error, "the agent's question could not be read");
+                let tool_use_id = tool_use_id.to_string();
+                let request = InteractionRequest::Unreadable { error: error.clone() };
+                self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request }).await?;
+                let outcome = InteractionOutcome::Failed { error };
+                self.emit(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() }).await?;
+                Ok(outcome)
+            }
+        }
+    }
+
+    /// Asks the person's permission for tool call `tool_use_id` and waits for the decision.
+    pub async fn ask_approval(
+        &self,
+        tool_use_id: &str,
+        approval: Approval,
+        cancel: &CancellationToken,
+    ) -> Result<InteractionOutcome, AgentError> {
+        self.wait_for_person(tool_use_id, InteractionRequest::Approval(approval), cancel).await
+    }
+}

@@ -1,0 +1,177 @@
+//! Each session's event log: the one place where events are numbered, applied to the thread,
+//! stored and then broadcast. A session's lock is held from numbering to broadcast, which is what
+//! keeps sequence numbers gap-free and in the order every tab sees them. The log is also the
+//! bridge's ledger: an interaction is resolved under the same lock, against the thread as stored.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::bridge::{Ledger, Verdict};
+use crate::error::AppError;
+use crate::ids::now_ms;
+use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
+use crate::store::{Append, Store, StoreResult};
+use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
+
+/// Live events kept for slow tabs before they must catch up from the store.
+const CHANNEL_CAPACITY: usize = 1024;
+
+pub struct SessionLog {
+    store: Store,
+    runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
+    list_changes: broadcast::Sender<()>,
+}
+
+/// A loaded session: its thread as of its last event, and its live channel.
+pub struct SessionRuntime {
+    id: String,
+    state: tokio::sync::Mutex<RuntimeState>,
+    events: broadcast::Sender<Arc<SessionEvent>>,
+}
+
+pub(super) struct RuntimeState {
+    pub thread: Thread,
+    /// Cancels the running turn.
+    pub turn: Option<CancellationToken>,
+}
+
+impl SessionLog {
+    pub fn new(store: Store) -> Self {
+        Self { store, runtimes: Mutex::new(HashMap::new()), list_changes: broadcast::channel(64).0 }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Notified whenever the session list changes (a session created, renamed, deleted, started
+    /// or finished working, began or stopped waiting for the person).
+    pub fn subscribe_list(&self) -> broadcast::Receiver<()> {
+        self.list_changes.subscribe()
+    }
+
+    pub fn list_changed(&self) {
+        let _ = self.list_changes.send(());
+    }
+
+    /// The session's runtime, loading the session if needed.
+    pub async fn runtime(&self, id: &str) -> StoreResult<Arc<SessionRuntime>> {
+        if let Some(runtime) = self.runtimes.lock().expect("runtimes lock").get(id) {
+            return Ok(runtime.clone());
+        }
+        let thread = self.store.load_thread(id).await?;
+        let mut runtimes = self.runtimes.lock().expect("runtimes lock");
+        // Another request may have loaded it meanwhile: keep the first, it may have moved on.
+        let runtime = runtimes.entry(id.to_string()).or_insert_with(|| {
+            Arc::new(SessionRuntime {
+                id: id.to_string(),
+                state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None }),
+                events: broadcast::channel(CHANNEL_CAPACITY).0,
+            })
+        });
+        Ok(runtime.clone())
+    }
+
+    /// Lets go of a deleted session's runtime (its tabs' streams end with it).
+    pub(super) fn forget(&self, id: &str) -> Option<Arc<SessionRuntime>> {
+        self.runtimes.lock().expect("runtimes lock").remove(id)
+    }
+
+    /// The session and its thread, consistent with each other, as of the last event.
+    pub async fn snapshot(&self, id: &str) -> Result<(SessionSummary, Thread), AppError> {
+        let runtime = self.runtime(id).await?;
+        let thread = runtime.state.lock().await.thread.clone();
+        let summary = self.store.session(id).await?;
+        Ok((summary, thread))
+    }
+}
+
+impl Ledger for SessionLog {
+    fn open<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+    ) -> BoxFuture<'a, Result<(), AppError>> {
+        Box::pin(async move {
+            let runtime = self.runtime(session).await?;
+            runtime
+                .append(&self.store, EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request })
+                .await?;
+            self.list_changed();
+            Ok(())
+        })
+    }
+
+    fn settle<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+        recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
+    ) -> BoxFuture<'a, Result<Verdict, AppError>> {
+        Box::pin(async move {
+            let runtime = self.runtime(session).await?;
+            let mut state = runtime.state.lock().await;
+            let interaction = state
+                .thread
+                .tool_call(tool_use_id)
+                .and_then(|call| call.interaction.as_ref())
+                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+            let verdict = judge(interaction);
+            if let Some(outcome) = &verdict.record {
+                let body =
+                    EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome: outcome.clone() };
+                runtime.append_locked(&self.store, &mut state, body).await?;
+                recorded(outcome);
+                drop(state);
+                self.list_changed();
+            }
+            Ok(verdict)
+        })
+    }
+}
+
+impl SessionRuntime {
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Receives every event appended from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<SessionEvent>> {
+        self.events.subscribe()
+    }
+
+    pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, RuntimeState> {
+        self.state.lock().await
+    }
+
+    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<SessionEvent> {
+        let mut state = self.state.lock().await;
+        self.append_locked(store, &mut state, body).await
+    }
+
+    /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds.
+    pub(super) async fn append_locked(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        body: EventBody,
+    ) -> StoreResult<SessionEvent> {
+        let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
+        let change = state.thread.apply(&event);
+        if let Err(error) = store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
+            // Memory ran ahead of the disk: go back to what is stored.
+            if let Ok(thread) = store.load_thread(&self.id).await {
+                state.thread = thread;
+            }
+            return Err(error);
+        }
+        let _ = self.events.send(Arc::new(event.clone()));
+        Ok(event)
+    }
+}

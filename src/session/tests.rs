@@ -1,0 +1,480 @@
+//! The session manager with the scripted agent and an in-memory store: turns, questions and
+//! approvals from the first message to the stored thread.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::manager::title_from_message;
+use super::{SessionManager, Timeouts};
+use crate::agent::scripted::{Scenario, ScriptedAgent};
+use crate::approval::{Approval, Decision, MAX_DENIAL_CHARS, PermissionMode};
+use crate::error::AppError;
+use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::question::QuestionAnswer;
+use crate::store::Store;
+use crate::thread::{Block, Role, Thread, ToolStatus, TurnOutcome};
+
+fn quick_scenario() -> Scenario {
+    Scenario::parse(
+        r#"
+pace = 1000
+[[turn]]
+when = ["slow"]
+[[turn.step]]
+say = "starting"
+[[turn.step]]
+pause_ms = 60000
+
+[[turn]]
+[[turn.step]]
+say = "You said {{message}}"
+[[turn.step]]
+tool = "Bash"
+input = { command = "ls" }
+output = "a"
+duration_ms = 1
+"#,
+        "test",
+    )
+    .unwrap()
+}
+
+async fn manager() -> Arc<SessionManager> {
+    let store = Store::open_in_memory().await.unwrap();
+    SessionManager::new(store, Arc::new(ScriptedAgent::new(quick_scenario())))
+}
+
+async fn wait_idle(manager: &SessionManager, id: &str) -> Thread {
+    for _ in 0..500 {
+        let (_, thread) = manager.snapshot(id).await.unwrap();
+        if !thread.turn.working {
+            return thread;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the turn did not end");
+}
+
+#[tokio::test]
+async fn a_message_gets_a_streamed_reply_that_is_stored() {
+    let manager = manager().await;
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "hello".into()).await.unwrap();
+    let thread = wait_idle(&manager, &session.id).await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let reply = &thread.messages[1];
+    assert_eq!(reply.blocks[0], Block::Text { text: "You said hello".into() });
+    let Block::ToolCall(call) = &reply.blocks[1] else { panic!() };
+    assert_eq!(call.status, ToolStatus::Done);
+    assert_eq!(manager.store().load_thread(&session.id).await.unwrap(), thread);
+    assert_eq!(manager.store().session(&session.id).await.unwrap().title, "hello");
+}
+
+#[tokio::test]
+async fn a_second_message_during_a_turn_is_refused_and_loses_nothing() {
+    let manager = manager().await;
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "slow".into()).await.unwrap();
+    let refused = manager.send_message(&session.id, "again".into()).await;
+    assert_eq!(refused, Err(AppError::AgentBusy));
+    manager.interrupt(&session.id).await.unwrap();
+    let thread = wait_idle(&manager, &session.id).await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
+    assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).count(), 1);
+}
+
+#[tokio::test]
+async fn a_session_folder_must_exist_on_the_server() {
+    let manager = manager().await;
+    for bad in ["relative/path", "/nonexistent/folder"] {
+        let error = manager.create_session(Some(bad)).await.unwrap_err();
+        assert!(matches!(error, AppError::BadRequest { .. }), "{bad}: {error:?}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().display().to_string();
+    let session = manager.create_session(Some(&folder)).await.unwrap();
+    assert_eq!(manager.store().session(&session.id).await.unwrap().workdir, Some(folder));
+    assert_eq!(manager.create_session(Some("  ")).await.unwrap().workdir, None);
+}
+
+#[tokio::test]
+async fn unknown_sessions_are_not_found() {
+    let manager = manager().await;
+    let error = manager.send_message("nope", "hi".into()).await.unwrap_err();
+    assert_eq!(error, AppError::SessionNotFound { id: "nope".into() });
+    assert!(matches!(manager.snapshot("nope").await, Err(AppError::SessionNotFound { .. })));
+    assert!(matches!(manager.interrupt("nope").await, Err(AppError::SessionNotFound { .. })));
+}
+
+#[tokio::test]
+async fn deleting_a_working_session_stops_its_turn() {
+    let manager = manager().await;
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "slow".into()).await.unwrap();
+    manager.delete_session(&session.id).await.unwrap();
+    manager.turns.close();
+    tokio::time::timeout(Duration::from_secs(10), manager.turns.wait()).await.unwrap();
+    assert!(manager.list_sessions().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_restart_ends_the_turn_it_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    // The first server runs on its own runtime, dropped mid-turn: as if the process died.
+    let crashed_path = path.clone();
+    let id = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(async {
+            let manager = SessionManager::new(
+                Store::open(&crashed_path).await.unwrap(),
+                Arc::new(ScriptedAgent::new(quick_scenario())),
+            );
+            let session = manager.create_session(None).await.unwrap();
+            manager.send_message(&session.id, "slow".into()).await.unwrap();
+            // Wait until the agent is in its long pause, mid-turn.
+            loop {
+                let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+                if thread.messages.last().is_some_and(|m| m.text() == "starting") {
+                    break session.id;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    })
+    .join()
+    .unwrap();
+
+    let manager =
+        SessionManager::new(Store::open(&path).await.unwrap(), Arc::new(ScriptedAgent::new(quick_scenario())));
+    manager.recover_unfinished_turns().await.unwrap();
+    let (summary, thread) = manager.snapshot(&id).await.unwrap();
+    assert!(!summary.working);
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Abandoned));
+    assert_eq!(thread.messages.last().unwrap().role, Role::Notice);
+    assert!(!thread.messages[1].streaming, "the cut-short reply no longer streams");
+}
+
+const ASKING: &str = r#"
+pace = 1000
+[[turn]]
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+
+async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
+    let scenario = Scenario::parse(ASKING, "test").unwrap();
+    let manager = SessionManager::with_timeouts(
+        Store::open_in_memory().await.unwrap(),
+        Arc::new(ScriptedAgent::new(scenario)),
+        Timeouts { question: timeout, approval: timeout },
+    );
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "go".into()).await.unwrap();
+    (manager, session.id)
+}
+
+/// Waits for the pending question and returns its tool_use id.
+async fn pending_question(manager: &SessionManager, id: &str) -> String {
+    for _ in 0..500 {
+        let (summary, thread) = manager.snapshot(id).await.unwrap();
+        if thread.is_waiting() {
+            assert!(summary.waiting, "the session list says it waits");
+            let call = thread
+                .messages
+                .iter()
+                .flat_map(|m| m.blocks.iter())
+                .find_map(|b| match b {
+                    Block::ToolCall(call) if call.interaction.as_ref().is_some_and(|i| i.is_pending()) => Some(call),
+                    _ => None,
+                })
+                .unwrap();
+            return call.id.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no question appeared");
+}
+
+fn jwt() -> Vec<QuestionAnswer> {
+    vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["JWT".into()], ..Default::default() }]
+}
+
+fn sessions() -> Vec<QuestionAnswer> {
+    vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["Sessions".into()], ..Default::default() }]
+}
+
+/// What the scripted agent recorded as having received: the question tool's result.
+fn received(thread: &Thread, tool_use_id: &str) -> InteractionOutcome {
+    serde_json::from_str(thread.tool_call(tool_use_id).unwrap().result.as_deref().unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn the_agent_receives_exactly_the_answer_given() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    assert!(thread.messages[1].text().ends_with("got \"Which auth?\"=\"JWT\""));
+    assert!(!manager.store().session(&id).await.unwrap().waiting);
+    assert_eq!(manager.bridge().take_answer(&id, &question), None, "forgotten with the turn");
+}
+
+#[tokio::test]
+async fn the_first_answer_wins_the_same_again_is_accepted_and_another_is_refused() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    // Many at once: exactly one answer is taken, and the others learn which.
+    let attempts: Vec<_> = (0..12)
+        .map(|i| {
+            let manager = manager.clone();
+            let (id, question) = (id.clone(), question.clone());
+            tokio::spawn(async move {
+                let answer = if i % 2 == 0 { jwt() } else { sessions() };
+                (answer.clone(), manager.answer_question(&id, &question, answer).await)
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for attempt in attempts {
+        results.push(attempt.await.unwrap());
+    }
+    let thread = wait_idle(&manager, &id).await;
+    let InteractionOutcome::Answered { answers: winner } = received(&thread, &question) else { panic!() };
+    for (answer, result) in results {
+        if answer == winner {
+            assert_eq!(result, Ok(()), "the same answer is accepted");
+        } else {
+            assert_eq!(result, Err(AppError::AlreadyAnswered));
+        }
+    }
+    let stored = manager.store().load_thread(&id).await.unwrap();
+    let outcome = stored.tool_call(&question).unwrap().interaction.as_ref().unwrap().outcome.clone();
+    assert_eq!(outcome, Some(InteractionOutcome::Answered { answers: winner }));
+}
+
+#[tokio::test]
+async fn a_declined_question_tells_the_agent_so() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    manager.decline_question(&id, &question, Some("  later ".into())).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Declined { reason: Some("later".into()) });
+    assert_eq!(
+        manager.answer_question(&id, &question, jwt()).await,
+        Err(AppError::NotWaiting { detail: "it was skipped".into() })
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_question_expires_and_the_agent_is_told() {
+    let (manager, id) = asking_manager(Some(Duration::from_millis(50))).await;
+    let question = pending_question(&manager, &id).await;
+    let thread = wait_idle(&manager, &id).await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Expired);
+    assert!(thread.messages[1].text().contains("nobody answered in time"));
+    assert!(matches!(manager.answer_question(&id, &question, jwt()).await, Err(AppError::NotWaiting { .. })));
+}
+
+#[tokio::test]
+async fn stopping_the_turn_cancels_the_question_and_refuses_late_answers() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    manager.interrupt(&id).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    let interaction = thread.tool_call(&question).unwrap().interaction.clone().unwrap();
+    assert_eq!(interaction.outcome, Some(InteractionOutcome::Cancelled { reason: "the turn was stopped".into() }));
+    assert!(!manager.store().session(&id).await.unwrap().waiting);
+    let late = manager.answer_question(&id, &question, jwt()).await;
+    assert_eq!(late, Err(AppError::NotWaiting { detail: "it was cancelled (the turn was stopped)".into() }));
+}
+
+#[tokio::test]
+async fn answers_are_checked_against_the_question() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    let wrong =
+        vec![QuestionAnswer { question: "Which auth?".into(), labels: vec!["Magic".into()], ..Default::default() }];
+    assert!(matches!(manager.answer_question(&id, &question, wrong).await, Err(AppError::InvalidAnswer { .. })));
+    assert_eq!(
+        manager.answer_question(&id, "toolu_nope", jwt()).await,
+        Err(AppError::InteractionNotFound { tool_use_id: "toolu_nope".into() })
+    );
+    assert!(matches!(manager.answer_question("nope", &question, jwt()).await, Err(AppError::SessionNotFound { .. })));
+    // Still pending after all that.
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+}
+
+const APPROVING: &str = r#"
+pace = 1000
+[[turn]]
+when = ["test"]
+[[turn.step]]
+tool = "Bash"
+input = { command = "cargo test", description = "Run the tests" }
+output = "test result: ok"
+approve = true
+reason = "Runs a command"
+[[turn.step]]
+say = "tests ran"
+
+[[turn]]
+[[turn.step]]
+tool = "Bash"
+input = { command = "rm -rf target" }
+output = "removed"
+approve = true
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+"#;
+
+async fn approving_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
+    let manager = SessionManager::with_timeouts(
+        Store::open_in_memory().await.unwrap(),
+        Arc::new(ScriptedAgent::new(Scenario::parse(APPROVING, "test").unwrap())),
+        Timeouts { question: None, approval: timeout },
+    );
+    let session = manager.create_session(None).await.unwrap();
+    (manager, session.id)
+}
+
+fn approval_of(thread: &Thread, tool_use_id: &str) -> (Approval, Option<InteractionOutcome>) {
+    let interaction = thread.tool_call(tool_use_id).unwrap().interaction.clone().unwrap();
+    let InteractionRequest::Approval(approval) = interaction.request else { panic!("not an approval") };
+    (approval, interaction.outcome)
+}
+
+#[tokio::test]
+async fn an_allowed_tool_runs_and_the_next_call_asks_again() {
+    let (manager, id) = approving_manager(None).await;
+    manager.send_message(&id, "run the test".into()).await.unwrap();
+    let call = pending_question(&manager, &id).await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    let (approval, _) = approval_of(&thread, &call);
+    assert_eq!(approval.tool, "Bash");
+    assert_eq!(approval.reason.as_deref(), Some("Runs a command"));
+    assert_eq!(approval.shows, crate::approval::Shows::Command { command: "cargo test".into() });
+    assert_eq!(approval.suggestions[0].label, "Always allow Bash(cargo test) for this session");
+    manager.decide_approval(&id, &call, Decision::Allow { always: None }).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    let ran = thread.tool_call(&call).unwrap();
+    assert_eq!((ran.result.as_deref(), ran.status), (Some("test result: ok"), ToolStatus::Done));
+    assert!(thread.messages[1].text().contains("tests ran"));
+    assert_eq!(approval_of(&thread, &call).1, Some(InteractionOutcome::Allowed { always: None }));
+    // Once is once.
+    manager.send_message(&id, "test again".into()).await.unwrap();
+    let again = pending_question(&manager, &id).await;
+    assert_ne!(again, call);
+}
+
+#[tokio::test]
+async fn a_denied_tool_does_not_run_and_the_agent_gets_the_message() {
+    let (manager, id) = approving_manager(None).await;
+    manager.send_message(&id, "run the test".into()).await.unwrap();
+    let call = pending_question(&manager, &id).await;
+    // Bad decisions are refused and change nothing.
+    let bad = manager.decide_approval(&id, &call, Decision::Allow { always: Some(7) }).await;
+    assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+    let long = Some("x".repeat(MAX_DENIAL_CHARS + 1));
+    let bad = manager.decide_approval(&id, &call, Decision::Deny { message: long }).await;
+    assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+    let wrong_kind = manager.answer_question(&id, &call, Vec::new()).await;
+    assert!(matches!(wrong_kind, Err(AppError::BadRequest { .. })), "{wrong_kind:?}");
+    let wrong_kind = manager.decline_question(&id, &call, None).await;
+    assert!(matches!(wrong_kind, Err(AppError::BadRequest { .. })), "{wrong_kind:?}");
+    assert_eq!(
+        manager.decide_approval(&id, "toolu_nope", Decision::Allow { always: None }).await,
+        Err(AppError::InteractionNotFound { tool_use_id: "toolu_nope".into() })
+    );
+
+    let deny = Decision::Deny { message: Some("  use nextest  ".into()) };
+    manager.decide_approval(&id, &call, deny.clone()).await.unwrap();
+    manager.decide_approval(&id, &call, deny).await.expect("the same decision again is accepted");
+    let thread = wait_idle(&manager, &id).await;
+    let denied = thread.tool_call(&call).unwrap();
+    assert_eq!((denied.result.as_deref(), denied.status), (Some("The user denied this."), ToolStatus::Failed));
+    let text = thread.messages[1].text();
+    assert!(text.contains("did not run Bash") && text.contains("“use nextest”"), "{text}");
+    assert!(!text.contains("tests ran"), "the turn stops at a denied tool");
+    assert_eq!(approval_of(&thread, &call).1, Some(InteractionOutcome::Denied { message: Some("use nextest".into()) }));
+    assert_eq!(
+        manager.decide_approval(&id, &call, Decision::Allow { always: None }).await,
+        Err(AppError::AlreadyAnswered)
+    );
+}
+
+#[tokio::test]
+async fn always_allow_lets_the_same_command_run_without_asking_next_turn() {
+    let (manager, id) = approving_manager(None).await;
+    manager.send_message(&id, "run the test".into()).await.unwrap();
+    let call = pending_question(&manager, &id).await;
+    manager.decide_approval(&id, &call, Decision::Allow { always: Some(0) }).await.unwrap();
+    wait_idle(&manager, &id).await;
+    manager.send_message(&id, "test once more".into()).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    let last = thread.messages.last().unwrap();
+    let Some(Block::ToolCall(second)) = last.blocks.first() else { panic!("{last:?}") };
+    assert!(second.interaction.is_none(), "no card the second time");
+    assert_eq!(second.result.as_deref(), Some("test result: ok"));
+}
+
+#[tokio::test]
+async fn bypass_mode_skips_approvals_but_questions_still_ask() {
+    let (manager, id) = approving_manager(None).await;
+    let bad = manager.set_permission_mode(&id, PermissionMode::Auto).await;
+    assert!(matches!(bad, Err(AppError::BadRequest { .. })), "{bad:?}");
+    manager.set_permission_mode(&id, PermissionMode::BypassPermissions).await.unwrap();
+    manager.send_message(&id, "clean up".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    let Some(Block::ToolCall(bash)) = thread.messages[1].blocks.first() else { panic!() };
+    assert!(bash.interaction.is_none() && bash.result.as_deref() == Some("removed"), "{bash:?}");
+    assert!(thread.tool_call(&question).unwrap().name == "AskUserQuestion");
+    // The mode is part of the session, stored with it.
+    let stored = manager.store().load_thread(&id).await.unwrap();
+    assert_eq!(stored.turn.permission_mode, Some(PermissionMode::BypassPermissions));
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    wait_idle(&manager, &id).await;
+}
+
+#[tokio::test]
+async fn an_undecided_approval_expires_and_the_tool_is_denied() {
+    let (manager, id) = approving_manager(Some(Duration::from_millis(50))).await;
+    manager.send_message(&id, "run the test".into()).await.unwrap();
+    let call = pending_question(&manager, &id).await;
+    let thread = wait_idle(&manager, &id).await;
+    assert_eq!(approval_of(&thread, &call).1, Some(InteractionOutcome::Expired));
+    assert!(thread.tool_call(&call).unwrap().result.as_deref().unwrap().contains("in time"));
+    assert!(thread.messages[1].text().contains("Nobody answered in time"));
+}
+
+#[tokio::test]
+async fn a_question_the_agent_garbled_fails_at_once_and_says_why() {
+    let scenario = Scenario::parse(
+        "pace = 1000\n[[turn]]\n[[turn.step]]\nask = \"AskUserQuestion\"\ninput = { questions = [] }\n[[turn.step]]\nsay = \"{{answer}}\"\n",
+        "t",
+    )
+    .unwrap();
+    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "go".into()).await.unwrap();
+    let thread = wait_idle(&manager, &session.id).await;
+    let Block::ToolCall(call) = &thread.messages[1].blocks[0] else { panic!() };
+    let interaction = call.interaction.as_ref().unwrap();
+    assert_eq!(interaction.request, InteractionRequest::Unreadable { error: "`questions` is empty".into() });
+    assert_eq!(interaction.outcome, Some(InteractionOutcome::Failed { error: "`questions` is empty".into() }));
+    assert!(thread.messages[1].text().contains("could not be read"));
+}
+
+#[test]
+fn titles_come_from_the_first_line_cut_at_a_word() {
+    assert_eq!(title_from_message("\n  Fix the build \nplease"), "Fix the build");
+    let long = "word ".repeat(30);
+    let title = title_from_message(&long);
+    assert!(title.ends_with('…') && title.chars().count() <= 61, "{title}");
+}
