@@ -1,8 +1,20 @@
 //! AskBridge: a browser chat UI for coding agents, built around answering their questions.
 //!
-//! The crate has two faces. With `ssr` it is the server (`server`, `session`'s manager, `store`,
-//! `agent`, `live::hub`); with `hydrate` it is the WebAssembly bundle that takes over the
-//! server-rendered page (`ui`, `live::client`). `thread` and `error` are shared by both.
+//! The crate has two faces. With `ssr` it is the server; with `hydrate` it is the WebAssembly
+//! bundle that takes over the server-rendered page. The modules, lowest layer first (an import
+//! only ever points down this list; `tests/architecture.rs` checks it, `docs/architecture.md`
+//! explains it):
+//!
+//! - `error`, `ids`: typed errors for people; ids and the clock (server).
+//! - `question`, `approval`, `interaction`: what the agent asks and how it ends (shared).
+//! - `thread`: the conversation and its events, one reducer for server and browser (shared).
+//! - `store` (SQLite), `bridge` (an interaction's life: who waits, who wins) (server).
+//! - `agent`: the backend trait, its output port (`TurnSink`), and the backends (server).
+//! - `session`: each session's event log, the manager of sessions and turns (server).
+//! - `live`: live events (the hub and SSE route on the server, the client in the browser).
+//! - `api`: the server functions, the edge the browser calls (both faces).
+//! - `ui`, `app`: the components and the page shell (both faces, hydrated in the browser).
+//! - `server`: the command line, the router, the access checks (server).
 
 #![recursion_limit = "256"]
 
@@ -28,6 +40,9 @@ pub mod server;
 pub mod session;
 #[cfg(feature = "ssr")]
 pub mod store;
+#[cfg(feature = "ssr")]
+#[doc(hidden)]
+pub mod testing;
 
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]

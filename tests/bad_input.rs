@@ -11,6 +11,7 @@ use askbridge::server::cli::{Cli, Command};
 use askbridge::server::router;
 use askbridge::session::SessionManager;
 use askbridge::store::Store;
+use askbridge::testing::wait_until;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -57,14 +58,12 @@ impl Harness {
     async fn session_with_history(&self) -> String {
         let session = self.manager.create_session(None).await.unwrap();
         self.manager.send_message(&session.id, "remember me".into()).await.unwrap();
-        for _ in 0..500 {
+        wait_until("the turn to end", Duration::from_secs(5), || async {
             let (_, thread) = self.manager.snapshot(&session.id).await.unwrap();
-            if !thread.turn.working {
-                return session.id;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the turn did not end");
+            (!thread.turn.working).then_some(())
+        })
+        .await;
+        session.id
     }
 
     async fn assert_history_intact(&self, id: &str) {

@@ -16,6 +16,7 @@ use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
+use askbridge::testing::wait_until;
 use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
 use support::mock_anthropic::{MockAnthropic, Reply};
@@ -110,20 +111,21 @@ impl Harness {
 
     /// Waits until `count` questions are pending, and returns their tool_use ids in order.
     async fn pending(&self, count: usize) -> Vec<String> {
-        for _ in 0..600 {
+        wait_until("a pending question", Duration::from_secs(30), || async {
             let thread = self.thread().await;
             let pending: Vec<String> = tool_calls(&thread)
                 .into_iter()
                 .filter(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending()))
                 .map(|c| c.id.clone())
                 .collect();
-            if pending.len() >= count {
-                return pending;
-            }
-            assert!(thread.turn.working, "the turn ended before the question: {:?}", thread.turn.last_outcome);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("no pending question after 30 s");
+            assert!(
+                pending.len() >= count || thread.turn.working,
+                "the turn ended before the question: {:?}",
+                thread.turn.last_outcome
+            );
+            (pending.len() >= count).then_some(pending)
+        })
+        .await
     }
 
     async fn answer(&self, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
@@ -131,14 +133,11 @@ impl Harness {
     }
 
     async fn turn_end(&self) -> Thread {
-        for _ in 0..1200 {
+        wait_until("the turn to end", Duration::from_secs(60), || async {
             let thread = self.thread().await;
-            if !thread.turn.working {
-                return thread;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("the turn did not end within a minute");
+            (!thread.turn.working).then_some(thread)
+        })
+        .await
     }
 
     /// The tool results the model was sent: (tool_use_id, text, is_error).

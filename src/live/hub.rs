@@ -106,6 +106,7 @@ pub fn follow_list(manager: Arc<SessionManager>, shutdown: CancellationToken) ->
 mod tests {
     use super::*;
     use crate::agent::scripted::{Scenario, ScriptedAgent};
+    use crate::testing::wait_until;
     use std::time::Duration;
 
     #[tokio::test]
@@ -118,7 +119,11 @@ mod tests {
         let session = manager.create_session(None).await.unwrap();
         manager.send_message(&session.id, "first".into()).await.unwrap();
         // Join while the reply is streaming, from event 3.
-        tokio::time::sleep(Duration::from_millis(15)).await;
+        wait_until("the reply to start streaming", Duration::from_secs(5), || async {
+            let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+            (thread.seq > 4).then_some(())
+        })
+        .await;
         let runtime = manager.runtime(&session.id).await.unwrap();
         let mut rx = follow_session(manager.store().clone(), runtime, 3, CancellationToken::new());
 

@@ -3,6 +3,7 @@
 //! in words, as agents read them.
 
 mod normalize;
+pub mod words;
 
 pub use normalize::{
     QuestionError, is_question_tool, normalize_partial, normalize_question_args, question_texts_so_far,

@@ -129,28 +129,24 @@ mod tests {
     }
 
     #[test]
-    fn help_explains_every_flag() {
+    fn help_explains_every_flag_and_the_readme_lists_it() {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        let serve = command.find_subcommand_mut("serve").unwrap();
         let mut help = Vec::new();
-        <Cli as clap::CommandFactory>::command()
-            .find_subcommand_mut("serve")
-            .unwrap()
-            .write_long_help(&mut help)
-            .unwrap();
+        serve.write_long_help(&mut help).unwrap();
         let help = String::from_utf8(help).unwrap();
-        for flag in [
-            "--addr",
-            "--data-dir",
-            "--agent",
-            "--scenario",
-            "--token",
-            "ASKBRIDGE_TOKEN",
-            "--question-timeout",
-            "--claude-bin",
-            "--workdir",
-            "--permission-mode",
-            "--answer-path",
-        ] {
-            assert!(help.contains(flag), "{flag} missing from:\n{help}");
+        let readme = include_str!("../../README.md");
+        let flags: Vec<_> = serve.get_arguments().filter(|arg| arg.get_long().is_some_and(|l| l != "help")).collect();
+        assert!(flags.len() >= 14, "every flag of serve: {}", flags.len());
+        for arg in flags {
+            let flag = format!("--{}", arg.get_long().unwrap());
+            assert!(help.contains(&flag), "{flag} missing from the help");
+            assert!(arg.get_help().is_some_and(|h| !h.to_string().trim().is_empty()), "{flag} has no help text");
+            let env = arg.get_env().map(|env| env.to_string_lossy().to_string());
+            if let Some(env) = &env {
+                assert!(help.contains(env.as_str()), "{env} missing from the help");
+            }
+            assert!(readme.contains(&format!("| `{flag}`")), "{flag} is not in the README's table of flags");
         }
     }
 }

@@ -12,6 +12,7 @@ use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::question::QuestionAnswer;
 use crate::store::Store;
+use crate::testing::wait_until;
 use crate::thread::{Block, Role, Thread, ToolStatus, TurnOutcome};
 
 fn quick_scenario() -> Scenario {
@@ -45,14 +46,11 @@ async fn manager() -> Arc<SessionManager> {
 }
 
 async fn wait_idle(manager: &SessionManager, id: &str) -> Thread {
-    for _ in 0..500 {
+    wait_until("the turn to end", Duration::from_secs(5), || async {
         let (_, thread) = manager.snapshot(id).await.unwrap();
-        if !thread.turn.working {
-            return thread;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("the turn did not end");
+        (!thread.turn.working).then_some(thread)
+    })
+    .await
 }
 
 #[tokio::test]
@@ -133,13 +131,12 @@ async fn a_restart_ends_the_turn_it_interrupted() {
             let session = manager.create_session(None).await.unwrap();
             manager.send_message(&session.id, "slow".into()).await.unwrap();
             // Wait until the agent is in its long pause, mid-turn.
-            loop {
+            wait_until("the agent's long pause", Duration::from_secs(5), || async {
                 let (_, thread) = manager.snapshot(&session.id).await.unwrap();
-                if thread.messages.last().is_some_and(|m| m.text() == "starting") {
-                    break session.id;
-                }
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+                thread.messages.last().is_some_and(|m| m.text() == "starting").then_some(())
+            })
+            .await;
+            session.id
         })
     })
     .join()
@@ -179,24 +176,18 @@ async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, Stri
 
 /// Waits for the pending question and returns its tool_use id.
 async fn pending_question(manager: &SessionManager, id: &str) -> String {
-    for _ in 0..500 {
+    wait_until("a question to appear", Duration::from_secs(5), || async {
         let (summary, thread) = manager.snapshot(id).await.unwrap();
-        if thread.is_waiting() {
-            assert!(summary.waiting, "the session list says it waits");
-            let call = thread
-                .messages
-                .iter()
-                .flat_map(|m| m.blocks.iter())
-                .find_map(|b| match b {
-                    Block::ToolCall(call) if call.interaction.as_ref().is_some_and(|i| i.is_pending()) => Some(call),
-                    _ => None,
-                })
-                .unwrap();
-            return call.id.clone();
+        if !thread.is_waiting() {
+            return None;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("no question appeared");
+        assert!(summary.waiting, "the session list says it waits");
+        thread.messages.iter().flat_map(|m| m.blocks.iter()).find_map(|b| match b {
+            Block::ToolCall(call) if call.interaction.as_ref().is_some_and(|i| i.is_pending()) => Some(call.id.clone()),
+            _ => None,
+        })
+    })
+    .await
 }
 
 fn jwt() -> Vec<QuestionAnswer> {

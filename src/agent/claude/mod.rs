@@ -20,13 +20,13 @@ use tracing::{info, warn};
 
 use self::process::{CliProcess, Launch, Output, RequestError, Requester};
 use self::protocol::{
-    ApiEvent, CliInfo, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, answers_in_words, deny,
-    hook_allow, hook_deny, input_with_answers, question_hooks,
+    ApiEvent, CliInfo, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow,
+    hook_deny, input_with_answers, question_hooks,
 };
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
-use crate::question::{QuestionAnswer, is_question_tool};
+use crate::question::{is_question_tool, words};
 use crate::thread::Usage;
 
 /// How long the CLI may take to start and answer `initialize`.
@@ -467,7 +467,7 @@ impl<'a> Turn<'a> {
                     if let Some(answers) = sink.take_answer(&tool_use_id)
                         && self.answer_path == AnswerPath::Hook
                     {
-                        text = answers_as_result(&answers);
+                        text = words::as_tool_result(&answers);
                     }
                     sink.tool_result(&tool_use_id, &text, is_error.unwrap_or(false)).await?;
                 }
@@ -635,7 +635,7 @@ fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath)
             let updated = input_with_answers(input, answers);
             return Some(match path {
                 AnswerPath::CanUseTool => allow(updated),
-                AnswerPath::Hook => hook_allow(updated, &answers_in_words(answers)),
+                AnswerPath::Hook => hook_allow(updated, &words::as_context(answers)),
             });
         }
         InteractionOutcome::Cancelled { .. } => return None,
@@ -663,33 +663,6 @@ fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath)
     })
 }
 
-/// The answers as the CLI's own tool result words them (protocol §6).
-fn answers_as_result(answers: &[QuestionAnswer]) -> String {
-    let pairs: Vec<String> = answers
-        .iter()
-        .map(|a| {
-            let mut pair = format!("\"{}\"=\"{}\"", a.question, a.summary());
-            if let Some(notes) = &a.notes {
-                pair.push_str(&format!(" notes: {notes}"));
-            }
-            pair
-        })
-        .collect();
-    let only_labels = answers.iter().all(|a| a.other.is_none() && a.notes.is_none());
-    if only_labels {
-        format!(
-            "Your questions have been answered: {}. You can now continue with these answers in mind.",
-            pairs.join(", ")
-        )
-    } else {
-        format!(
-            "The user answered: {}. Read the answers carefully — they may request clarification, changes, or that \
-             you not proceed — and follow what they actually say.",
-            pairs.join(", ")
-        )
-    }
-}
-
 /// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
 fn known_mode(name: Option<&str>) -> Option<PermissionMode> {
     let name = name?;
@@ -708,23 +681,6 @@ fn describe(system: &protocol::SystemMessage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_override_words_answers_as_the_cli_does() {
-        let labels = [
-            QuestionAnswer::new("Q1", &["JWT"], None, None),
-            QuestionAnswer::new("Q2", &["Dark mode", "i18n"], None, None),
-        ];
-        assert_eq!(
-            answers_as_result(&labels),
-            "Your questions have been answered: \"Q1\"=\"JWT\", \"Q2\"=\"Dark mode, i18n\". You can now continue with these answers in mind."
-        );
-        let other = [QuestionAnswer::new("Q1", &["JWT"], None, Some("short-lived tokens please"))];
-        assert!(
-            answers_as_result(&other)
-                .starts_with("The user answered: \"Q1\"=\"JWT\" notes: short-lived tokens please.")
-        );
-    }
 
     #[test]
     fn a_decline_or_an_expiry_is_never_an_answer() {

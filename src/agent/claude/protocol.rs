@@ -111,18 +111,6 @@ pub fn input_with_answers(input: &Value, answers: &[QuestionAnswer]) -> Value {
     Value::Object(updated)
 }
 
-/// The answers in words, for a hook's `additionalContext`.
-pub fn answers_in_words(answers: &[QuestionAnswer]) -> String {
-    let parts: Vec<String> = answers
-        .iter()
-        .map(|a| match &a.notes {
-            Some(notes) => format!("{} = {} (note: {notes})", a.question, a.summary()),
-            None => format!("{} = {}", a.question, a.summary()),
-        })
-        .collect();
-    format!("The user has already answered: {}", parts.join("; "))
-}
-
 /// `can_use_tool` answers.
 pub fn allow(updated_input: Value) -> Value {
     json!({"behavior": "allow", "updatedInput": updated_input})
@@ -454,6 +442,7 @@ impl CliInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::question::words::as_context;
 
     /// A copy of `../shared/fixtures/claude-cli`, kept in the repository so that CI has it.
     const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-cli");
@@ -582,15 +571,15 @@ mod tests {
             QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
         let updated = input_with_answers(&callback.tool_input(), &answers);
-        let mut ours = hook_allow(updated, &answers_in_words(&answers));
+        let mut ours = hook_allow(updated, &as_context(&answers));
         // The trace's hook sent no context; ours adds it (the model then also reads the answer).
         ours["hookSpecificOutput"].as_object_mut().unwrap().remove("additionalContext");
         assert_eq!(ours, response);
 
         let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
-        assert_eq!(hook_deny(&answers_in_words(&answers)), response);
+        assert_eq!(hook_deny(&as_context(&answers)), response);
         assert_eq!(
-            answers_in_words(&answers),
+            as_context(&answers),
             "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n"
         );
     }

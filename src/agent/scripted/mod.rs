@@ -246,17 +246,7 @@ async fn stream_tool_call(
 /// What the person answered, in words, for `{{answer}}`: `"Which auth?"="JWT"` per question.
 fn quote(outcome: &InteractionOutcome) -> String {
     match outcome {
-        InteractionOutcome::Answered { answers } => answers
-            .iter()
-            .map(|answer| {
-                let mut part = format!("\"{}\"=\"{}\"", answer.question, answer.summary());
-                if let Some(notes) = &answer.notes {
-                    part.push_str(&format!(" (note: {notes})"));
-                }
-                part
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        InteractionOutcome::Answered { answers } => crate::question::words::as_quote(answers),
         InteractionOutcome::Declined { reason: None } => "nothing: you skipped the question".into(),
         InteractionOutcome::Declined { reason: Some(reason) } => {
             format!("nothing: you skipped the question ({reason})")
@@ -342,6 +332,8 @@ fn split_at_char_boundaries(text: &str, size: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interaction::InteractionRequest;
+    use crate::thread::EventBody;
 
     #[test]
     fn words_keep_their_whitespace_and_join_back_to_the_text() {
@@ -356,5 +348,85 @@ mod tests {
         let text = "{\"a\":\"ééééééééééééé→→→\"}";
         let pieces = split_at_char_boundaries(text, 3);
         assert_eq!(pieces.concat(), text);
+    }
+    const ASKS_THEN_RUNS: &str = r#"
+pace = 1000
+[[turn]]
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+[[turn.step]]
+say = "got {{answer}}"
+[[turn.step]]
+tool = "Bash"
+input = { command = "rm -rf target" }
+output = "removed"
+approve = true
+[[turn.step]]
+say = "cleaned"
+"#;
+
+    fn request(text: &str) -> TurnRequest {
+        TurnRequest {
+            session_id: "s".into(),
+            text: text.into(),
+            history: Vec::new(),
+            agent_session: None,
+            workdir: None,
+            permission_mode: None,
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// The person of a recording sink: answers questions with the first option, decides
+    /// approvals as told.
+    fn person(allow: bool) -> impl Fn(&InteractionRequest) -> InteractionOutcome + Send + Sync {
+        move |request| match request {
+            InteractionRequest::Question { questions } => InteractionOutcome::Answered {
+                answers: vec![crate::question::QuestionAnswer::new(
+                    &questions[0].question,
+                    &[&questions[0].options[0].label],
+                    None,
+                    None,
+                )],
+            },
+            InteractionRequest::Approval(_) if allow => InteractionOutcome::Allowed { always: None },
+            _ => InteractionOutcome::Denied { message: Some("not now".into()) },
+        }
+    }
+
+    #[tokio::test]
+    async fn a_turn_asks_through_its_sink_and_uses_what_the_person_said() {
+        let agent = ScriptedAgent::new(Scenario::parse(ASKS_THEN_RUNS, "test").unwrap());
+        let recording = super::super::RecordingSink::new("s", person(true));
+        agent.run_turn(request("go"), recording.sink()).await.unwrap();
+        let thread = recording.thread();
+        let reply = thread.messages[0].text();
+        assert!(reply.trim().starts_with("got \"Which auth?\"=\"JWT\""), "{reply}");
+        assert!(reply.ends_with("cleaned"), "the allowed command ran: {reply}");
+        let kinds: Vec<_> = recording.events().iter().map(EventBody::kind).collect();
+        let opened = kinds.iter().filter(|kind| **kind == "interaction_opened").count();
+        assert_eq!(opened, 2, "one question, one approval: {kinds:?}");
+        assert_eq!(kinds.last(), Some(&"message_finished"));
+    }
+
+    #[tokio::test]
+    async fn a_denied_tool_does_not_run_and_ends_the_turn() {
+        let agent = ScriptedAgent::new(Scenario::parse(ASKS_THEN_RUNS, "test").unwrap());
+        let recording = super::super::RecordingSink::new("s", person(false));
+        agent.run_turn(request("go"), recording.sink()).await.unwrap();
+        let thread = recording.thread();
+        let bash = thread.messages[0]
+            .blocks
+            .iter()
+            .find_map(|block| match block {
+                crate::thread::Block::ToolCall(call) if call.name == "Bash" => Some(call),
+                _ => None,
+            })
+            .expect("the command was asked for");
+        assert_eq!(bash.result.as_deref(), Some("The user denied this."));
+        let reply = thread.messages[0].text();
+        assert!(reply.contains("I did not run Bash") && reply.contains("“not now”"), "{reply}");
+        assert!(!reply.contains("cleaned"), "the turn stops at a denied tool: {reply}");
     }
 }
