@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::manager::title_from_message;
 use super::{SessionManager, Timeouts};
+use crate::agent::scripted::fixtures::ASKS_WHICH_AUTH;
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::approval::{Approval, Decision, MAX_DENIAL_CHARS, PermissionMode};
 use crate::error::AppError;
@@ -152,18 +153,8 @@ async fn a_restart_ends_the_turn_it_interrupted() {
     assert!(!thread.messages[1].streaming, "the cut-short reply no longer streams");
 }
 
-const ASKING: &str = r#"
-pace = 1000
-[[turn]]
-[[turn.step]]
-ask = "AskUserQuestion"
-input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
-[[turn.step]]
-say = "got {{answer}}"
-"#;
-
 async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {
-    let scenario = Scenario::parse(ASKING, "test").unwrap();
+    let scenario = Scenario::parse(ASKS_WHICH_AUTH, "test").unwrap();
     let manager = SessionManager::with_timeouts(
         Store::open_in_memory().await.unwrap(),
         Arc::new(ScriptedAgent::new(scenario)),

@@ -329,6 +329,21 @@ fn split_at_char_boundaries(text: &str, size: usize) -> Vec<&str> {
     pieces
 }
 
+/// Scenarios shared by the crate's tests.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    /// One turn: asks "Which auth?" (JWT or Sessions), then quotes the answer.
+    pub const ASKS_WHICH_AUTH: &str = r#"
+pace = 1000
+[[turn]]
+[[turn.step]]
+ask = "AskUserQuestion"
+input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,22 +364,13 @@ mod tests {
         let pieces = split_at_char_boundaries(text, 3);
         assert_eq!(pieces.concat(), text);
     }
-    const ASKS_THEN_RUNS: &str = r#"
-pace = 1000
-[[turn]]
-[[turn.step]]
-ask = "AskUserQuestion"
-input = { questions = [{ question = "Which auth?", header = "Auth", options = [{ label = "JWT", description = "t" }, { label = "Sessions", description = "s" }] }] }
-[[turn.step]]
-say = "got {{answer}}"
-[[turn.step]]
-tool = "Bash"
-input = { command = "rm -rf target" }
-output = "removed"
-approve = true
-[[turn.step]]
-say = "cleaned"
-"#;
+
+    /// The shared question, then a command that asks permission.
+    fn asks_then_runs() -> Scenario {
+        let runs = "[[turn.step]]\ntool = \"Bash\"\ninput = { command = \"rm -rf target\" }\noutput = \"removed\"\n\
+                    approve = true\n[[turn.step]]\nsay = \"cleaned\"\n";
+        Scenario::parse(&format!("{}{runs}", fixtures::ASKS_WHICH_AUTH), "test").unwrap()
+    }
 
     fn request(text: &str) -> TurnRequest {
         TurnRequest {
@@ -397,7 +403,7 @@ say = "cleaned"
 
     #[tokio::test]
     async fn a_turn_asks_through_its_sink_and_uses_what_the_person_said() {
-        let agent = ScriptedAgent::new(Scenario::parse(ASKS_THEN_RUNS, "test").unwrap());
+        let agent = ScriptedAgent::new(asks_then_runs());
         let recording = super::super::RecordingSink::new("s", person(true));
         agent.run_turn(request("go"), recording.sink()).await.unwrap();
         let thread = recording.thread();
@@ -412,7 +418,7 @@ say = "cleaned"
 
     #[tokio::test]
     async fn a_denied_tool_does_not_run_and_ends_the_turn() {
-        let agent = ScriptedAgent::new(Scenario::parse(ASKS_THEN_RUNS, "test").unwrap());
+        let agent = ScriptedAgent::new(asks_then_runs());
         let recording = super::super::RecordingSink::new("s", person(false));
         agent.run_turn(request("go"), recording.sink()).await.unwrap();
         let thread = recording.thread();
