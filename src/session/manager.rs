@@ -4,7 +4,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::sync::broadcast;
@@ -19,12 +18,10 @@ use crate::approval::{Decision, PermissionMode};
 use crate::bridge::{InteractionBridge, Timeouts};
 use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
+use crate::interaction::InteractionOutcome;
 use crate::question::QuestionAnswer;
 use crate::store::{Store, StoreResult};
-use crate::thread::{EventBody, Role, SessionSummary, Thread, TurnOutcome};
-
-/// How long a backend may take to wind down after Stop before its turn is ended for it.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
 
 pub struct SessionManager {
     log: Arc<SessionLog>,
@@ -114,6 +111,27 @@ impl SessionManager {
             warn!(session = %id, "the server stopped during a turn; ending it");
             let runtime = self.runtime(&id).await?;
             let mut state = runtime.lock().await;
+            // What waited and was not parked: the agent answered it by itself when the server
+            // died; the card says what it was told, never that the person answered.
+            let lost: Vec<(String, String)> = state
+                .thread
+                .messages
+                .iter()
+                .flat_map(|message| message.blocks.iter())
+                .filter_map(|block| match block {
+                    Block::ToolCall(call) => {
+                        let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
+                        Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
+                    }
+                    Block::Text { .. } => None,
+                })
+                .collect();
+            for (tool_use_id, told) in lost {
+                let outcome = InteractionOutcome::Lost { told };
+                runtime
+                    .append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome })
+                    .await?;
+            }
             let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
             runtime.append_locked(self.store(), &mut state, ended).await?;
             let text = "The server stopped while the agent was working, so that turn was cut short. \
@@ -128,11 +146,12 @@ impl SessionManager {
     /// waits (briefly) for them to record how they ended.
     pub async fn shut_down(&self) {
         self.turns.close();
+        let grace = self.agent.interrupt_grace();
         if self.bridge.park_waiting(None) > 0 {
-            let _ = tokio::time::timeout(INTERRUPT_GRACE, self.turns.wait()).await;
+            let _ = tokio::time::timeout(grace, self.turns.wait()).await;
         }
         self.shutdown.cancel();
-        if tokio::time::timeout(INTERRUPT_GRACE * 2, self.turns.wait()).await.is_err() {
+        if tokio::time::timeout(grace * 2, self.turns.wait()).await.is_err() {
             warn!("some turns did not end in time");
         }
         self.agent.shut_down().await;
@@ -331,9 +350,10 @@ impl SessionManager {
         let sink =
             Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
         let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
+        let grace = self.agent.interrupt_grace();
         let grace_over = async {
             cancel.cancelled().await;
-            tokio::time::sleep(INTERRUPT_GRACE).await;
+            tokio::time::sleep(grace).await;
         };
         let result = tokio::select! {
             result = turn => result.unwrap_or_else(|_| Err(AgentError::Failed("the agent crashed".into()))),

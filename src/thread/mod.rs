@@ -123,6 +123,9 @@ pub struct TurnState {
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// Whether the agent's process runs, for agents that have one (`None`: no process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_running: Option<bool>,
 }
 
 /// A session's thread at a point of its event log.
@@ -197,6 +200,10 @@ impl Thread {
                 if agent_session.is_some() {
                     self.turn.agent_session = agent_session.clone();
                 }
+                Change::turn()
+            }
+            EventBody::AgentRunning { running } => {
+                self.turn.agent_running = Some(*running);
                 Change::turn()
             }
             EventBody::PermissionModeChanged { mode } => {

@@ -50,15 +50,24 @@ pub enum Block {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reply {
     pub blocks: Vec<Block>,
+    /// Served only to a request whose last message contains this text (when requests run side
+    /// by side, as a subagent's do beside the main conversation's); `None` serves any request.
+    pub when: Option<String>,
 }
 
 impl Reply {
     pub fn text(t: &str) -> Self {
-        Reply { blocks: vec![Block::Text(t.to_owned())] }
+        Reply { blocks: vec![Block::Text(t.to_owned())], when: None }
     }
 
     pub fn tool_use(id: &str, name: &str, input: Value) -> Self {
-        Reply { blocks: vec![Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input }] }
+        Reply { blocks: vec![Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input }], when: None }
+    }
+
+    /// Serves this reply only to a request whose last message contains `text`.
+    pub fn when(mut self, text: &str) -> Self {
+        self.when = Some(text.to_owned());
+        self
     }
 
     /// Appends a block: `Reply::text("Let me check.").with(Block::ToolUse { … })`.
@@ -121,7 +130,7 @@ fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String>
     if blocks.is_empty() {
         return Err("a reply needs at least one block".into());
     }
-    Ok(Reply { blocks })
+    Ok(Reply { blocks, when: None })
 }
 
 fn block_from_json(block: &Value, tool_ids: &mut usize) -> Result<Block, String> {
@@ -308,9 +317,15 @@ impl Shared {
     fn answer(&self, request: Value) -> (Reply, usize) {
         let (reply, number, count) = {
             let mut inner = self.lock();
+            // The first reply meant for this request: one without a condition, or whose text is
+            // in the request's last message.
+            let last = request.get("messages").and_then(Value::as_array).and_then(|m| m.last()).map(Value::to_string);
+            let fits =
+                |reply: &Reply| reply.when.as_ref().is_none_or(|when| last.as_ref().is_some_and(|l| l.contains(when)));
+            let position = inner.script.iter().position(fits);
             inner.requests.push(request);
             inner.served += 1;
-            let reply = inner.script.pop_front().unwrap_or_else(|| Reply::text(NO_MORE_REPLIES));
+            let reply = position.and_then(|at| inner.script.remove(at)).unwrap_or_else(|| Reply::text(NO_MORE_REPLIES));
             (reply, inner.served, inner.requests.len())
         };
         self.seen.send_replace(count);
