@@ -19,7 +19,7 @@ use crate::bridge::{InteractionBridge, Timeouts};
 use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
-use crate::question::QuestionAnswer;
+use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::store::{Store, StoreResult};
 use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
 
@@ -328,6 +328,33 @@ impl SessionManager {
         decision: Decision,
     ) -> Result<(), AppError> {
         self.bridge.decide(session_id, tool_use_id, decision).await
+    }
+
+    /// Sends the person's answer to a question whose answer never reached the agent (the server
+    /// died while it waited: `InteractionOutcome::Lost`) as a message, with their consent.
+    pub async fn send_lost_answer(
+        self: &Arc<Self>,
+        session_id: &str,
+        tool_use_id: &str,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<(), AppError> {
+        let (_, thread) = self.snapshot(session_id).await?;
+        let interaction = thread
+            .tool_call(tool_use_id)
+            .and_then(|call| call.interaction.clone())
+            .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+        if !matches!(interaction.outcome, Some(InteractionOutcome::Lost { .. })) {
+            return Err(AppError::BadRequest {
+                detail: "only an answer that never reached the agent can be sent as a message".into(),
+            });
+        }
+        let answers = validate_answers(interaction.questions(), &answers)?;
+        let text = format!(
+            "You asked me something before AskBridge stopped, and my answer did not reach you then. My answer: {}. \
+             Please go on with it in mind.",
+            words::as_quote(&answers)
+        );
+        self.send_message(session_id, text).await
     }
 
     /// Switches the session's permission mode: recorded for the next start, and sent to the
