@@ -115,17 +115,26 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     server.child.kill().await.unwrap();
     let requests = mock.wait_for_requests(2, Duration::from_secs(60)).await;
     let told = support::mock_anthropic::tool_results_in(&requests);
-    assert!(told.iter().any(|(id, text, is_error)| id == "toolu_ask" && *is_error && text.contains("STOP")), "{told:?}");
+    assert!(
+        told.iter().any(|(id, text, is_error)| id == "toolu_ask" && *is_error && text.contains("STOP")),
+        "{told:?}"
+    );
 
     let server = serve(home.path(), &mock, port).await;
     let call = tool_call(server.port, &session, "toolu_ask").await.unwrap();
     let outcome = &call["interaction"]["outcome"];
-    assert!(outcome["lost"]["told"].as_str().is_some_and(|t| t.starts_with("The user doesn't want to take this action")), "{outcome}");
+    assert!(
+        outcome["lost"]["told"].as_str().is_some_and(|t| t.starts_with("The user doesn't want to take this action")),
+        "{outcome}"
+    );
 
     let answers = json!([{"question": AUTH, "labels": ["JWT"], "other": null, "notes": null}]);
-    let (status, body) =
-        post(port, "send_answer_as_message", json!({"session": session, "tool_use_id": "toolu_ask", "answers": answers}))
-            .await;
+    let (status, body) = post(
+        port,
+        "send_answer_as_message",
+        json!({"session": session, "tool_use_id": "toolu_ask", "answers": answers}),
+    )
+    .await;
     assert_eq!(status, 200, "{body}");
     let requests = mock.wait_for_requests(3, Duration::from_secs(60)).await;
     let sent = requests[2]["messages"].to_string();

@@ -147,8 +147,20 @@ impl SessionManager {
     pub async fn shut_down(&self) {
         self.turns.close();
         let grace = self.agent.interrupt_grace();
-        if self.bridge.park_waiting(None) > 0 {
-            let _ = tokio::time::timeout(grace, self.turns.wait()).await;
+        let parking = self.bridge.park_waiting(None);
+        if !parking.is_empty() {
+            // The turns that park end by themselves (Claude Code: once the CLI has deferred).
+            let parked = async {
+                for session in &parking {
+                    let Ok(runtime) = self.runtime(session).await else { continue };
+                    while runtime.lock().await.thread.turn.working {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                }
+            };
+            if tokio::time::timeout(grace, parked).await.is_err() {
+                warn!("some turns did not park in time");
+            }
         }
         self.shutdown.cancel();
         if tokio::time::timeout(grace * 2, self.turns.wait()).await.is_err() {
@@ -252,8 +264,7 @@ impl SessionManager {
     async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
-        let turn = &state.thread.turn;
-        if turn.working || turn.last_outcome != Some(TurnOutcome::Parked) || state.thread.is_waiting() {
+        if !state.thread.is_ready_to_resume() {
             return Ok(());
         }
         info!(session = %session_id, "resuming the agent with the person's answers");

@@ -72,7 +72,7 @@ impl TurnSink for SessionSink {
     }
 
     fn park_waiting(&self) -> usize {
-        self.bridge.park_waiting(Some(self.session_id()))
+        self.bridge.park_waiting(Some(self.session_id())).len()
     }
 
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()> {

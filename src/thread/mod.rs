@@ -338,6 +338,21 @@ impl Thread {
             .any(|block| matches!(block, Block::ToolCall(ToolCall { interaction: Some(i), .. }) if i.is_pending()))
     }
 
+    /// Whether the agent parked and everything it left is settled, with the outcome not yet
+    /// delivered (no tool result): then it is time to resume it.
+    pub fn is_ready_to_resume(&self) -> bool {
+        let mut parked_and_settled = false;
+        for block in self.messages.iter().flat_map(|m| m.blocks.iter()) {
+            let Block::ToolCall(call) = block else { continue };
+            match &call.interaction {
+                Some(interaction) if interaction.is_pending() => return false,
+                Some(interaction) if interaction.parked && call.result.is_none() => parked_and_settled = true,
+                _ => {}
+            }
+        }
+        parked_and_settled && !self.turn.working
+    }
+
     fn with_tool_call(&mut self, tool_use_id: &str, change: impl FnOnce(&mut ToolCall)) -> Change {
         for (index, message) in self.messages.iter_mut().enumerate().rev() {
             for block in &mut message.blocks {
