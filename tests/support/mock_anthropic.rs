@@ -50,8 +50,8 @@ pub enum Block {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reply {
     pub blocks: Vec<Block>,
-    /// Served only to a request whose last message contains this text (when requests run side
-    /// by side, as a subagent's do beside the main conversation's); `None` serves any request.
+    /// Served only to a request whose messages contain this text (when conversations run side
+    /// by side, as a subagent's does beside the main one); `None` serves any request.
     pub when: Option<String>,
 }
 
@@ -64,7 +64,7 @@ impl Reply {
         Reply { blocks: vec![Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input }], when: None }
     }
 
-    /// Serves this reply only to a request whose last message contains `text`.
+    /// Serves this reply only to a request whose messages contain `text`.
     pub fn when(mut self, text: &str) -> Self {
         self.when = Some(text.to_owned());
         self
@@ -318,10 +318,9 @@ impl Shared {
         let (reply, number, count) = {
             let mut inner = self.lock();
             // The first reply meant for this request: one without a condition, or whose text is
-            // in the request's last message.
-            let last = request.get("messages").and_then(Value::as_array).and_then(|m| m.last()).map(Value::to_string);
-            let fits =
-                |reply: &Reply| reply.when.as_ref().is_none_or(|when| last.as_ref().is_some_and(|l| l.contains(when)));
+            // in the request's messages.
+            let messages = request.get("messages").map(Value::to_string).unwrap_or_default();
+            let fits = |reply: &Reply| reply.when.as_ref().is_none_or(|when| messages.contains(when.as_str()));
             let position = inner.script.iter().position(fits);
             inner.requests.push(request);
             inner.served += 1;
