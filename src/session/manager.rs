@@ -413,10 +413,14 @@ impl SessionManager {
         let parked = outcome == TurnOutcome::Parked;
         let mut state = runtime.lock().await;
         state.turn = None;
-        let ended = EventBody::TurnEnded { outcome, usage };
+        let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
         if let Err(error) = runtime.append_locked(self.store(), &mut state, ended).await {
-            // The session was deleted meanwhile, or the disk failed: the restart recovery ends it.
+            // The session was deleted meanwhile, or the disk failed. The turn is over all the
+            // same: the session takes the next message (the store says so after the restart
+            // recovery, or with the next turn's end).
             warn!(%error, "could not record the end of the turn");
+            state.thread.turn.working = false;
+            state.thread.turn.last_outcome = Some(outcome);
         }
         let answered_meanwhile = !state.thread.is_waiting();
         drop(state);
