@@ -572,7 +572,10 @@ async fn a_turn_whose_end_cannot_be_stored_does_not_leave_the_session_busy() {
     })
     .await;
     let refused = manager.send_message(&session.id, "hello".into()).await;
-    assert!(matches!(&refused, Err(AppError::Storage { detail }) if detail.contains("cannot be written")), "{refused:?}");
+    assert!(
+        matches!(&refused, Err(AppError::Storage { detail }) if detail.contains("cannot be written")),
+        "{refused:?}"
+    );
     manager.store().fail_writes(false);
     manager.send_message(&session.id, "hello".into()).await.expect("not stuck as busy");
     let thread = wait_idle(&manager, &session.id).await;

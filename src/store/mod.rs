@@ -129,7 +129,8 @@ impl Store {
             StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
             other => other,
         };
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(|e| named(e.into()))?;
+        let pool =
+            SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(|e| named(e.into()))?;
         // Tables, but none of ours: someone else's database, which the migrations would change.
         let tables: Vec<String> =
             sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -597,7 +598,10 @@ mod tests {
         let error = failed.expect("the limit was reached");
         assert!(matches!(error, StoreError::DiskFull), "{error:?}");
         let message = AppError::from(error).to_string();
-        assert!(message.contains("the disk is full") && message.contains("Nothing already stored was lost"), "{message}");
+        assert!(
+            message.contains("the disk is full") && message.contains("Nothing already stored was lost"),
+            "{message}"
+        );
         assert_eq!(store.load_thread("s1").await.unwrap(), thread, "everything stored before is intact");
     }
 
@@ -613,7 +617,8 @@ mod tests {
 
         let foreign = dir.path().join("foreign.db");
         {
-            let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign).create_if_missing(true);
+            let options =
+                SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign).create_if_missing(true);
             let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
             sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").execute(&pool).await.unwrap();
             pool.close().await;
@@ -622,7 +627,8 @@ mod tests {
         assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
         let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign);
         let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
-        let tables: Vec<String> = sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
         assert_eq!(tables, ["invoices"], "no tables of ours were added");
     }
 }

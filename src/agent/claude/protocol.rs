@@ -689,4 +689,40 @@ mod tests {
         assert_eq!(info.model.as_deref(), Some("claude-opus-5-5"));
         assert_eq!(info.permission_mode.as_deref(), Some("default"));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        // The traces are the corpus: every line, cut short and with bytes changed, as a CLI
+        // that misbehaves (or a newer one) might write it. Nothing panics; what is not JSON is
+        // an error, and what is JSON is a message (known, or kept as unknown).
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn no_line_from_the_cli_makes_the_parser_panic(
+            pick in any::<prop::sample::Index>(),
+            cut in any::<prop::sample::Index>(),
+            noise in proptest::collection::vec((any::<prop::sample::Index>(), any::<char>()), 0..4),
+        ) {
+            static LINES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+            let lines = LINES.get_or_init(|| trace_lines().into_iter().map(|(_, _, msg)| msg.to_string()).collect());
+            let mut line: Vec<char> = lines[pick.index(lines.len())].chars().collect();
+            line.truncate(cut.index(line.len() + 1));
+            for (at, c) in noise {
+                if !line.is_empty() {
+                    let at = at.index(line.len());
+                    line[at] = c;
+                }
+            }
+            let line: String = line.into_iter().collect();
+            if let Ok(message) = FromCli::parse(&line) {
+                // Whatever it became, it can be logged.
+                let _ = format!("{message:?}");
+            }
+        }
+
+        #[test]
+        fn no_text_at_all_makes_the_parser_panic(line in "(?s).{0,300}") {
+            let _ = FromCli::parse(&line);
+        }
+    }
 }
