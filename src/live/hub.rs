@@ -138,4 +138,39 @@ mod tests {
         let expected: Vec<u64> = (4..=*seen.last().unwrap()).collect();
         assert_eq!(seen, expected);
     }
+
+    #[tokio::test]
+    async fn a_stalled_tab_holds_a_bounded_backlog_and_slows_no_other_tab() {
+        const WORDS: usize = 2_000;
+        let words: String = (0..WORDS).map(|i| format!("w{i} ")).collect();
+        let scenario =
+            Scenario::parse(&format!("pace = 1000000\n[[turn]]\n[[turn.step]]\nsay = \"{words}\"\n"), "t").unwrap();
+        let manager =
+            SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+        let session = manager.create_session(None).await.unwrap();
+        let runtime = manager.runtime(&session.id).await.unwrap();
+        // One tab never reads; another reads everything as it comes.
+        let mut stalled = follow_session(manager.store().clone(), runtime.clone(), 0, CancellationToken::new());
+        let mut reading = follow_session(manager.store().clone(), runtime, 0, CancellationToken::new());
+        manager.send_message(&session.id, "go".into()).await.unwrap();
+        let mut last = 0;
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(30), reading.recv()).await.unwrap().unwrap();
+            assert_eq!(event.seq, last + 1, "in order, no gap");
+            last = event.seq;
+            if matches!(event.body, crate::thread::EventBody::TurnEnded { .. }) {
+                break;
+            }
+        }
+        assert!(last as usize > WORDS, "every word was an event: {last}");
+        // What waits for the stalled tab is its channel's worth, not the whole turn.
+        assert!(stalled.len() <= 256, "a stalled tab's backlog is bounded: {}", stalled.len());
+        // When it reads again, it gets everything, in order, from the store.
+        let mut seen = 0;
+        while seen < last {
+            let event = tokio::time::timeout(Duration::from_secs(30), stalled.recv()).await.unwrap().unwrap();
+            assert_eq!(event.seq, seen + 1);
+            seen = event.seq;
+        }
+    }
 }
