@@ -82,12 +82,21 @@ pub struct Append<'a> {
 }
 
 impl<'a> Append<'a> {
-    /// What `thread` (after applying `event`) needs stored.
+    /// What `thread` (after applying `event`) needs stored. A streamed piece (a text or argument
+    /// delta) is stored as its event alone: the message it grows is written whole at its next
+    /// other change (and read back with its deltas replayed), so that a long reply costs what
+    /// streamed, not its length for every word.
     pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &'a Change) -> Self {
+        let delta = event.body.is_delta();
         Self {
             session_id,
             event,
-            messages: change.messages.iter().filter_map(|&i| Some((i, thread.messages.get(i)?))).collect(),
+            messages: change
+                .messages
+                .iter()
+                .filter(|_| !delta)
+                .filter_map(|&i| Some((i, thread.messages.get(i)?)))
+                .collect(),
             turn: change.turn.then_some(&thread.turn),
             interactions: change
                 .interactions
@@ -246,17 +255,35 @@ impl Store {
             .await?
             .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
         let rows = sqlx::query(
-            "SELECT id, role, blocks, streaming, created_at_ms FROM messages
+            "SELECT id, role, blocks, streaming, created_at_ms, updated_seq FROM messages
              WHERE session_id = ? ORDER BY position",
         )
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
+        // The deltas a streaming message got since its row was last written.
+        let since =
+            rows.iter().filter(|row| row.get::<bool, _>("streaming")).map(|row| row.get::<i64, _>("updated_seq")).min();
+        let deltas = match since {
+            Some(since) => {
+                sqlx::query(
+                    "SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ?
+                     AND kind IN ('text_delta', 'tool_input_delta') ORDER BY seq",
+                )
+                .bind(id)
+                .bind(since)
+                .fetch_all(&mut *tx)
+                .await?
+            }
+            None => Vec::new(),
+        };
         tx.commit().await?;
 
+        let mut written_at = Vec::with_capacity(rows.len());
         let messages = rows
             .iter()
             .map(|row| {
+                written_at.push(row.get::<i64, _>("updated_seq") as u64);
                 Ok(Message {
                     id: row.get("id"),
                     role: role_from_str(row.get("role")),
@@ -266,11 +293,22 @@ impl Store {
                 })
             })
             .collect::<StoreResult<Vec<_>>>()?;
-        Ok(Thread {
-            messages,
-            turn: serde_json::from_str(head.get("turn"))?,
-            seq: head.get::<i64, _>("last_seq") as u64,
-        })
+        let mut thread = Thread { messages, turn: serde_json::from_str(head.get("turn"))?, seq: 0 };
+        for row in deltas {
+            let event = SessionEvent {
+                seq: row.get::<i64, _>("seq") as u64,
+                at_ms: row.get("at_ms"),
+                body: serde_json::from_str(row.get("body"))?,
+            };
+            // Only onto a message whose row was written before this delta.
+            let target = thread.delta_target(&event.body);
+            if target.is_some_and(|index| written_at[index] < event.seq) {
+                thread.seq = event.seq - 1;
+                thread.apply(&event);
+            }
+        }
+        thread.seq = head.get::<i64, _>("last_seq") as u64;
+        Ok(thread)
     }
 
     /// Stores one event and what it changed, atomically; it must follow the stored log's last
@@ -630,5 +668,35 @@ mod tests {
         let tables: Vec<String> =
             sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
         assert_eq!(tables, ["invoices"], "no tables of ours were added");
+    }
+
+    #[tokio::test]
+    async fn a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word() {
+        let store = Store::open_in_memory().await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let mut live = Thread::default();
+        let mut turn = a_turn();
+        turn.truncate(5); // up to the second text delta: the reply still streams
+        record(&store, "s1", &mut live, turn).await;
+        let written: i64 = sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'")
+            .fetch_one(&store.pool)
+            .await
+            .unwrap();
+        assert_eq!(written, 3, "the deltas did not rewrite the message");
+        assert_eq!(store.load_thread("s1").await.unwrap(), live, "the deltas are replayed on load");
+        // Then a tool call streams its arguments into the same message.
+        record(
+            &store,
+            "s1",
+            &mut live,
+            vec![
+                EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
+                EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "{\"comm".into() },
+                EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "and\": \"ls\"".into() },
+                EventBody::TextDelta { message_id: "a1".into(), text: "!".into() },
+            ],
+        )
+        .await;
+        assert_eq!(store.load_thread("s1").await.unwrap(), live);
     }
 }

@@ -88,6 +88,11 @@ pub enum EventBody {
 }
 
 impl EventBody {
+    /// A streamed piece of a message (text or tool arguments), stored as its event alone.
+    pub fn is_delta(&self) -> bool {
+        matches!(self, Self::TextDelta { .. } | Self::ToolInputDelta { .. })
+    }
+
     /// The name stored in the log's `kind` column, for reading the log by hand.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -330,6 +330,18 @@ impl Thread {
         })
     }
 
+    /// The position of the message a delta event grows, if it is in the thread.
+    pub fn delta_target(&self, body: &EventBody) -> Option<usize> {
+        match body {
+            EventBody::TextDelta { message_id, .. } => self.messages.iter().rposition(|m| m.id == *message_id),
+            EventBody::ToolInputDelta { tool_use_id, .. } => self
+                .messages
+                .iter()
+                .rposition(|m| m.blocks.iter().any(|b| matches!(b, Block::ToolCall(call) if call.id == *tool_use_id))),
+            _ => None,
+        }
+    }
+
     /// Whether a question or approval waits for the person.
     pub fn is_waiting(&self) -> bool {
         self.messages
