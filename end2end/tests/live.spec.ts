@@ -62,6 +62,8 @@ test("the session list follows changes made in another tab", async ({ page, cont
   await page.goto("/");
   await waitForHydration(page);
   const other = await context.newPage();
-  await startSession(other, "made elsewhere");
-  await expect(page.getByRole("link", { name: "made elsewhere" })).toBeVisible();
+  // Titled apart from the sessions of other runs against the same server (--repeat-each).
+  const title = `made elsewhere (run ${test.info().repeatEachIndex})`;
+  await startSession(other, title);
+  await expect(page.getByRole("link", { name: title })).toBeVisible();
 });
