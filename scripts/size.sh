@@ -32,6 +32,84 @@ for path in / $assets; do
 done
 kib=$(( (total + 1023) / 1024 ))
 printf '%-52s %10s %10d  (%d KiB, budget %d KiB)\n' "total" "" "$total" "$kib" "$BUDGET_KIB"
+
+# Where the WASM's bytes go, so that whoever adds a dependency sees what it costs; printed before
+# the verdict, because over budget is when it is needed. The shipped file has no function names
+# (wasm-opt drops them), so this reads wasm-bindgen's output of the same build: what wasm-opt is
+# given. It informs; only the total above decides.
+crates() {
+  local wasm=target/front/wasm32-unknown-unknown/wasm-release/askbridge.wasm
+  if ! command -v twiggy >/dev/null || ! command -v wasm-bindgen >/dev/null || ! [ -f "$wasm" ]; then
+    echo "(no breakdown by crate: it needs twiggy, wasm-bindgen and $wasm; see scripts/setup.sh)"
+    return
+  fi
+  wasm-bindgen --target web --no-typescript --out-dir "$data/bindgen" "$wasm" &&
+    twiggy top --format csv -n 1000000 "$data/bindgen/askbridge_bg.wasm" >"$data/top.csv" &&
+    python3 - "$data/top.csv" <<'PY'
+import collections, csv, glob, re, sys
+
+# A path segment, with the disambiguator that v0 mangling adds to crate names (core[5f1e…]).
+SEGMENT = r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[0-9a-f]+\])?::"
+
+def path_of(name):
+    """The path a function is defined under; for `<T as Trait>::f`, T's path, or the trait's
+    when T is a primitive, a slice or a tuple."""
+    if name.startswith("<"):
+        inner = re.sub(r"^(?:&(?:mut )?|\*(?:const|mut) |dyn )+", "", name[1:])
+        if re.match(SEGMENT, inner):
+            return inner
+        trait = re.search(r" as (" + SEGMENT + ".*)", inner)
+        return trait.group(1) if trait else "core::"  # an inherent method of a primitive
+    return name
+
+# askbridge's modules, from its files (src/ui/question_card.rs is ui::question_card), so that a
+# function or a type in a path is not taken for a module.
+MODULES = set()
+for path in glob.glob("src/**/*.rs", recursive=True):
+    parts = path[len("src/"):-len(".rs")].split("/")
+    if parts[-1] in ("mod", "lib", "main"):
+        parts = parts[:-1]
+    if parts:
+        MODULES.add(tuple(parts))
+
+crates, modules = collections.Counter(), collections.Counter()
+total = 0
+for row in csv.DictReader(open(sys.argv[1])):
+    name, size = row["Name"], int(row["ShallowSize"])
+    if name.startswith(("custom section", '"function names"', '"local names"')):
+        continue  # names and metadata: wasm-opt drops them
+    total += size
+    if name.startswith("data segment"):
+        crates["(data: strings, constants)"] += size
+        continue
+    segments = [] if name.startswith(("import ", "export ")) else re.findall(SEGMENT, path_of(name))
+    if not segments:
+        crates["(glue: imports, exports, tables, wasm-bindgen)"] += size
+        continue
+    crates[segments[0]] += size
+    if segments[0] == "askbridge":
+        depth = 1
+        while depth < 3 and tuple(segments[1:depth + 1]) in MODULES:
+            depth += 1
+        modules["::".join(segments[:depth])] += size
+
+def table(title, counts, top, rest_label):
+    print(f"{title:52} {'bytes':>10} {'share':>10}")
+    shown = counts.most_common(top)
+    for key, size in shown:
+        print(f"  {key:50} {size:10d} {100 * size / total:9.1f}%")
+    rest = sum(counts.values()) - sum(size for _, size in shown)
+    if rest:
+        print(f"  {rest_label.format(len(counts) - len(shown)):50} {rest:10d} {100 * rest / total:9.1f}%")
+
+print(f"\nthe WASM by crate, before wasm-opt ({total} bytes of code and data; generic code counts")
+print("toward the crate that defines it)")
+table("crate", crates, 15, "{} more")
+print()
+table("askbridge by module", modules, 8, "{} more modules")
+PY
+}
+crates || echo "(the breakdown by crate failed, see above; the total stands)"
 if [ "$kib" -gt "$BUDGET_KIB" ]; then
   echo "size: the first page load is ${kib} KiB, over the ${BUDGET_KIB} KiB budget" >&2
   exit 1
