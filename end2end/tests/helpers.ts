@@ -1,4 +1,9 @@
 import { expect, type Page, type APIRequestContext } from "@playwright/test";
+import { spawn, type ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
 
 /** Starts a session from the welcome page by sending `text`; resolves with the session's id. */
 export async function startSession(page: Page, text: string): Promise<string> {
@@ -49,3 +54,101 @@ export async function sessionWithReply(request: APIRequestContext, text: string)
 }
 
 export const LONG_REPLY = Array.from({ length: 300 }, (_, i) => `w${String(i + 1).padStart(3, "0")}`).join(" ");
+
+/** A free loopback port (the kernel picks it; it is free again once this returns). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * An AskBridge server of a test's own (the release build, with the scripted agent playing
+ * end2end/fixtures/scenario.toml), on a free port and a fresh data folder, for tests that stop
+ * and restart it. `stop()` is a graceful stop (SIGTERM); `kill()` ends it at once and is safe to
+ * call whatever state it is in (fixtures call it on teardown, so a failing test leaves nothing
+ * running).
+ */
+export class OwnServer {
+  readonly url: string;
+  private child: ChildProcess | null = null;
+  private exited: Promise<number | null> = Promise.resolve(null);
+  private stderr = "";
+
+  private constructor(
+    readonly port: number,
+    readonly dataDir: string,
+    private readonly args: string[],
+  ) {
+    this.url = `http://127.0.0.1:${port}`;
+  }
+
+  static async start(args: string[] = []): Promise<OwnServer> {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-"));
+    const server = new OwnServer(await freePort(), dataDir, args);
+    await server.start();
+    return server;
+  }
+
+  /** Starts the server (again: same port, same data folder) and resolves once it answers. */
+  async start(): Promise<void> {
+    const root = path.resolve(__dirname, "../..");
+    const child = spawn(
+      path.join(root, "target/release/askbridge"),
+      ["serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir,
+        "--scenario", "end2end/fixtures/scenario.toml", ...this.args],
+      { cwd: root, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    this.child = child;
+    child.stderr!.on("data", (chunk) => (this.stderr = (this.stderr + chunk).slice(-8_000)));
+    this.exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? (signal ? -1 : null))));
+    const killOnExit = () => child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    child.once("exit", () => process.removeListener("exit", killOnExit));
+
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`askbridge exited before it answered:\n${this.stderr}`);
+      }
+      try {
+        if ((await fetch(`${this.url}/`)).ok) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`askbridge did not answer within 30 s:\n${this.stderr}`);
+  }
+
+  /** A graceful stop (SIGTERM, as systemd or Ctrl-C would); resolves with the exit code. */
+  async stop(): Promise<number | null> {
+    this.child?.kill("SIGTERM");
+    return this.exited;
+  }
+
+  /** A crash: SIGKILL, nothing recorded on the way out; the data folder stays for a restart. */
+  async crash(): Promise<void> {
+    this.child?.kill("SIGKILL");
+    await this.exited;
+  }
+
+  /** Ends the server at once if it still runs, and removes its data folder. */
+  async kill(): Promise<void> {
+    if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill("SIGKILL");
+      await this.exited;
+    }
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** What the server logged last (for failure messages). */
+  log(): string {
+    return this.stderr;
+  }
+}

@@ -1,0 +1,149 @@
+// Parking (DESIGN §3): a question that waits outlives its agent. These tests stop and restart the
+// server, so each runs its own (the release build with the scripted agent, on a free port and a
+// fresh data folder), started and killed by the `server` fixture whatever the test's outcome.
+import { test as base, expect, type Page } from "@playwright/test";
+import { agentReplies, call, composerHint, OwnServer, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+
+const test = base.extend<{ serverArgs: string[]; server: OwnServer }>({
+  serverArgs: [[], { option: true }],
+  server: async ({ serverArgs }, use) => {
+    const server = await OwnServer.start(serverArgs);
+    try {
+      await use(server);
+    } finally {
+      await server.kill();
+    }
+  },
+  // Pages and page.request talk to this test's own server.
+  baseURL: async ({ server }, use) => use(server.url),
+});
+
+/** The question card, found as a person would: the group the agent's question is in. */
+function card(page: Page) {
+  return page.getByRole("group", { name: "The agent asks you" }).last();
+}
+
+/** The question the "park" turn of end2end/fixtures/scenario.toml asks. */
+function logsQuestion(page: Page) {
+  return card(page).getByRole("radiogroup", { name: "Where should the logs go?" });
+}
+
+/** The session's last question as stored: whether it is parked, and how the turn ended. */
+async function stored(page: Page, session: string): Promise<{ parked: boolean; pending: boolean; turn: any }> {
+  const view = await call<any>(page.request, "load_session", { id: session });
+  const question = view.thread.messages
+    .flatMap((m: any) => m.blocks)
+    .map((b: any) => b.tool_call)
+    .filter((c: any) => c?.interaction)
+    .at(-1);
+  return {
+    parked: question.interaction.parked === true,
+    pending: question.interaction.outcome == null,
+    turn: view.thread.turn.last_outcome,
+  };
+}
+
+async function parkedAndPending(page: Page, session: string): Promise<boolean> {
+  const { parked, pending } = await stored(page, session);
+  return parked && pending;
+}
+
+/** A pending card whose options can still be chosen. */
+async function expectPending(page: Page) {
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  await expect(card(page).getByRole("status")).toHaveText("Waiting for your answer");
+  for (const option of ["Files", "Journald"]) {
+    await expect(logsQuestion(page).getByRole("radio", { name: option })).toBeEnabled();
+    await expect(logsQuestion(page).getByRole("radio", { name: option })).not.toBeChecked();
+  }
+}
+
+test("a question waiting at a restart is still pending after it, and its answer resumes the turn", async ({ page, server }) => {
+  const session = await startSession(page, "park this question");
+  await expectPending(page);
+  await expect(agentReplies(page).first()).toContainText("One thing first.");
+
+  // A graceful stop parks the question; the server comes back on the same port and data folder.
+  expect(await server.stop(), server.log()).toBe(0);
+  await server.start();
+  expect(await stored(page, session)).toEqual({ parked: true, pending: true, turn: "parked" });
+
+  await page.reload();
+  await waitForHydration(page);
+  await expectPending(page);
+  // What tells a person today that the agent waits for them (the card itself does not say that
+  // the agent is paused): the session list, the tab's title, no Stop button, the composer's hint.
+  await expect(page.locator(".session-item.active .waiting-badge")).toHaveText("Waiting");
+  await expect(page).toHaveTitle(/^● /);
+  await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
+  await expect(composerHint(page)).toHaveText(/waiting for your answer above/);
+  // A message waits until the question is settled.
+  const message = await page.request.post("/api/send_message", { data: { session, text: "hello?" } });
+  expect(message.status()).toBe(409);
+  expect((await message.json()).error).toBe("waiting_for_answer");
+
+  await logsQuestion(page).getByRole("radio", { name: "Journald" }).click();
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(agentReplies(page).last()).toContainText('Resumed: you chose "Where should the logs go?"="Journald".');
+  await waitForTurnEnd(page);
+  expect(await stored(page, session)).toMatchObject({ pending: false, turn: "completed" });
+  // Settled: the composer takes messages again.
+  await page.getByRole("textbox", { name: "Message" }).fill("thanks");
+  await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+});
+
+test.describe("with --park-after 1s", () => {
+  test.use({ serverArgs: ["--park-after", "1s"] });
+
+  test("a question nobody answers parks by itself, and the answer resumes the turn", async ({ page }) => {
+    const session = await startSession(page, "park this question too");
+    await expectPending(page);
+    await expect.poll(() => parkedAndPending(page, session), { timeout: 15_000 }).toBe(true);
+
+    // The open page follows: the turn has ended, the card stays pending.
+    await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
+    await expectPending(page);
+    expect(await stored(page, session)).toEqual({ parked: true, pending: true, turn: "parked" });
+
+    await logsQuestion(page).getByRole("radio", { name: "Files" }).click();
+    await expect(card(page)).toHaveAttribute("data-state", "answered");
+    await expect(agentReplies(page).last()).toContainText('Resumed: you chose "Where should the logs go?"="Files".');
+    await waitForTurnEnd(page);
+    expect(await stored(page, session)).toMatchObject({ pending: false, turn: "completed" });
+  });
+
+  test("a turn with two questions, each parked, goes on after the second", async ({ page }) => {
+    test.fail(
+      true,
+      "known bug: resumed at its second parked question, the scripted agent starts again at the turn's first " +
+        "question and asks the second one again (resume_point counts the tool calls of the last reply only)",
+    );
+    const session = await startSession(page, "ask me twice");
+    const port = card(page).getByRole("radiogroup", { name: "Which port?" });
+    await expect(port.getByRole("radio", { name: "8080" })).toBeEnabled();
+    await expect.poll(() => parkedAndPending(page, session), { timeout: 15_000 }).toBe(true);
+    await port.getByRole("radio", { name: "8080" }).click();
+
+    const level = card(page).getByRole("radiogroup", { name: "Which log level?" });
+    await expect(level.getByRole("radio", { name: "debug" })).toBeEnabled();
+    await expect.poll(() => parkedAndPending(page, session), { timeout: 15_000 }).toBe(true);
+    await level.getByRole("radio", { name: "debug" }).click();
+    await expect(agentReplies(page).last()).toContainText('Level: "Which log level?"="debug".');
+    await waitForTurnEnd(page);
+    await expect(page.getByRole("group", { name: "The agent asks you" })).toHaveCount(2);
+  });
+});
+
+test("a question not yet parked when the server is killed is cancelled after the restart, and the card says why", async ({ page, server }) => {
+  const session = await startSession(page, "park this one, then crash");
+  await expectPending(page);
+  await server.crash();
+  await server.start();
+  await page.reload();
+  await waitForHydration(page);
+  await expect(card(page)).toHaveAttribute("data-state", "cancelled");
+  await expect(card(page)).toContainText("Cancelled: the server stopped. The agent is no longer waiting for an answer.");
+  await expect(logsQuestion(page).getByRole("radio", { name: "Files" })).toBeDisabled();
+  await expect(page.getByText("The server stopped while the agent was working, so that turn was cut short.")).toBeVisible();
+  expect(await stored(page, session)).toEqual({ parked: false, pending: false, turn: "abandoned" });
+});
