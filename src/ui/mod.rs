@@ -4,10 +4,12 @@
 pub mod approval_card;
 pub mod composer;
 pub mod icons;
+pub mod kept;
 pub mod markdown;
 pub mod navigation;
 pub mod notify;
 pub mod question_card;
+pub mod server_call;
 pub mod session_list;
 pub mod state;
 pub mod thread_view;
