@@ -4,6 +4,7 @@
 pub mod approval_card;
 pub mod composer;
 pub mod icons;
+pub mod interaction_card;
 pub mod kept;
 pub mod markdown;
 pub mod navigation;
