@@ -102,7 +102,7 @@ pub fn Composer(
             return;
         }
         if let Err(error) = validate_message(&text) {
-            send_call.state().problem.set(Some(error));
+            send_call.state().problem.set(Some(error.to_string()));
             return;
         }
         match target.get_untracked() {

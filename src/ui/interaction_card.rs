@@ -58,9 +58,8 @@ impl CardLife {
                     (_, Some(outcome)) => Phase::Done(outcome.clone()),
                     (_, None) if calls.pending.get() || sent.get() => Phase::Sending,
                     (_, None) => match calls.problem.get() {
-                        // Another tab, or an expiry, got there first: its outcome is on its way.
-                        None | Some(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => Phase::Pending,
-                        Some(error) => Phase::Unsent(error.to_string()),
+                        None => Phase::Pending,
+                        Some(error) => Phase::Unsent(error),
                     },
                 },
             })
@@ -69,9 +68,14 @@ impl CardLife {
         Self { session, tool_use_id, phase, calls, sent }
     }
 
-    /// For the `then` of a call that answers the card.
-    pub fn sent(&self) {
-        self.sent.set(true);
+    /// For the `done` of a call that answers the card.
+    pub fn settle(&self, result: Result<(), AppError>) {
+        match result {
+            Ok(()) => self.sent.set(true),
+            // Another tab, or an expiry, got there first: its outcome is on its way.
+            Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => self.calls.problem.set(None),
+            Err(_) => {}
+        }
     }
 
     pub fn is_open_untracked(&self) -> bool {

@@ -17,7 +17,7 @@ pub fn SessionList() -> impl IntoView {
     // Renames and deletes say here when they fail.
     let changes = CallState::new();
     let problem = move || {
-        workspace.opening.problem().or_else(|| changes.problem.with(|p| p.as_ref().map(ToString::to_string)))
+        workspace.opening.problem().or_else(|| changes.problem.get())
     };
     let new_session = move |_| workspace.open_new_session(location, None);
 
