@@ -109,7 +109,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         event.prevent_default();
     };
     life.take_focus_when_pending(move || {
-        if let Some(root) = root.get_untracked() {
+        if let Some(root) = root.try_get_untracked().flatten() {
             let _ = root.focus();
         }
     });

@@ -151,7 +151,8 @@ impl Card {
             self.drafts.with_untracked(|drafts| questions.iter().zip(drafts).map(|(q, d)| d.answer(q)).collect())
         });
         let life = self.life;
-        let input = SubmitAnswers { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), answers };
+        let input =
+            SubmitAnswers { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), answers };
         self.answer.dispatch_then(input, move |result| life.settle(result));
     }
 
@@ -160,8 +161,11 @@ impl Card {
             return;
         }
         let life = self.life;
-        let input =
-            DeclineQuestion { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), reason: None };
+        let input = DeclineQuestion {
+            session: life.session.get_value(),
+            tool_use_id: life.tool_use_id.get_value(),
+            reason: None,
+        };
         self.skip.dispatch_then(input, move |result| life.settle(result));
     }
 
@@ -181,7 +185,9 @@ impl Card {
 
     fn focus(&self, selector: &str) {
         #[cfg(feature = "hydrate")]
-        if let Some(el) = self.root.get_untracked().and_then(|root| root.query_selector(selector).ok().flatten()) {
+        if let Some(el) =
+            self.root.try_get_untracked().flatten().and_then(|root| root.query_selector(selector).ok().flatten())
+        {
             let _ = wasm_bindgen::JsCast::unchecked_ref::<web_sys::HtmlElement>(&el).focus();
         }
         #[cfg(not(feature = "hydrate"))]

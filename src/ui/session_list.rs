@@ -16,9 +16,7 @@ pub fn SessionList() -> impl IntoView {
     let location = use_location();
     // Renames and deletes say here when they fail.
     let changes = CallState::new();
-    let problem = move || {
-        workspace.opening.problem().or_else(|| changes.problem.get())
-    };
+    let problem = move || workspace.opening.problem().or_else(|| changes.problem.get());
     let new_session = move |_| workspace.open_new_session(location, None);
 
     view! {

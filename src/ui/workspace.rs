@@ -36,8 +36,8 @@ enum Shown {
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } =
-        initial_data().unwrap_or_else(|error| WorkspaceData {
+    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } = initial_data()
+        .unwrap_or_else(|error| WorkspaceData {
             agent: String::new(),
             default_workdir: None,
             default_mode: PermissionMode::default(),
