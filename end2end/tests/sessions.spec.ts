@@ -48,6 +48,31 @@ test("New session opens an empty session", async ({ page }) => {
   await expect(page.getByRole("heading", { level: 1 })).toHaveText("New session");
 });
 
+test("a message typed at once after New session is never lost", async ({ page }) => {
+  await page.goto("/");
+  await waitForHydration(page);
+  const newSession = page.getByRole("button", { name: "New session", exact: true });
+  const box = page.getByRole("textbox", { name: "Message" });
+  let previous = "";
+  for (let i = 1; i <= 8; i++) {
+    const text = `typed at once, try ${i}`;
+    // As a person would: click, type straight away, press Enter; no waiting in between.
+    await newSession.click();
+    await box.pressSequentially(text);
+    await box.press("Enter");
+
+    // Landed: the address names a new session and the pane shows it (its tab title is its own).
+    await page.waitForURL((url) => /^\/s\/[0-9a-f]+$/.test(url.pathname) && url.pathname !== previous);
+    previous = new URL(page.url()).pathname;
+    await expect(page).toHaveTitle(new RegExp(`^(New session|${text}) · AskBridge$`));
+    // The message was sent there as its first message, or waits in its message box.
+    const you = page.getByRole("article", { name: "You" });
+    await expect
+      .poll(async () => ((await you.count()) > 0 ? await you.first().innerText() : await box.inputValue()))
+      .toBe(text);
+  }
+});
+
 test("an unknown session id gets a clear page with status 404", async ({ page }) => {
   const response = await page.goto("/s/does-not-exist");
   expect(response?.status()).toBe(404);

@@ -5,6 +5,9 @@
 //! A connection can die without an error: a laptop lid closes, a phone changes networks. So the
 //! browser's `offline` event drops it at once, and a watchdog drops it when even the server's
 //! heartbeat (`ping`, every 15 s) has stopped arriving.
+//!
+//! One `LiveConnection` lives as long as the page. The stream follows one session at a time;
+//! `follow` moves it to another (a new `EventSource`, the same handlers, listeners and watchdog).
 
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
@@ -111,6 +114,30 @@ impl LiveConnection {
         }
         open(&inner);
         Self { inner }
+    }
+}
+
+impl LiveConnection {
+    /// Follows `session` (or only the session list) from the event after `after`, instead of what
+    /// it followed. A stream the server had ended (its session deleted) starts again too.
+    pub fn follow(&self, session: Option<String>, after: u64) {
+        {
+            let mut inner = self.inner.borrow_mut();
+            if inner.session == session && inner.last_seq == after && !inner.stopped {
+                return;
+            }
+            close(&mut inner);
+            if let Some(timer) = inner.retry.take() {
+                timer.clear();
+            }
+            inner.session = session;
+            inner.last_seq = after;
+            inner.attempt = 0;
+            inner.stopped = false;
+            inner.last_heard = js_sys::Date::now();
+        }
+        status(&self.inner, ConnectionStatus::Connecting);
+        open(&self.inner);
     }
 }
 

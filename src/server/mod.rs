@@ -181,9 +181,9 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
     };
     let fallback_assets = assets;
 
-    Router::new()
-        .route("/", get(page.clone()))
-        .route("/s/{id}", get(page))
+    // The pages are the UI's (`Page::ROUTES`); everything else here is the server's own.
+    let pages = Page::ROUTES.into_iter().fold(Router::new(), |router, route| router.route(route, get(page.clone())));
+    pages
         .route("/api/{*function}", post(server_fn))
         .route(LIVE_PATH, get(sse::live))
         .route(security::LOGIN_PATH, post(security::login))

@@ -8,23 +8,15 @@
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
+use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
+use super::kept::Kept;
 use super::markdown::markdown;
-use crate::api::decide_approval;
+use super::server_call::ServerCall;
+use crate::api::DecideApproval;
 use crate::approval::{Approval, Decision, Shows};
-use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::ToolCall;
-
-/// Where the card is in its life; `Sending` and `Unsent` exist only in this tab.
-#[derive(Debug, Clone, PartialEq)]
-enum Phase {
-    Pending,
-    Sending,
-    Unsent(String),
-    Done(InteractionOutcome),
-}
 
 #[component]
 pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
@@ -42,55 +34,43 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             shows: Shows::Json { pretty: String::new() },
         },
     });
-    let local = RwSignal::new(None::<Phase>);
-    let phase = Memo::new(move |_| match call.with(|c| c.interaction.as_ref().and_then(|i| i.outcome.clone())) {
-        Some(outcome) => Phase::Done(outcome),
-        None => local.get().unwrap_or(Phase::Pending),
-    });
+    let life = CardLife::new(thread.session_id, call);
+    let phase = life.phase;
     let message = RwSignal::new(String::new());
     let root = NodeRef::<html::Section>::new();
     let input = NodeRef::<html::Input>::new();
-    let session = thread.session_id;
-    let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
     let suggestions = StoredValue::new(approval.suggestions.iter().map(|s| s.label.clone()).collect::<Vec<_>>());
     let plan = approval.is_plan();
     // The message typed for the agent survives a reload, until the decision is stored.
+    let kept = Kept::decision_message(&life.session.get_value(), &life.tool_use_id.get_value());
+    life.forget_when_closed(kept.clone());
     #[cfg(feature = "hydrate")]
     {
-        let key = format!("askbridge:deny:{}:{}", session.get_value(), tool_use_id.get_value());
-        let storage = super::question_card::local_storage;
-        let restore_key = key.clone();
+        let kept = kept.clone();
         Effect::new(move |_| {
-            if let (Some(el), Some(saved)) =
-                (input.get(), storage().and_then(|s| s.get_item(&restore_key).ok().flatten()))
-            {
+            if let (Some(el), Some(saved)) = (input.get(), kept.load()) {
                 el.set_value(&saved);
                 message.set(saved);
             }
         });
-        Effect::new(move |ran: Option<()>| {
-            let text = message.get();
-            let done = matches!(phase.get(), Phase::Done(_));
-            // The first run leaves what is saved alone: the restore above reads it.
-            let Some(storage) = storage().filter(|_| ran.is_some() || done) else { return };
-            let _ = if done || text.is_empty() { storage.remove_item(&key) } else { storage.set_item(&key, &text) };
-        });
     }
 
-    let open = move || matches!(phase.get(), Phase::Pending | Phase::Unsent(_));
+    let decide_call = ServerCall::<DecideApproval>::sharing(life.calls);
+    // Retry sends the decision that was not sent.
+    let last = StoredValue::new(None::<Decision>);
     let decide = move |decision: Decision| {
-        if !phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Unsent(_))) {
+        if !life.is_open_untracked() {
             return;
         }
-        local.set(Some(Phase::Sending));
-        spawn_local(async move {
-            match decide_approval(session.get_value(), tool_use_id.get_value(), decision).await {
-                Ok(()) => {}
-                // Another tab or the timeout decided first: the card shows that outcome.
-                Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => local.set(None),
-                Err(error) => local.set(Some(Phase::Unsent(error.to_string()))),
-            }
-        });
+        last.set_value(Some(decision.clone()));
+        let input =
+            DecideApproval { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), decision };
+        decide_call.dispatch_then(input, move |result| life.settle(result));
+    };
+    let retry = move || {
+        if let Some(decision) = last.get_value() {
+            decide(decision);
+        }
     };
     let deny = move || {
         let text = message.get_untracked().trim().to_string();
@@ -129,45 +109,33 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         }
         event.prevent_default();
     };
-    // A pending card takes the focus when it appears, so that its keys work at once.
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |was_open: Option<bool>| {
-        let now = phase.with(|p| *p == Phase::Pending);
-        if now && was_open != Some(true) {
-            request_animation_frame(move || {
-                if let Some(root) = root.get_untracked() {
-                    let _ = root.focus();
-                }
-            });
+    life.take_focus_when_pending(move || {
+        if let Some(root) = root.try_get_untracked().flatten() {
+            let _ = root.focus();
         }
-        now
     });
 
     let title = title_of(&approval);
-    let label = title.clone();
     let status = move || match phase.get() {
-        Phase::Pending => "Waiting for your decision".to_string(),
         Phase::Sending => "Sending…".to_string(),
         Phase::Unsent(_) => "Not sent".to_string(),
         Phase::Done(outcome) => outcome_status(&outcome, plan).to_string(),
+        _ => "Waiting for your decision".to_string(),
     };
     let state = move || match phase.get() {
-        Phase::Pending => "pending",
         Phase::Sending => "submitting",
         Phase::Unsent(_) => "error",
         Phase::Done(InteractionOutcome::Allowed { .. }) => "allowed",
         Phase::Done(InteractionOutcome::Denied { .. }) => "denied",
         Phase::Done(InteractionOutcome::Expired) => "expired",
         Phase::Done(_) => "cancelled",
+        _ => "pending",
     };
     let outcome = move || match phase.get() {
         Phase::Done(outcome) => suggestions.with_value(|labels| outcome_text(&outcome, labels, plan)),
         _ => None,
     };
-    let unsent = move || match phase.get() {
-        Phase::Unsent(message) => Some(message),
-        _ => None,
-    };
+    let open = move || phase.with(Phase::is_open);
     let suggestion_buttons = approval
         .suggestions
         .iter()
@@ -176,54 +144,47 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         .collect_view();
     let Approval { description, reason, blocked_path, shows, .. } = approval;
 
-    view! {
-        <section
-            class="approval-card"
-            data-state=state
-            role="group"
-            aria-label=label
-            tabindex="-1"
-            node_ref=root
-            on:keydown=on_key
-            on:click=on_click
-        >
-            <header class="qc-head">
-                <span class="qc-mark" aria-hidden="true">{if plan { "✓" } else { "!" }}</span>
-                <span class="qc-title">{title}</span>
-                <span class="qc-status" role="status">{status}</span>
-            </header>
-            <div class="ac-body" hidden=move || !plan && !open()>
-                {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
-                {shows_view(shows)}
-                {reason.map(|text| view! { <p class="ac-reason">"Why it asks: " {text}</p> })}
-                {blocked_path.map(|path| view! { <p class="ac-reason">"Path: " <code>{path}</code></p> })}
-            </div>
-            <p class="qc-outcome" hidden=move || outcome().is_none()>{outcome}</p>
-            <div class="qc-problem" role="alert" hidden=move || unsent().is_none()>
-                "Your decision was not sent: "
-                {unsent}
-            </div>
-            <fieldset class="ac-actions" hidden=move || !open() && phase.get() != Phase::Sending disabled=move || !open()>
-                <button class="button primary" data-d="allow" aria-keyshortcuts="y">
-                    {if plan { "Approve plan" } else { "Allow once" }}
+    let body = view! {
+        <div class="ac-body" hidden=move || !plan && !open()>
+            {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
+            {shows_view(shows)}
+            {reason.map(|text| view! { <p class="ac-reason">"Why it asks: " {text}</p> })}
+            {blocked_path.map(|path| view! { <p class="ac-reason">"Path: " <code>{path}</code></p> })}
+        </div>
+    };
+    let actions = view! {
+        <fieldset class="ac-actions" hidden=move || !open() && phase.get() != Phase::Sending disabled=move || !open()>
+            <button class="button primary" data-d="allow" aria-keyshortcuts="y">
+                {if plan { "Approve plan" } else { "Allow once" }}
+            </button>
+            {suggestion_buttons}
+            <div class="ac-deny">
+                <input
+                    node_ref=input
+                    type="text"
+                    maxlength="4000"
+                    aria-label="Message for the agent"
+                    placeholder=if plan { "What should change? (optional)" } else { "Tell the agent why, or what to do instead (optional)" }
+                    on:input=move |ev| {
+                        let text = event_target_value(&ev);
+                        kept.save(&text);
+                        message.set(text);
+                    }
+                />
+                <button class=if plan { "button" } else { "button danger" } data-d="deny" aria-keyshortcuts="n">
+                    {if plan { "Keep planning" } else { "Deny" }}
                 </button>
-                {suggestion_buttons}
-                <div class="ac-deny">
-                    <input
-                        node_ref=input
-                        type="text"
-                        maxlength="4000"
-                        aria-label="Message for the agent"
-                        placeholder=if plan { "What should change? (optional)" } else { "Tell the agent why, or what to do instead (optional)" }
-                        on:input=move |ev| message.set(event_target_value(&ev))
-                    />
-                    <button class=if plan { "button" } else { "button danger" } data-d="deny" aria-keyshortcuts="n">
-                        {if plan { "Keep planning" } else { "Deny" }}
-                    </button>
-                </div>
-            </fieldset>
-        </section>
-    }
+            </div>
+        </fieldset>
+    };
+    let text = FrameText {
+        kind: "approval-card",
+        label: title.clone(),
+        mark: if plan { "✓" } else { "!" },
+        title,
+        sends: "decision",
+    };
+    interaction_frame(life, text, root, state, status, outcome, retry, on_key, on_click, body, actions)
 }
 
 /// The card's heading: what the agent wants, in words.

@@ -1,54 +1,86 @@
-//! The composer: Enter sends, Shift+Enter starts a new line; says why it cannot send when it
-//! cannot; Stop interrupts the agent's turn. The draft survives a reload and a failed send.
+//! The composer: one message box for the whole workspace. It stays while the person moves
+//! between sessions, so that what they type is never lost: text typed while a new session opens
+//! lands in that session's box, and Enter pressed meanwhile sends it there once it is open.
+//! Enter sends, Shift+Enter starts a new line; it says why it cannot send when it cannot; Stop
+//! interrupts the agent's turn. Each session's draft survives a reload and a failed send.
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::icons;
-use super::navigation::{session_path, use_location};
+use super::kept::Kept;
+use super::navigation::{Page, use_location};
+use super::server_call::ServerCall;
 use super::state::{ThreadState, use_workspace};
-use crate::api::{create_session, interrupt_turn, send_message};
-use crate::error::{AppError, MAX_MESSAGE_CHARS, validate_message};
+use crate::api::{InterruptTurn, SendMessage};
+use crate::error::{MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
+
+/// Where a message typed now goes.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    /// The first message of a session it will create (the welcome page).
+    NewSession,
+    /// A session is being created; the message goes there once it is open.
+    Opening,
+    Session(String),
+}
+
+impl Target {
+    fn kept(&self) -> Kept {
+        match self {
+            Self::Session(id) => Kept::message_draft(Some(id)),
+            Self::NewSession | Self::Opening => Kept::message_draft(None),
+        }
+    }
+}
 
 #[component]
 pub fn Composer(
-    session: Option<String>,
-    thread: Option<ThreadState>,
-    /// The folder for the session a first message creates.
-    workdir: Option<RwSignal<String>>,
-    /// The permission mode for the session a first message creates.
-    mode: Option<RwSignal<crate::approval::PermissionMode>>,
+    /// The pane shows no session to write to (a problem page).
+    #[prop(into)]
+    hidden: Signal<bool>,
 ) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
     let input = NodeRef::<html::Textarea>::new();
     let draft = RwSignal::new(String::new());
-    let sending = RwSignal::new(false);
-    let stopping = RwSignal::new(false);
-    let problem = RwSignal::new(None::<String>);
-    let session = StoredValue::new(session);
-    let draft_key = StoredValue::new(format!("askbridge:draft:{}", session.get_value().as_deref().unwrap_or("new")));
+    // Enter was pressed while the session was opening: send once it is open.
+    let queued = RwSignal::new(false);
+    let send_call = ServerCall::<SendMessage>::new();
+    let stop_call = ServerCall::<InterruptTurn>::new();
 
-    // The box takes the focus, unless a question card is waiting for it.
-    let take_focus = !thread.is_some_and(|t| t.waiting.get_untracked());
-    restore_draft(draft, draft_key, input, take_focus);
-
-    let working = move || thread.is_some_and(|t| t.turn.with(|turn| turn.working));
+    let target = Memo::new(move |_| {
+        if workspace.opening.pending() {
+            return Target::Opening;
+        }
+        match location.page() {
+            Page::Session(id) => Target::Session(id),
+            _ => Target::NewSession,
+        }
+    });
+    // The thread of the session the box writes to, once the pane shows it (not while it loads).
+    let thread = move || -> Option<ThreadState> {
+        let shown = workspace.thread.get()?;
+        target.with(|t| matches!(t, Target::Session(id) if shown.session().as_ref() == Some(id))).then_some(shown)
+    };
+    let working = move || thread().is_some_and(|t| t.turn.try_with(|turn| turn.working).unwrap_or(false));
+    let waiting = move || thread().is_some_and(|t| t.waiting.try_get().unwrap_or(false));
     let gone = move || matches!(workspace.connection.get(), ConnectionStatus::Closed(_));
     let too_long = move || draft.with(|d| d.chars().count() > MAX_MESSAGE_CHARS);
     // Why the message cannot be sent right now, in words; None when it can.
     let blocked = move || -> Option<String> {
         if !workspace.hydrated.get() {
             Some("Loading…".into())
-        } else if gone() {
+        } else if target.with(|t| *t == Target::Opening) {
+            Some(if queued.get() { "Sending…" } else { "Opening a new session…" }.into())
+        } else if gone() && thread().is_some() {
             Some("This session is no longer available.".into())
-        } else if thread.is_some_and(|t| t.waiting.get()) {
+        } else if waiting() {
             Some("The agent is waiting for your answer above. Answer it (or skip it, or deny it) to go on.".into())
         } else if working() {
             Some("The agent is working. Wait for it, or press Stop.".into())
-        } else if sending.get() {
+        } else if send_call.pending() {
             Some("Sending…".into())
         } else if too_long() {
             Some(format!("The message is longer than {MAX_MESSAGE_CHARS} characters."))
@@ -56,68 +88,120 @@ pub fn Composer(
             None
         }
     };
-    let can_send = move || blocked().is_none() && draft.with(|d| !d.trim().is_empty());
+    let has_text = move || draft.with(|d| !d.trim().is_empty());
+    let can_send = move || blocked().is_none() && has_text();
+    let focus_box = move || {
+        if let Some(el) = input.get_untracked() {
+            let _ = el.focus();
+        }
+    };
 
     let send = move || {
-        if !can_send() {
-            return;
-        }
         let text = draft.get_untracked();
-        if let Err(error) = validate_message(&text) {
-            problem.set(Some(error.to_string()));
+        if text.trim().is_empty() || !workspace.hydrated.get_untracked() {
             return;
         }
-        sending.set(true);
-        problem.set(None);
-        spawn_local(async move {
-            let result: Result<Option<String>, AppError> = async {
-                match session.get_value() {
-                    Some(id) => send_message(id, text).await.map(|()| None),
-                    None => {
-                        let created =
-                            create_session(workdir.map(|w| w.get_untracked()), mode.map(|m| m.get_untracked())).await?;
-                        send_message(created.id.clone(), text).await?;
-                        Ok(Some(created.id))
-                    }
-                }
+        if let Err(error) = validate_message(&text) {
+            send_call.state().problem.set(Some(error.to_string()));
+            return;
+        }
+        match target.get_untracked() {
+            // The session is created first; the message follows once it is open (below).
+            Target::NewSession => {
+                queued.set(true);
+                workspace.open_new_session(location, Some(workspace.new_session));
             }
-            .await;
-            sending.set(false);
-            match result {
-                Ok(created) => {
-                    draft.set(String::new());
-                    save_draft(draft_key, "");
-                    if let Some(id) = created {
-                        location.navigate(&session_path(&id));
-                    } else if let Some(el) = input.get_untracked() {
-                        let _ = el.focus();
-                    }
+            Target::Opening => queued.set(true),
+            Target::Session(id) => {
+                if !untrack(can_send) {
+                    return;
                 }
-                // The draft stays, so nothing typed is lost.
-                Err(error) => problem.set(Some(error.to_string())),
+                let kept = Kept::message_draft(Some(&id));
+                let sent_to = Target::Session(id.clone());
+                send_call.dispatch(SendMessage { session: id, text: text.clone() }, move |()| {
+                    // What was typed after the sent text stays, in the box it was typed in.
+                    let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
+                    if target.get_untracked() == sent_to {
+                        if let Some(rest) = draft.with_untracked(|d| rest(d)) {
+                            kept.save(&rest);
+                            draft.set(rest);
+                        }
+                        focus_box();
+                    } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
+                        kept.save(&rest);
+                    }
+                });
             }
-        });
+        }
     };
-    let send_on_submit = send;
+
+    // The box follows the target: each session has its draft. Text typed while a session opened
+    // comes along into it (joined to a draft it may have), and a queued message is sent.
+    Effect::new(move |previous: Option<Target>| {
+        let now = target.get();
+        if previous.as_ref().is_some_and(|before| *before != now) {
+            // A failed send was about the other session.
+            send_call.state().problem.set(None);
+            stop_call.state().problem.set(None);
+        }
+        match (previous, &now) {
+            // The page is interactive: what this browser kept comes back.
+            (None, _) => draft.set(now.kept().load().unwrap_or_default()),
+            (Some(before), _) if before == now => {}
+            (Some(Target::NewSession), Target::Opening) => {}
+            // The session could not be created: the text stays, and waits for another Enter.
+            (Some(Target::Opening), Target::NewSession) => queued.set(false),
+            (Some(Target::Opening), Target::Session(id)) => {
+                let opened = workspace.just_opened.with_value(|o| o.as_ref() == Some(id));
+                let typed = draft.get_untracked();
+                let kept = now.kept();
+                let joined = match kept.load().filter(|d| !d.trim().is_empty()) {
+                    Some(earlier) if !typed.trim().is_empty() && earlier != typed => format!("{earlier}\n{typed}"),
+                    Some(earlier) if typed.trim().is_empty() => earlier,
+                    _ => typed,
+                };
+                kept.save(&joined);
+                Target::Opening.kept().forget();
+                draft.set(joined);
+                if queued.get_untracked() {
+                    queued.set(false);
+                    if opened {
+                        send();
+                    }
+                }
+            }
+            (Some(_), _) => {
+                queued.set(false);
+                draft.set(now.kept().load().unwrap_or_default());
+            }
+        }
+        // The box takes the focus, unless a card is waiting for the person's answer.
+        if !untrack(waiting) {
+            focus_box();
+        }
+        now
+    });
 
     let stop = move |_| {
-        let Some(id) = session.get_value() else { return };
-        stopping.set(true);
-        spawn_local(async move {
-            if let Err(error) = interrupt_turn(id).await {
-                problem.set(Some(error.to_string()));
-            }
-            stopping.set(false);
-        });
+        if let Some(id) = thread().and_then(|t| t.session()) {
+            stop_call.dispatch(InterruptTurn { session: id }, |()| {});
+        }
     };
 
-    let hint = move || problem.get().or_else(blocked);
+    let problem = move || {
+        send_call
+            .problem()
+            .or_else(|| stop_call.problem())
+            .or_else(|| target.with(|t| *t == Target::NewSession).then(|| workspace.opening.problem()).flatten())
+    };
+    let hint = move || problem().or_else(blocked);
     view! {
         <form
             class="composer"
+            hidden=move || hidden.get()
             on:submit=move |ev| {
                 ev.prevent_default();
-                send_on_submit();
+                send();
             }
         >
             <div class="composer-box">
@@ -131,7 +215,7 @@ pub fn Composer(
                     prop:value=move || draft.get()
                     on:input=move |ev| {
                         let value = event_target_value(&ev);
-                        save_draft(draft_key, &value);
+                        target.with_untracked(Target::kept).save(&value);
                         draft.set(value);
                     }
                     on:keydown=move |ev| {
@@ -147,7 +231,7 @@ pub fn Composer(
                         class="button stop"
                         hidden=move || !working()
                         on:click=stop
-                        disabled=move || stopping.get()
+                        disabled=move || stop_call.pending()
                     >
                         {icons::stop()}
                         "Stop"
@@ -166,7 +250,7 @@ pub fn Composer(
             <p
                 id="composer-hint"
                 class="composer-hint"
-                class:problem=move || problem.with(Option::is_some)
+                class:problem=move || problem().is_some()
                 class:idle=move || hint().is_none()
                 aria-live="polite"
             >
@@ -174,32 +258,4 @@ pub fn Composer(
             </p>
         </form>
     }
-}
-
-/// Brings back what was typed before a reload, and focuses the box.
-#[allow(unused_variables)]
-fn restore_draft(draft: RwSignal<String>, key: StoredValue<String>, input: NodeRef<html::Textarea>, take_focus: bool) {
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        if let Some(saved) = local_storage().and_then(|s| s.get_item(&key.get_value()).ok().flatten()) {
-            draft.set(saved);
-        }
-        if let Some(el) = input.get().filter(|_| take_focus) {
-            let _ = el.focus();
-        }
-    });
-}
-
-#[allow(unused_variables)]
-fn save_draft(key: StoredValue<String>, value: &str) {
-    #[cfg(feature = "hydrate")]
-    if let Some(storage) = local_storage() {
-        let key = key.get_value();
-        let _ = if value.is_empty() { storage.remove_item(&key) } else { storage.set_item(&key, value) };
-    }
-}
-
-#[cfg(feature = "hydrate")]
-fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
 }

@@ -4,10 +4,13 @@
 pub mod approval_card;
 pub mod composer;
 pub mod icons;
+pub mod interaction_card;
+pub mod kept;
 pub mod markdown;
 pub mod navigation;
 pub mod notify;
 pub mod question_card;
+pub mod server_call;
 pub mod session_list;
 pub mod state;
 pub mod thread_view;

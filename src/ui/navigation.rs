@@ -16,6 +16,10 @@ pub enum Page {
 }
 
 impl Page {
+    /// Every page's path, as an axum route pattern: the server routes exactly these to the page
+    /// renderer, so the UI's list of pages is the only one.
+    pub const ROUTES: [&'static str; 2] = ["/", "/s/{id}"];
+
     pub fn of(path: &str) -> Self {
         match path.trim_end_matches('/') {
             "" => Self::Home,
@@ -146,5 +150,14 @@ mod tests {
         assert_eq!(Page::of("/s/"), Page::NotFound);
         assert_eq!(Page::of("/s/a/b"), Page::NotFound);
         assert_eq!(Page::of("/pkg/x.js"), Page::NotFound);
+    }
+
+    #[test]
+    fn every_server_route_is_a_page_and_every_page_has_a_route() {
+        let example = |pattern: &str| pattern.replace("{id}", "abc");
+        let pages: Vec<Page> = Page::ROUTES.iter().map(|pattern| Page::of(&example(pattern))).collect();
+        assert_eq!(pages, [Page::Home, Page::Session("abc".into())]);
+        // The path a link to a session uses is the route's.
+        assert_eq!(session_path("abc"), example(Page::ROUTES[1]));
     }
 }

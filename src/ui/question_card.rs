@@ -6,17 +6,25 @@
 //! and submits once. Number keys pick options (`0` is Other), Enter submits or moves on, Esc skips
 //! the card. What the person has chosen is kept in the browser until the answer is stored, so a
 //! reload loses nothing; the answered card shows what was chosen, in every tab.
+//!
+//! The question markup is drawn once per question, in the state it has then, and one effect
+//! (`sync_controls`) keeps the controls in step with the person's choices. The same card written
+//! with a reactive binding per control (checked, hidden, value, disabled, a handler per control,
+//! node refs instead of selectors) was built and measured, release WASM after wasm-opt, brotli:
+//! 321,053 bytes against 320,567 for this one, 0.5 KB more (not the ~20 KB once assumed). Small,
+//! but the first page load may not grow, and the rest of this change leaves no room for it.
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
+use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
+use super::kept::Kept;
 #[cfg(feature = "hydrate")]
 use super::markdown::render_markdown;
+use super::server_call::ServerCall;
 use super::state::ThreadState;
-use crate::api::{decline_question, submit_answers};
-use crate::error::AppError;
-use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
+use crate::api::{DeclineQuestion, SubmitAnswers};
+use crate::interaction::InteractionOutcome;
 use crate::question::{OTHER, Question, QuestionAnswer, question_texts_so_far};
 use crate::thread::ToolCall;
 
@@ -66,39 +74,25 @@ impl Draft {
     }
 }
 
-/// Where the card is in its life (DESIGN §3); `Submitting` and `Unsent` exist only in this tab.
-#[derive(Debug, Clone, PartialEq)]
-enum Phase {
-    /// The agent is still writing the question.
-    Streaming,
-    Pending,
-    Submitting,
-    /// The answer did not reach the server; the message says why.
-    Unsent(String),
-    Done(InteractionOutcome),
-    Unreadable(String),
-}
-
 #[derive(Clone, Copy)]
 struct Card {
-    session: StoredValue<String>,
-    tool_use_id: StoredValue<String>,
+    life: CardLife,
     questions: Memo<Vec<Question>>,
     drafts: RwSignal<Vec<Draft>>,
-    phase: Memo<Phase>,
-    local: RwSignal<Option<Phase>>,
     /// The option whose preview shows, per question.
     focused: RwSignal<Vec<Option<usize>>>,
     root: NodeRef<html::Section>,
+    answer: ServerCall<SubmitAnswers>,
+    skip: ServerCall<DeclineQuestion>,
 }
 
 impl Card {
     fn editable(&self) -> bool {
-        self.phase.with(|p| matches!(p, Phase::Pending | Phase::Unsent(_)))
+        self.life.phase.with(Phase::is_open)
     }
 
     fn editable_untracked(&self) -> bool {
-        self.phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Unsent(_)))
+        self.life.is_open_untracked()
     }
 
     /// One single-select question: a click answers it.
@@ -156,38 +150,44 @@ impl Card {
         let answers: Vec<QuestionAnswer> = self.questions.with_untracked(|questions| {
             self.drafts.with_untracked(|drafts| questions.iter().zip(drafts).map(|(q, d)| d.answer(q)).collect())
         });
-        let (session, id, local) = (self.session.get_value(), self.tool_use_id.get_value(), self.local);
-        local.set(Some(Phase::Submitting));
-        spawn_local(async move { settle(local, submit_answers(session, id, answers).await) });
+        let life = self.life;
+        let input =
+            SubmitAnswers { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), answers };
+        self.answer.dispatch_then(input, move |result| life.settle(result));
     }
 
     fn decline(&self) {
         if !self.editable() {
             return;
         }
-        let (session, id, local) = (self.session.get_value(), self.tool_use_id.get_value(), self.local);
-        local.set(Some(Phase::Submitting));
-        spawn_local(async move { settle(local, decline_question(session, id, None).await) });
+        let life = self.life;
+        let input = DeclineQuestion {
+            session: life.session.get_value(),
+            tool_use_id: life.tool_use_id.get_value(),
+            reason: None,
+        };
+        self.skip.dispatch_then(input, move |result| life.settle(result));
     }
 
-    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-    fn storage_key(&self) -> String {
-        format!("askbridge:answer:{}:{}", self.session.get_value(), self.tool_use_id.get_value())
+    fn kept(&self) -> Kept {
+        Kept::answer_draft(&self.life.session.get_value(), &self.life.tool_use_id.get_value())
     }
 
     fn save(&self) {
         #[cfg(feature = "hydrate")]
         {
             let saved: Vec<QuestionAnswer> = self.drafts.with_untracked(|d| d.iter().map(Draft::to_saved).collect());
-            if let (Some(storage), Ok(json)) = (local_storage(), serde_json::to_string(&saved)) {
-                let _ = storage.set_item(&self.storage_key(), &json);
+            if let Ok(json) = serde_json::to_string(&saved) {
+                self.kept().save(&json);
             }
         }
     }
 
     fn focus(&self, selector: &str) {
         #[cfg(feature = "hydrate")]
-        if let Some(el) = self.root.get_untracked().and_then(|root| root.query_selector(selector).ok().flatten()) {
+        if let Some(el) =
+            self.root.try_get_untracked().flatten().and_then(|root| root.query_selector(selector).ok().flatten())
+        {
             let _ = wasm_bindgen::JsCast::unchecked_ref::<web_sys::HtmlElement>(&el).focus();
         }
         #[cfg(not(feature = "hydrate"))]
@@ -267,36 +267,20 @@ fn is_textarea(target: &leptos::web_sys::EventTarget) -> bool {
     wasm_bindgen::JsCast::dyn_ref::<leptos::web_sys::Element>(target).is_some_and(|el| el.tag_name() == "TEXTAREA")
 }
 
-/// The server said yes (the card turns answered when the event arrives) or no (say why).
-fn settle(local: RwSignal<Option<Phase>>, result: Result<(), AppError>) {
-    match result {
-        Ok(()) => {}
-        // Someone else's answer or an expiry got there first: the card shows that outcome.
-        Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => local.set(None),
-        Err(error) => local.set(Some(Phase::Unsent(error.to_string()))),
-    }
-}
-
-#[cfg(feature = "hydrate")]
-pub(super) fn local_storage() -> Option<web_sys::Storage> {
-    web_sys::window()?.local_storage().ok().flatten()
-}
-
-/// What the card's frame says in each phase.
+/// What the card says in each phase: its state for the styles, the status line, the outcome.
 #[derive(PartialEq)]
-struct Frame {
+struct Status {
     key: &'static str,
     status: &'static str,
     outcome: Option<String>,
-    unsent: Option<String>,
 }
 
-impl Frame {
+impl Status {
     fn of(phase: &Phase) -> Self {
         let (key, status, outcome) = match phase {
             Phase::Streaming => ("streaming", "The agent is writing a question…", None),
             Phase::Pending => ("pending", "Waiting for your answer", None),
-            Phase::Submitting => ("submitting", "Sending your answer…", None),
+            Phase::Sending => ("submitting", "Sending your answer…", None),
             Phase::Unsent(_) => ("error", "Not sent", None),
             Phase::Done(InteractionOutcome::Answered { .. } | InteractionOutcome::Allowed { .. }) => {
                 ("answered", "Answered", None)
@@ -335,19 +319,15 @@ impl Frame {
                 Some(format!("The agent's question could not be read: {error}. The agent was told so.")),
             ),
         };
-        let unsent = match phase {
-            Phase::Unsent(message) => Some(message.clone()),
-            _ => None,
-        };
-        Self { key, status, outcome, unsent }
+        Self { key, status, outcome }
     }
 }
 
 /// A question's state when its markup is drawn: the answer once there is one (so that the
 /// server's HTML shows it), else what this tab holds.
-fn initial_draft(card: Card, interaction: Memo<Option<Interaction>>, index: usize) -> Draft {
-    let answered = interaction.with_untracked(|i| match i.as_ref().and_then(|i| i.outcome.as_ref()) {
-        Some(InteractionOutcome::Answered { answers }) => answers.get(index).map(Draft::from_answer),
+fn initial_draft(card: Card, life: CardLife, index: usize) -> Draft {
+    let answered = life.phase.with_untracked(|phase| match phase {
+        Phase::Done(InteractionOutcome::Answered { answers }) => answers.get(index).map(Draft::from_answer),
         _ => None,
     });
     answered.unwrap_or_else(|| card.drafts.with_untracked(|d| d.get(index).cloned().unwrap_or_default()))
@@ -356,7 +336,6 @@ fn initial_draft(card: Card, interaction: Memo<Option<Interaction>>, index: usiz
 #[component]
 pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     let thread = expect_context::<ThreadState>();
-    let interaction = Memo::new(move |_| call.with(|c| c.interaction.clone()));
     // While the agent writes, the question texts show as they arrive; the options once the
     // question is complete and checked.
     let questions = Memo::new(move |_| {
@@ -379,50 +358,29 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             }
         })
     });
-    let local = RwSignal::new(None::<Phase>);
-    let phase = Memo::new(move |_| {
-        interaction.with(|interaction| match interaction {
-            None => Phase::Streaming,
-            Some(i) => match (&i.request, &i.outcome) {
-                (InteractionRequest::Unreadable { error }, _) => Phase::Unreadable(error.clone()),
-                (_, Some(outcome)) => Phase::Done(outcome.clone()),
-                (_, None) => local.get().unwrap_or(Phase::Pending),
-            },
-        })
-    });
+    let life = CardLife::new(thread.session_id, call);
+    let phase = life.phase;
     let card = Card {
-        session: thread.session_id,
-        tool_use_id: StoredValue::new(call.with_untracked(|c| c.id.clone())),
+        life,
         questions,
         drafts: RwSignal::new(Vec::new()),
-        phase,
-        local,
         focused: RwSignal::new(Vec::new()),
         root: NodeRef::new(),
+        answer: ServerCall::sharing(life.calls),
+        skip: ServerCall::sharing(life.calls),
     };
     // An answered card shows the answer; a pending one what this browser kept.
-    Effect::new(move |_| match phase.get() {
-        Phase::Done(InteractionOutcome::Answered { answers }) => {
+    Effect::new(move |_| {
+        if let Phase::Done(InteractionOutcome::Answered { answers }) = phase.get() {
             card.drafts.set(answers.iter().map(Draft::from_answer).collect());
-            card.forget_draft();
         }
-        Phase::Done(_) | Phase::Unreadable(_) => card.forget_draft(),
-        _ => {}
     });
+    life.forget_when_closed(card.kept());
     restore(card);
     sync_controls(card);
-    // A pending card takes the focus when it appears, so that its keys work at once (after the
-    // frame in which its options are drawn).
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |was_pending: Option<bool>| {
-        let pending = phase.with(|p| *p == Phase::Pending);
-        if pending && was_pending != Some(true) {
-            request_animation_frame(move || card.focus("input"));
-        }
-        pending
-    });
+    life.take_focus_when_pending(move || card.focus("input"));
 
-    let frame = Memo::new(move |_| phase.with(Frame::of));
+    let status = Memo::new(move |_| phase.with(Status::of));
     let progress = move || {
         let total = questions.with(Vec::len);
         match card.unanswered() {
@@ -439,71 +397,66 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         })
     };
 
-    view! {
-        <section
-            class="question-card"
-            data-state=move || frame.with(|f| f.key)
-            role="group"
-            aria-label="The agent asks you"
-            node_ref=card.root
-            on:keydown=move |ev| card.on_key(ev)
-            on:click=move |ev| card.on_click(ev)
-            on:input=move |ev| card.on_input(ev)
-            on:focusin=move |ev| card.on_focus(ev)
+    let text = FrameText {
+        kind: "question-card",
+        label: "The agent asks you".into(),
+        mark: "?",
+        title: "The agent asks you".into(),
+        sends: "answer",
+    };
+    let body = view! {
+        // Redrawn only when the questions change: while the agent writes them, and once when
+        // they are complete (the memo holds equal values still).
+        {move || {
+            let questions = questions.get();
+            let shows_missing = card.editable_untracked() && !untrack(|| card.auto_submits());
+            questions
+                .into_iter()
+                .enumerate()
+                .map(|(index, question)| {
+                    question_block(card, index, question, initial_draft(card, life, index), shows_missing)
+                })
+                .collect_view()
+        }}
+    };
+    let actions = view! {
+        <details class="qc-raw" hidden=move || status.with(|s| s.key != "unreadable")>
+            <summary>"What the agent sent"</summary>
+            <pre class="tool-pre">{raw_arguments}</pre>
+        </details>
+        <fieldset
+            class="qc-actions"
+            hidden=move || !matches!(status.with(|s| s.key), "pending" | "submitting" | "error")
+            disabled=move || status.with(|s| s.key == "submitting")
         >
-            <header class="qc-head">
-                <span class="qc-mark" aria-hidden="true">"?"</span>
-                <span class="qc-title">"The agent asks you"</span>
-                <span class="qc-status" role="status">{move || frame.with(|f| f.status)}</span>
-            </header>
-            <For
-                each=move || questions.get().into_iter().enumerate()
-                key=|(index, question)| (*index, question.clone())
-                children=move |(index, question)| {
-                    let shows_missing = card.editable_untracked() && !untrack(|| card.auto_submits());
-                    question_block(card, index, question, initial_draft(card, interaction, index), shows_missing)
-                }
-            />
-            <p class="qc-outcome" hidden=move || frame.with(|f| f.outcome.is_none())>
-                {move || frame.with(|f| f.outcome.clone())}
-            </p>
-            <details class="qc-raw" hidden=move || frame.with(|f| f.key != "unreadable")>
-                <summary>"What the agent sent"</summary>
-                <pre class="tool-pre">{raw_arguments}</pre>
-            </details>
-            <div class="qc-problem" role="alert" hidden=move || frame.with(|f| f.unsent.is_none())>
-                "Your answer was not sent: "
-                {move || frame.with(|f| f.unsent.clone())}
-                <button class="button small" on:click=move |_| card.submit()>"Retry"</button>
-            </div>
-            <fieldset
-                class="qc-actions"
-                hidden=move || !matches!(frame.with(|f| f.key), "pending" | "submitting" | "error")
-                disabled=move || frame.with(|f| f.key == "submitting")
+            <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
+            <button class="button" on:click=move |_| card.decline()>"Skip"</button>
+            <button
+                class="button primary"
+                hidden=move || card.auto_submits() && !card.drafts.with(|d| d.first().is_some_and(|d| d.other_on))
+                disabled=move || { card.unanswered() > 0 }
+                on:click=move |_| card.submit()
             >
-                <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
-                <button class="button" on:click=move |_| card.decline()>"Skip"</button>
-                <button
-                    class="button primary"
-                    hidden=move || card.auto_submits() && !card.drafts.with(|d| d.first().is_some_and(|d| d.other_on))
-                    disabled=move || { card.unanswered() > 0 }
-                    on:click=move |_| card.submit()
-                >
-                    "Submit"
-                </button>
-            </fieldset>
-        </section>
-    }
+                "Submit"
+            </button>
+        </fieldset>
+    };
+    interaction_frame(
+        life,
+        text,
+        card.root,
+        move || status.with(|s| s.key),
+        move || status.with(|s| s.status.to_string()),
+        move || status.with(|s| s.outcome.clone()),
+        move || card.submit(),
+        move |ev| card.on_key(ev),
+        move |ev| card.on_click(ev),
+        body,
+        actions,
+    )
 }
 
 impl Card {
-    fn forget_draft(&self) {
-        #[cfg(feature = "hydrate")]
-        if let Some(storage) = local_storage() {
-            let _ = storage.remove_item(&self.storage_key());
-        }
-    }
-
     /// The card's one click handler: the control clicked (its `data-q`, `data-o`, `data-action`)
     /// says what to do.
     fn on_click(&self, event: leptos::ev::MouseEvent) {
@@ -572,8 +525,8 @@ fn question_target(event: &leptos::web_sys::Event) -> Option<(usize, leptos::web
 fn restore(card: Card) {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
-        if card.phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Streaming))
-            && let Some(saved) = local_storage().and_then(|s| s.get_item(&card.storage_key()).ok().flatten())
+        if card.life.phase.with_untracked(|p| matches!(p, Phase::Pending | Phase::Streaming))
+            && let Some(saved) = card.kept().load()
             && let Ok(saved) = serde_json::from_str::<Vec<QuestionAnswer>>(&saved)
         {
             card.drafts.set(saved.iter().map(Draft::from_answer).collect());
@@ -587,8 +540,8 @@ fn restore(card: Card) {
 /// note, disabled once the card is no longer open, the preview of the focused option.
 ///
 /// The question markup is rendered once, from the state at that moment (so that the server's
-/// HTML already shows an answered card); from then on this one effect keeps it in step. A
-/// reactive binding per control would cost the bundle about 20 KB for this card alone.
+/// HTML already shows an answered card); from then on this one effect keeps it in step (see the
+/// module's note for what the reactive alternative weighs).
 fn sync_controls(card: Card) {
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
@@ -657,7 +610,7 @@ fn question_block(card: Card, index: usize, question: Question, draft: Draft, sh
     let editable = card.editable_untracked();
     let multi = question.multi_select;
     let kind = if multi { "checkbox" } else { "radio" };
-    let name = format!("{}-q{index}", card.tool_use_id.get_value());
+    let name = format!("{}-q{index}", card.life.tool_use_id.get_value());
     let text_id = format!("{name}-text");
     let labelled_by = text_id.clone();
     let note_label =
@@ -691,6 +644,8 @@ fn question_block(card: Card, index: usize, question: Question, draft: Draft, sh
             class="qc-question"
             class:unanswered=editable && !answered
             data-q=index
+            on:input=move |ev| card.on_input(ev)
+            on:focusin=move |ev| card.on_focus(ev)
             role=if multi { "group" } else { "radiogroup" }
             aria-labelledby=labelled_by
             disabled=!editable

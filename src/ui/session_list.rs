@@ -1,35 +1,23 @@
-//! The session list: most recent first, with create, switch, rename and delete.
+//! The session list: most recent first, with create, switch, rename and delete. It lives as long
+//! as the page; the open session is the one the address names.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use super::icons;
-use super::navigation::{session_path, use_location};
+use super::navigation::{Page, session_path, use_location};
+use super::server_call::{CallState, ServerCall};
 use super::state::use_workspace;
-use crate::api::{create_session, delete_session, rename_session};
+use crate::api::{DeleteSession, RenameSession};
 use crate::thread::SessionSummary;
 
 #[component]
-pub fn SessionList(current: Option<String>) -> impl IntoView {
+pub fn SessionList() -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
-    let problem = RwSignal::new(None::<String>);
-    let creating = RwSignal::new(false);
-    let current = StoredValue::new(current);
-
-    let new_session = move |_| {
-        creating.set(true);
-        spawn_local(async move {
-            match create_session(None, None).await {
-                Ok(summary) => {
-                    workspace.drawer_open.set(false);
-                    location.navigate(&session_path(&summary.id));
-                }
-                Err(error) => problem.set(Some(error.to_string())),
-            }
-            creating.set(false);
-        });
-    };
+    // Renames and deletes say here when they fail.
+    let changes = CallState::new();
+    let problem = move || workspace.opening.problem().or_else(|| changes.problem.get());
+    let new_session = move |_| workspace.open_new_session(location, None);
 
     view! {
         <aside class="sidebar" aria-label="Sessions">
@@ -41,13 +29,13 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
                 <button
                     class="button primary new-session"
                     on:click=new_session
-                    disabled=move || !workspace.hydrated.get() || creating.get()
+                    disabled=move || !workspace.hydrated.get() || workspace.opening.pending()
                 >
                     {icons::plus()}
                     "New session"
                 </button>
             </div>
-            {move || problem.get().map(|text| view! { <p class="list-problem" role="alert">{text}</p> })}
+            {move || problem().map(|text| view! { <p class="list-problem" role="alert">{text}</p> })}
             <nav class="session-nav" aria-label="Session list">
                 <ul class="session-items">
                     <For
@@ -55,11 +43,7 @@ pub fn SessionList(current: Option<String>) -> impl IntoView {
                         key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting)
                         let:summary
                     >
-                        <SessionItem
-                            active=current.with_value(|c| c.as_deref() == Some(summary.id.as_str()))
-                            summary
-                            problem
-                        />
+                        <SessionItem summary changes />
                     </For>
                 </ul>
                 <p class="empty-list" hidden=move || !workspace.sessions.with(Vec::is_empty)>
@@ -78,12 +62,15 @@ enum Mode {
 }
 
 #[component]
-fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<String>>) -> impl IntoView {
+fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
     let mode = RwSignal::new(Mode::Showing);
     let draft = RwSignal::new(summary.title.clone());
     let id = StoredValue::new(summary.id.clone());
+    let active = Memo::new(move |_| id.with_value(|id| location.page() == Page::Session(id.clone())));
+    let rename = ServerCall::<RenameSession>::sharing(changes);
+    let delete = ServerCall::<DeleteSession>::sharing(changes);
     let title = StoredValue::new(summary.title.clone());
     let href = session_path(&summary.id);
     let working = summary.working;
@@ -105,23 +92,15 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
             mode.set(Mode::Showing);
             return;
         }
-        spawn_local(async move {
-            match rename_session(id.get_value(), new_title).await {
-                Ok(()) => mode.set(Mode::Showing),
-                Err(error) => problem.set(Some(error.to_string())),
-            }
-        });
+        rename.dispatch(RenameSession { id: id.get_value(), title: new_title }, move |()| mode.set(Mode::Showing));
     };
     let remove = move |_| {
-        spawn_local(async move {
-            match delete_session(id.get_value()).await {
-                Ok(()) => {
-                    workspace.sessions.update(|list| list.retain(|s| s.id != id.get_value()));
-                    if active {
-                        location.navigate("/");
-                    }
-                }
-                Err(error) => problem.set(Some(error.to_string())),
+        // The item may be gone when the answer comes (the live list drops it first).
+        let (deleted, was_open) = (id.get_value(), active.get_untracked());
+        delete.dispatch(DeleteSession { id: deleted.clone() }, move |()| {
+            workspace.sessions.update(|list| list.retain(|s| s.id != deleted));
+            if was_open {
+                location.navigate("/");
             }
         });
     };
@@ -129,11 +108,11 @@ fn SessionItem(summary: SessionSummary, active: bool, problem: RwSignal<Option<S
     // One element tree for every mode, shown and hidden: cheaper in the bundle than three views.
     let showing = move || mode.get() == Mode::Showing;
     view! {
-        <li class="session-item" class:active=active class:working=working>
+        <li class="session-item" class:active=move || active.get() class:working=working>
             <a
                 class="session-link"
                 href=href
-                aria-current=active.then_some("page")
+                aria-current=move || active.get().then_some("page")
                 hidden=move || !showing()
                 on:click=move |_| workspace.drawer_open.set(false)
             >

@@ -3,10 +3,15 @@
 
 use leptos::prelude::*;
 
+use super::navigation::{Location, session_path};
+use super::server_call::ServerCall;
+use crate::api::CreateSession;
+use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
 use crate::thread::{Message, SessionEvent, SessionSummary, Thread, TurnState};
 
-/// Shared by every component of the workspace, through context.
+/// Shared by every component of the workspace, through context. It lives as long as the page:
+/// moving between sessions changes what it holds, never the workspace itself.
 #[derive(Clone, Copy)]
 pub struct Workspace {
     pub sessions: RwSignal<Vec<SessionSummary>>,
@@ -15,6 +20,42 @@ pub struct Workspace {
     pub drawer_open: RwSignal<bool>,
     /// True once the page is interactive; controls stay disabled before.
     pub hydrated: RwSignal<bool>,
+    /// The thread the pane shows, when it shows a session.
+    pub thread: RwSignal<Option<ThreadState>>,
+    /// A new session is being created (by New session, or by a first message).
+    pub opening: ServerCall<CreateSession>,
+    /// The session the last `open_new_session` created, so that the composer knows that landing
+    /// there is the end of that opening.
+    pub just_opened: StoredValue<Option<String>>,
+    /// The folder and mode a first message's session gets, as chosen on the welcome page.
+    pub new_session: NewSessionOptions,
+}
+
+#[derive(Clone, Copy)]
+pub struct NewSessionOptions {
+    /// Only for an agent that works in a folder.
+    pub workdir: Option<RwSignal<String>>,
+    pub mode: RwSignal<PermissionMode>,
+}
+
+impl Workspace {
+    /// Creates a session and goes to it; with `options`, in the folder and mode chosen on the
+    /// welcome page (otherwise the server's defaults).
+    pub fn open_new_session(&self, location: Location, options: Option<NewSessionOptions>) {
+        if self.opening.state().pending.get_untracked() {
+            return;
+        }
+        let this = *self;
+        let input = CreateSession {
+            workdir: options.and_then(|o| o.workdir).map(|w| w.get_untracked()),
+            permission_mode: options.map(|o| o.mode.get_untracked()),
+        };
+        self.opening.dispatch(input, move |summary| {
+            this.just_opened.set_value(Some(summary.id.clone()));
+            this.drawer_open.set(false);
+            location.navigate(&session_path(&summary.id));
+        });
+    }
 }
 
 pub fn use_workspace() -> Workspace {
@@ -74,7 +115,12 @@ impl ThreadState {
 
     /// The sequence number of the last event applied.
     pub fn seq(&self) -> u64 {
-        self.thread.with_value(|thread| thread.seq)
+        self.thread.try_with_value(|thread| thread.seq).unwrap_or(0)
+    }
+
+    /// The session this thread is, unless the pane that showed it is gone.
+    pub fn session(&self) -> Option<String> {
+        self.session_id.try_get_value()
     }
 
     pub fn apply(&self, event: &SessionEvent) {

@@ -1,52 +1,140 @@
 //! The workspace page: the session list beside the open session (or a welcome when none is
 //! open), loaded on the server, then kept live in the browser.
 //!
+//! The workspace is built once per page load. Moving to another session swaps only the pane
+//! (what shows the session); the session list, the composer with what is typed in it, and the
+//! live connection stay, and the connection follows the new session.
+//!
 //! The server loads the page's data before it renders and puts it in the page as JSON; the
-//! browser hydrates from that, and loads the next page's data itself when the person switches
-//! sessions. (A `Resource` with `Suspense` would do the same at 17 KB more in the bundle.)
+//! browser hydrates from that, and loads the next session itself when the person switches.
+//! (A `Resource` with `Suspense` would do the same at 17 KB more in the bundle.)
 
 use leptos::prelude::*;
 
 use super::composer::Composer;
 use super::icons;
-use super::navigation::{Page, use_location};
+use super::navigation::{Location, Page, use_location};
 use super::notify::notify_button;
+use super::server_call::ServerCall;
 use super::session_list::SessionList;
-use super::state::{ThreadState, Workspace, use_document_title, use_workspace};
+use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
-use crate::api::{WorkspaceData, load_workspace};
+use crate::api::{LoadSession, SessionView, SetPermissionMode, WorkspaceData};
 use crate::approval::PermissionMode;
 use crate::error::AppError;
 use crate::live::ConnectionStatus;
 use crate::thread::{SessionSummary, TurnOutcome};
 
+/// What the pane shows.
+#[derive(Clone)]
+enum Shown {
+    Welcome,
+    Session(SessionView),
+    Problem(AppError),
+}
+
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let session_id = Memo::new(move |_| match location.page() {
-        Page::Session(id) => Some(id),
-        _ => None,
+    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } = initial_data()
+        .unwrap_or_else(|error| WorkspaceData {
+            agent: String::new(),
+            default_workdir: None,
+            default_mode: PermissionMode::default(),
+            sessions: Vec::new(),
+            current: None,
+            problem: Some(error),
+        });
+    let workspace = Workspace {
+        sessions: RwSignal::new(sessions),
+        connection: RwSignal::new(ConnectionStatus::Connecting),
+        drawer_open: RwSignal::new(false),
+        hydrated: RwSignal::new(false),
+        thread: RwSignal::new(None),
+        opening: ServerCall::new(),
+        just_opened: StoredValue::new(None),
+        new_session: NewSessionOptions {
+            workdir: default_workdir.map(RwSignal::new),
+            mode: RwSignal::new(default_mode),
+        },
+    };
+    provide_context(workspace);
+    #[cfg(feature = "ssr")]
+    if let Some(error) = &problem
+        && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(status) = axum::http::StatusCode::from_u16(error.status())
+    {
+        response.set_status(status);
+    }
+    let shown = RwSignal::new(match (current, problem) {
+        (Some(view), _) => Shown::Session(view),
+        (_, Some(problem)) => Shown::Problem(problem),
+        _ => Shown::Welcome,
     });
-    let data = RwSignal::new(initial_data());
-    // Switching sessions: the old page stays until the new one's data is here. Only the latest
-    // request counts, so a slow answer cannot overwrite a newer page.
+    let live = Live::new();
+    follow_location(location, shown);
+    Effect::new(move |_| workspace.hydrated.set(true));
+    connect_live(workspace, live);
+
+    let showing_problem = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Problem(_))));
+    view! {
+        <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
+            <SessionList />
+            <div class="scrim" aria-hidden="true" on:click=move |_| workspace.drawer_open.set(false)></div>
+            <main class="pane">
+                {move || pane(workspace, live, shown.get())}
+                <Composer hidden=showing_problem />
+            </main>
+        </div>
+    }
+}
+
+/// Draws what the pane shows, and points the thread state and the live stream at it.
+fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
+    match shown {
+        Shown::Session(SessionView { summary, thread }) => {
+            let thread = ThreadState::new(summary.id.clone(), thread);
+            workspace.thread.set(Some(thread));
+            live.follow(Some(summary.id.clone()), thread.seq());
+            view! { <SessionPane thread initial=summary /> }.into_any()
+        }
+        Shown::Problem(problem) => {
+            workspace.thread.set(None);
+            live.follow(None, 0);
+            problem_pane(problem).into_any()
+        }
+        Shown::Welcome => {
+            workspace.thread.set(None);
+            live.follow(None, 0);
+            welcome_pane(workspace.new_session).into_any()
+        }
+    }
+}
+
+/// Switching sessions: the old pane stays until the new one's data is here. Only the latest
+/// request counts, so a slow answer cannot overwrite a newer page.
+fn follow_location(location: Location, shown: RwSignal<Shown>) {
+    let load = ServerCall::<LoadSession>::new();
     let latest = StoredValue::new(0u64);
-    Effect::new(move |previous: Option<Option<String>>| {
-        let id = session_id.get();
-        if previous.is_some_and(|previous| previous != id) {
+    Effect::new(move |previous: Option<Page>| {
+        let page = location.page();
+        if previous.is_some_and(|previous| previous != page) {
             let request = latest.get_value() + 1;
             latest.set_value(request);
-            let requested = id.clone();
-            leptos::task::spawn_local(async move {
-                let loaded = load_workspace(requested).await;
-                if latest.get_value() == request {
-                    data.set(loaded);
-                }
-            });
+            match page.clone() {
+                Page::Session(id) => load.dispatch_then(LoadSession { id }, move |loaded| {
+                    if latest.get_value() == request {
+                        shown.set(match loaded {
+                            Ok(view) => Shown::Session(view),
+                            Err(error) => Shown::Problem(error),
+                        });
+                    }
+                }),
+                _ => shown.set(Shown::Welcome),
+            }
         }
-        id
+        page
     });
-    move || view! { <WorkspaceView data=data.get() /> }
 }
 
 /// What the page was rendered with: the server's context, or the JSON it put in the page.
@@ -80,71 +168,50 @@ impl PageData {
     }
 }
 
-#[component]
-fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
-    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } =
-        data.unwrap_or_else(|error| WorkspaceData {
-            agent: String::new(),
-            default_workdir: None,
-            default_mode: PermissionMode::default(),
-            sessions: Vec::new(),
-            current: None,
-            problem: Some(error),
-        });
-    let workspace = Workspace {
-        sessions: RwSignal::new(sessions),
-        connection: RwSignal::new(ConnectionStatus::Connecting),
-        drawer_open: RwSignal::new(false),
-        hydrated: RwSignal::new(false),
-    };
-    provide_context(workspace);
+/// The tab's one live connection (in the browser, once the page is interactive).
+#[derive(Clone, Copy)]
+struct Live {
+    #[cfg(feature = "hydrate")]
+    connection: StoredValue<Option<crate::live::client::LiveConnection>, LocalStorage>,
+}
 
-    let (thread, summary) = match current {
-        Some(view) => (Some(ThreadState::new(view.summary.id.clone(), view.thread)), Some(view.summary)),
-        None => (None, None),
-    };
-    #[cfg(feature = "ssr")]
-    if let Some(error) = &problem
-        && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
-        && let Ok(status) = axum::http::StatusCode::from_u16(error.status())
-    {
-        response.set_status(status);
+impl Live {
+    fn new() -> Self {
+        Self {
+            #[cfg(feature = "hydrate")]
+            connection: StoredValue::new_local(None),
+        }
     }
 
-    Effect::new(move |_| workspace.hydrated.set(true));
-    connect_live(workspace, thread);
-
-    let current_id = summary.as_ref().map(|s| s.id.clone());
-    let pane = match (thread, summary, problem) {
-        (Some(thread), Some(summary), _) => view! { <SessionPane thread initial=summary /> }.into_any(),
-        (_, _, Some(problem)) => problem_pane(problem).into_any(),
-        _ => welcome_pane(default_workdir, default_mode).into_any(),
-    };
-    view! {
-        <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
-            <SessionList current=current_id />
-            <div class="scrim" aria-hidden="true" on:click=move |_| workspace.drawer_open.set(false)></div>
-            <main class="pane">{pane}</main>
-        </div>
+    /// Points the connection at `session` (or at the session list alone), from after `after`.
+    #[allow(unused_variables)]
+    fn follow(&self, session: Option<String>, after: u64) {
+        #[cfg(feature = "hydrate")]
+        self.connection.with_value(|connection| {
+            if let Some(connection) = connection {
+                connection.follow(session, after);
+            }
+        });
     }
 }
 
-/// Opens the tab's live stream once the page is interactive, and closes it with the page.
+/// Opens the tab's live stream once the page is interactive; it applies events to whichever
+/// thread the pane shows.
 #[allow(unused_variables)]
-fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
+fn connect_live(workspace: Workspace, live: Live) {
     #[cfg(feature = "hydrate")]
     {
         use super::notify::announce_question;
         use crate::interaction::InteractionRequest;
         use crate::live::client::{Handlers, LiveConnection};
         use crate::thread::EventBody;
-        let connection = StoredValue::new_local(None::<LiveConnection>);
         Effect::new(move |_| {
-            let session = thread.map(|t| t.session_id.get_value());
+            let thread = workspace.thread.get_untracked();
+            let session = thread.and_then(|t| t.session());
             let after = thread.map(|t| t.seq()).unwrap_or(0);
             let handlers = Handlers {
                 on_event: Box::new(move |event| {
-                    if let Some(thread) = thread {
+                    if let Some(thread) = workspace.thread.get_untracked() {
                         thread.apply(&event);
                     }
                     if let EventBody::InteractionOpened { tool_use_id, request } = &event.body {
@@ -163,7 +230,7 @@ fn connect_live(workspace: Workspace, thread: Option<ThreadState>) {
                 on_sessions: Box::new(move |list| workspace.sessions.set(list)),
                 on_status: Box::new(move |status| workspace.connection.set(status)),
             };
-            connection.set_value(Some(LiveConnection::start(session, after, handlers)));
+            live.connection.set_value(Some(LiveConnection::start(session, after, handlers)));
         });
     }
 }
@@ -212,7 +279,6 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     view! {
         {pane_header(heading)}
         <ThreadView thread />
-        <Composer session=Some(thread.session_id.get_value()) thread=Some(thread) workdir=None mode=None />
     }
 }
 
@@ -225,34 +291,29 @@ throw away.";
 /// The session's permission mode, switchable while it runs.
 fn mode_switcher(thread: ThreadState) -> impl IntoView {
     let current = Memo::new(move |_| thread.turn.with(|t| t.permission_mode.unwrap_or_default()));
-    let problem = RwSignal::new(None::<String>);
+    let call = ServerCall::<SetPermissionMode>::new();
     // Redraws the select when a switch fails, so that it shows the mode that holds.
     let redraw = RwSignal::new(0u32);
     let session = thread.session_id;
-    let switch = move |chosen: PermissionMode| spawn_switch(session.get_value(), chosen, problem, redraw);
+    let switch = move |chosen: PermissionMode| {
+        call.dispatch_then(SetPermissionMode { session: session.get_value(), mode: chosen }, move |result| {
+            if result.is_err() {
+                redraw.update(|n| *n += 1);
+            }
+        });
+    };
+    let problem = move || call.problem();
     view! {
         <div class="mode-switcher">
             {move || {
                 redraw.track();
                 mode_select(current.get(), switch)
             }}
-            <span class="mode-problem" role="alert" hidden=move || problem.with(Option::is_none)>
-                {move || problem.get()}
+            <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
+                {problem}
             </span>
         </div>
     }
-}
-
-fn spawn_switch(session: String, mode: PermissionMode, problem: RwSignal<Option<String>>, redraw: RwSignal<u32>) {
-    leptos::task::spawn_local(async move {
-        match crate::api::set_permission_mode(session, mode).await {
-            Ok(()) => problem.set(None),
-            Err(error) => {
-                problem.set(Some(error.to_string()));
-                redraw.update(|n| *n += 1);
-            }
-        }
-    });
 }
 
 /// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
@@ -320,9 +381,8 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
-fn welcome_pane(default_workdir: Option<String>, default_mode: PermissionMode) -> impl IntoView {
-    let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
-    let mode = RwSignal::new(default_mode);
+fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
+    let NewSessionOptions { workdir, mode } = options;
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
@@ -347,9 +407,8 @@ fn welcome_pane(default_workdir: Option<String>, default_mode: PermissionMode) -
             }
         })}
         <div class="session-options">
-            {mode_select(default_mode, move |chosen| mode.set(chosen))}
+            {mode_select(mode.get_untracked(), move |chosen| mode.set(chosen))}
         </div>
-        <Composer session=None thread=None workdir mode=Some(mode) />
     }
 }
 

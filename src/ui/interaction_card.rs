@@ -1,0 +1,172 @@
+//! The frame an interaction card is drawn in: what a question card and a permission card share.
+//! It follows the interaction's life (DESIGN §3) from the server and this tab's sending of an
+//! answer or decision ("Not sent", with a retry), takes the focus while the card is pending,
+//! forgets the person's kept draft once the interaction closes, and draws the head with its
+//! status line, the outcome and the error box (`ic-*` classes; each card styles its body).
+
+use leptos::html;
+use leptos::prelude::*;
+
+use super::kept::Kept;
+use super::server_call::CallState;
+use crate::error::AppError;
+use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::thread::ToolCall;
+
+/// Where a card is in its life; `Sending` and `Unsent` exist only in this tab.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    /// The agent is still writing the question.
+    Streaming,
+    Pending,
+    /// This tab's answer is on its way, or arrived and its outcome not yet.
+    Sending,
+    /// The answer did not reach the server; the message says why.
+    Unsent(String),
+    Done(InteractionOutcome),
+    Unreadable(String),
+}
+
+impl Phase {
+    /// The person can still answer.
+    pub fn is_open(&self) -> bool {
+        matches!(self, Self::Pending | Self::Unsent(_))
+    }
+}
+
+/// One card's life: the interaction as stored, and this tab's calls that answer it.
+#[derive(Clone, Copy)]
+pub struct CardLife {
+    pub session: StoredValue<String>,
+    pub tool_use_id: StoredValue<String>,
+    pub phase: Memo<Phase>,
+    /// Shared by every call that answers the card (submit and skip, say).
+    pub calls: CallState,
+    /// The server took this tab's answer; the outcome is on its way.
+    sent: RwSignal<bool>,
+}
+
+impl CardLife {
+    pub fn new(session: StoredValue<String>, call: Signal<ToolCall>) -> Self {
+        let calls = CallState::new();
+        let sent = RwSignal::new(false);
+        let phase = Memo::new(move |_| {
+            call.with(|c| match &c.interaction {
+                None => Phase::Streaming,
+                Some(interaction) => match (&interaction.request, &interaction.outcome) {
+                    (InteractionRequest::Unreadable { error }, _) => Phase::Unreadable(error.clone()),
+                    (_, Some(outcome)) => Phase::Done(outcome.clone()),
+                    (_, None) if calls.pending.get() || sent.get() => Phase::Sending,
+                    (_, None) => match calls.problem.get() {
+                        None => Phase::Pending,
+                        Some(error) => Phase::Unsent(error),
+                    },
+                },
+            })
+        });
+        let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
+        Self { session, tool_use_id, phase, calls, sent }
+    }
+
+    /// For the `done` of a call that answers the card.
+    pub fn settle(&self, result: Result<(), AppError>) {
+        match result {
+            Ok(()) => self.sent.set(true),
+            // Another tab, or an expiry, got there first: its outcome is on its way.
+            Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => self.calls.problem.set(None),
+            Err(_) => {}
+        }
+    }
+
+    pub fn is_open_untracked(&self) -> bool {
+        self.phase.with_untracked(Phase::is_open)
+    }
+
+    /// Moves the focus into the card (with `focus`) when it turns pending, so that its keys work
+    /// at once; after the frame in which its controls are drawn.
+    pub fn take_focus_when_pending(&self, focus: impl Fn() + Copy + 'static) {
+        #[cfg(feature = "hydrate")]
+        {
+            let phase = self.phase;
+            Effect::new(move |was_pending: Option<bool>| {
+                let pending = phase.with(|p| *p == Phase::Pending);
+                if pending && was_pending != Some(true) {
+                    request_animation_frame(focus);
+                }
+                pending
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = focus;
+    }
+
+    /// What the person typed or chose is kept in the browser only while the card is open.
+    pub fn forget_when_closed(&self, kept: Kept) {
+        let phase = self.phase;
+        Effect::new(move |_| {
+            if phase.with(|p| matches!(p, Phase::Done(_) | Phase::Unreadable(_))) {
+                kept.forget();
+            }
+        });
+    }
+}
+
+/// What the frame says about the card, fixed for its life.
+pub struct FrameText {
+    /// `question-card` or `approval-card`: the body's own styles.
+    pub kind: &'static str,
+    /// The card's accessible name.
+    pub label: String,
+    pub mark: &'static str,
+    pub title: String,
+    /// What is sent: "answer" or "decision".
+    pub sends: &'static str,
+}
+
+/// The card: head with status line, `body`, the outcome, "Not sent" with Retry, then `actions`.
+#[allow(clippy::too_many_arguments)]
+pub fn interaction_frame(
+    life: CardLife,
+    text: FrameText,
+    root: NodeRef<html::Section>,
+    state: impl Fn() -> &'static str + Send + Sync + 'static,
+    status: impl Fn() -> String + Send + Sync + 'static,
+    outcome: impl Fn() -> Option<String> + Copy + Send + Sync + 'static,
+    retry: impl Fn() + 'static,
+    on_key: impl Fn(leptos::ev::KeyboardEvent) + 'static,
+    on_click: impl Fn(leptos::ev::MouseEvent) + 'static,
+    body: impl IntoView,
+    actions: impl IntoView,
+) -> impl IntoView {
+    let unsent = move || match life.phase.get() {
+        Phase::Unsent(message) => Some(message),
+        _ => None,
+    };
+    let FrameText { kind, label, mark, title, sends } = text;
+    view! {
+        <section
+            class=format!("interaction-card {kind}")
+            data-state=state
+            role="group"
+            aria-label=label
+            tabindex="-1"
+            node_ref=root
+            on:keydown=on_key
+            on:click=on_click
+        >
+            <header class="ic-head">
+                <span class="ic-mark" aria-hidden="true">{mark}</span>
+                <span class="ic-title">{title}</span>
+                <span class="ic-status" role="status">{status}</span>
+            </header>
+            {body}
+            <p class="ic-outcome" hidden=move || outcome().is_none()>{outcome}</p>
+            <div class="ic-problem" role="alert" hidden=move || unsent().is_none()>
+                {format!("Your {sends} was not sent: ")}
+                {unsent}
+                <button class="button small" on:click=move |_| retry()>"Retry"</button>
+            </div>
+            {actions}
+        </section>
+    }
+}
