@@ -123,6 +123,9 @@ pub struct TurnState {
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// What the session's turns have cost so far, summed from their usage, for the header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost_usd: Option<f64>,
 }
 
 /// A session's thread at a point of its event log.
@@ -263,6 +266,9 @@ impl Thread {
                 self.turn.working = false;
                 self.turn.last_outcome = Some(outcome.clone());
                 self.turn.last_usage = usage.clone();
+                if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
+                    self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
+                }
                 // Nothing streams, runs or waits for the person past the end of its turn.
                 let mut change = Change::turn();
                 for (index, message) in self.messages.iter_mut().enumerate() {

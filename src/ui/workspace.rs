@@ -82,7 +82,7 @@ impl PageData {
 
 #[component]
 fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
-    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } =
+    let WorkspaceData { agent, sessions, current, problem, default_workdir, default_mode } =
         data.unwrap_or_else(|error| WorkspaceData {
             agent: String::new(),
             default_workdir: None,
@@ -118,7 +118,7 @@ fn WorkspaceView(data: Result<WorkspaceData, AppError>) -> impl IntoView {
     let pane = match (thread, summary, problem) {
         (Some(thread), Some(summary), _) => view! { <SessionPane thread initial=summary /> }.into_any(),
         (_, _, Some(problem)) => problem_pane(problem).into_any(),
-        _ => welcome_pane(default_workdir, default_mode).into_any(),
+        _ => welcome_pane(agent, default_workdir, default_mode).into_any(),
     };
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
@@ -203,6 +203,9 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
             <span class="session-meta">
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
                 <span class="agent-info">{move || thread.turn.with(|t| t.agent_info.clone())}</span>
+                <span class="session-cost" title="What this session has cost so far">
+                    {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
+                </span>
                 {turn_status(thread)}
             </span>
         </div>
@@ -320,7 +323,7 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
-fn welcome_pane(default_workdir: Option<String>, default_mode: PermissionMode) -> impl IntoView {
+fn welcome_pane(agent: String, default_workdir: Option<String>, default_mode: PermissionMode) -> impl IntoView {
     let workdir = default_workdir.as_ref().map(|dir| RwSignal::new(dir.clone()));
     let mode = RwSignal::new(default_mode);
     use_document_title(String::new);
@@ -332,6 +335,7 @@ fn welcome_pane(default_workdir: Option<String>, default_mode: PermissionMode) -
                 "Write a message to start a session. When the agent asks you something or needs \
                  permission, a card appears here and your answer goes straight back to it."
             </p>
+            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{agent}</span></p>
         </section>
         {workdir.map(|workdir| {
             view! {
