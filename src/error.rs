@@ -30,6 +30,8 @@ pub enum AppError {
     InvalidTitle { max: usize },
     #[error("The agent is still working on the last message. Wait for it, or press Stop.")]
     AgentBusy,
+    #[error("The agent is waiting for your answer to its question. Answer it, or skip it, first.")]
+    WaitingForAnswer,
     #[error("There is no question “{tool_use_id}” in this session.")]
     InteractionNotFound { tool_use_id: String },
     #[error("“{question}”: {detail}.")]
@@ -77,6 +79,7 @@ impl From<AppError> for WireError {
             AppError::MessageTooLong { chars, max } => ("message_too_long", None, None, Some(chars), Some(max)),
             AppError::InvalidTitle { max } => ("invalid_title", None, None, None, Some(max)),
             AppError::AgentBusy => ("agent_busy", None, None, None, None),
+            AppError::WaitingForAnswer => ("waiting_for_answer", None, None, None, None),
             AppError::InteractionNotFound { tool_use_id } => {
                 ("interaction_not_found", Some(tool_use_id), None, None, None)
             }
@@ -107,6 +110,7 @@ impl From<WireError> for AppError {
             "message_too_long" => Self::MessageTooLong { chars: wire.chars.unwrap_or_default(), max },
             "invalid_title" => Self::InvalidTitle { max },
             "agent_busy" => Self::AgentBusy,
+            "waiting_for_answer" => Self::WaitingForAnswer,
             "interaction_not_found" => Self::InteractionNotFound { tool_use_id: wire.id.clone().unwrap_or_default() },
             "invalid_answer" => Self::InvalidAnswer { question: wire.id.clone().unwrap_or_default(), detail: detail() },
             "already_answered" => Self::AlreadyAnswered,
@@ -134,7 +138,7 @@ impl AppError {
                 400
             }
             Self::TooLarge { .. } => 413,
-            Self::AgentBusy => 409,
+            Self::AgentBusy | Self::WaitingForAnswer => 409,
             Self::Unauthorized => 401,
             Self::ForbiddenOrigin => 403,
             Self::Unreachable { .. } => 503,
@@ -213,6 +217,7 @@ mod tests {
             AppError::MessageTooLong { chars: 9, max: 8 },
             AppError::InvalidTitle { max: 200 },
             AppError::AgentBusy,
+            AppError::WaitingForAnswer,
             AppError::InteractionNotFound { tool_use_id: "t1".into() },
             AppError::InvalidAnswer { question: "Q?".into(), detail: "no".into() },
             AppError::AlreadyAnswered,

@@ -569,7 +569,7 @@ async fn a_plan_is_approved_or_sent_back_from_its_card() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecided_command_is_denied_when_the_approval_timeout_passes() {
-    let timeouts = Timeouts { question: None, approval: Some(Duration::from_millis(300)) };
+    let timeouts = Timeouts { approval: Some(Duration::from_millis(300)), ..Timeouts::default() };
     let h = harness_with(
         vec![bash("toolu_bash", "touch hi.txt"), Reply::text("Nobody answered.")],
         AnswerPath::CanUseTool,

@@ -24,8 +24,11 @@ pub use sink::{Sink, TurnSink};
 /// What a backend gets to run one turn.
 pub struct TurnRequest {
     pub session_id: String,
-    /// The person's message.
+    /// The person's message; empty when the turn resumes.
     pub text: String,
+    /// The turn starts because the person settled what a parked turn left waiting (the outcomes
+    /// are in `history`), not with a message.
+    pub resume: bool,
     /// The thread before this message, for backends that resend the conversation.
     pub history: Vec<Message>,
     /// The agent's own id for this conversation, from an earlier turn (to resume it).
@@ -43,6 +46,10 @@ pub enum AgentError {
     /// The turn was stopped through its cancellation token.
     #[error("interrupted")]
     Interrupted,
+    /// The agent paused at a question or approval it left waiting (parked): the turn ends
+    /// here, and the person's answer starts the next one (with `TurnRequest::resume`).
+    #[error("paused until the person answers")]
+    Parked,
     /// The session was deleted or the server is stopping: nobody will read the rest of the turn.
     #[error("the session is gone")]
     SessionGone,

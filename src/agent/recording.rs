@@ -76,6 +76,7 @@ impl TurnSink for RecordingSink {
         &'a self,
         tool_use_id: &'a str,
         request: InteractionRequest,
+        _parkable: bool,
         _cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<InteractionOutcome, AgentError>> {
         let outcome = (self.person)(&request);
@@ -86,6 +87,32 @@ impl TurnSink for RecordingSink {
             self.recorded.lock().expect("recording lock").answers.push((tool_use_id, answers.clone()));
         }
         Box::pin(async move { Ok(outcome) })
+    }
+
+    /// Parks it, as the session would: the person answers on the next `wait_for_person` or
+    /// `park` for the same id (a resumed turn asks again).
+    fn park<'a>(
+        &'a self,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AgentError>> {
+        let decided = self
+            .recorded
+            .lock()
+            .expect("recording lock")
+            .thread
+            .tool_call(tool_use_id)
+            .and_then(|call| call.interaction.as_ref().filter(|i| i.parked).map(|_| (self.person)(&request)));
+        if let Some(outcome) = decided {
+            self.record(EventBody::InteractionResolved {
+                tool_use_id: tool_use_id.to_string(),
+                outcome: outcome.clone(),
+            });
+            return Box::pin(async move { Ok(Some(outcome)) });
+        }
+        self.record(EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request });
+        self.record(EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() });
+        Box::pin(async { Ok(None) })
     }
 
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()> {

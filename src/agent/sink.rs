@@ -27,13 +27,24 @@ pub trait TurnSink: Send + Sync {
     fn emit(&self, body: EventBody) -> BoxFuture<'_, Result<(), AgentError>>;
 
     /// Puts `request` (about tool call `tool_use_id`) to the person and waits for the outcome: a
-    /// decision, or an expiry with the server's timeouts. Stopping the turn (`cancel`) stops the wait.
+    /// decision, or an expiry with the server's timeouts. Stopping the turn (`cancel`) stops the
+    /// wait. A backend that can let go of the request and resume later (`parkable`) may be told
+    /// to park it instead: `AgentError::Parked`.
     fn wait_for_person<'a>(
         &'a self,
         tool_use_id: &'a str,
         request: InteractionRequest,
+        parkable: bool,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<InteractionOutcome, AgentError>>;
+
+    /// Opens `request` parked: no process waits for it; the turn ends here, and the answer resumes
+    /// the agent. Its outcome instead, if it was decided already.
+    fn park<'a>(
+        &'a self,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AgentError>>;
 
     /// The agent withdrew its request (it was interrupted, or gave up waiting): the card turns
     /// cancelled, and a late answer is refused.
@@ -117,23 +128,49 @@ impl dyn TurnSink + '_ {
         tool_use_id: &str,
         tool_name: &str,
         input: &Value,
+        parkable: bool,
         cancel: &CancellationToken,
     ) -> Result<InteractionOutcome, AgentError> {
-        match normalize_question_args(tool_name, input) {
-            Ok(questions) => {
-                self.wait_for_person(tool_use_id, InteractionRequest::Question { questions }, cancel).await
-            }
-            Err(error) => {
-                let error = error.to_string();
-                warn!(session = self.session_id(), tool_use_id, %error, "the agent's question could not be read");
-                let tool_use_id = tool_use_id.to_string();
-                let request = InteractionRequest::Unreadable { error: error.clone() };
-                self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request }).await?;
-                let outcome = InteractionOutcome::Failed { error };
-                self.emit(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() }).await?;
-                Ok(outcome)
-            }
+        match self.readable_question(tool_use_id, tool_name, input).await? {
+            Ok(request) => self.wait_for_person(tool_use_id, request, parkable, cancel).await,
+            Err(failed) => Ok(failed),
         }
+    }
+
+    /// Puts the question to the person parked: the turn ends here, and the answer resumes the
+    /// agent. `Some` outcome when it needs no waiting: its arguments could not be read, or it was
+    /// decided already.
+    pub async fn park_question(
+        &self,
+        tool_use_id: &str,
+        tool_name: &str,
+        input: &Value,
+    ) -> Result<Option<InteractionOutcome>, AgentError> {
+        match self.readable_question(tool_use_id, tool_name, input).await? {
+            Ok(request) => self.park(tool_use_id, request).await,
+            Err(failed) => Ok(Some(failed)),
+        }
+    }
+
+    /// The question as a request for the person; or, when its arguments cannot be understood, the
+    /// card that says so, already `Failed`.
+    async fn readable_question(
+        &self,
+        tool_use_id: &str,
+        tool_name: &str,
+        input: &Value,
+    ) -> Result<Result<InteractionRequest, InteractionOutcome>, AgentError> {
+        let error = match normalize_question_args(tool_name, input) {
+            Ok(questions) => return Ok(Ok(InteractionRequest::Question { questions })),
+            Err(error) => error.to_string(),
+        };
+        warn!(session = self.session_id(), tool_use_id, %error, "the agent's question could not be read");
+        let tool_use_id = tool_use_id.to_string();
+        let request = InteractionRequest::Unreadable { error: error.clone() };
+        self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request }).await?;
+        let outcome = InteractionOutcome::Failed { error };
+        self.emit(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() }).await?;
+        Ok(Err(outcome))
     }
 
     /// Asks the person's permission for tool call `tool_use_id` and waits for the decision.
@@ -141,8 +178,9 @@ impl dyn TurnSink + '_ {
         &self,
         tool_use_id: &str,
         approval: Approval,
+        parkable: bool,
         cancel: &CancellationToken,
     ) -> Result<InteractionOutcome, AgentError> {
-        self.wait_for_person(tool_use_id, InteractionRequest::Approval(approval), cancel).await
+        self.wait_for_person(tool_use_id, InteractionRequest::Approval(approval), parkable, cancel).await
     }
 }

@@ -2,6 +2,10 @@
 //! person's answer, decline or decision resolves it; the first resolution wins, the same one again
 //! is accepted, a different one is refused; a timeout expires it and Stop cancels it.
 //!
+//! An interaction can also be parked: the agent lets go of it (the server stops, nobody answered for
+//! a while, or the agent's turn simply ends there, as the Messages API agent's does), the card
+//! stays pending, and the answer, once recorded, asks the session to resume the agent.
+//!
 //! The bridge decides; the [`Ledger`] records. Each resolution is judged against the interaction
 //! as recorded, under the ledger's lock, and recorded before the waiting agent hears of it. In
 //! production the ledger is the session's event log; in the tests below it is a map in memory.
@@ -11,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -23,11 +27,13 @@ use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
 /// What an agent that is gone is told, and the card says.
 const AGENT_GONE: &str = "the agent is no longer running";
 
-/// How long the person has to answer; `None` waits as long as the agent does.
+/// How long the person has to answer (`None` waits as long as the agent does), and how long an
+/// agent waits before it is parked (`None`: it waits, running).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timeouts {
     pub question: Option<Duration>,
     pub approval: Option<Duration>,
+    pub park_after: Option<Duration>,
 }
 
 /// What the bridge decided about one resolution: what to record (if anything), and what the
@@ -50,13 +56,23 @@ impl Verdict {
 
 /// Where interactions are recorded, and the lock under which one is resolved at a time.
 pub trait Ledger: Send + Sync {
-    /// Records that tool call `tool_use_id` of `session` asks the person `request`.
+    /// Records that tool call `tool_use_id` of `session` asks the person `request` — unless it was
+    /// decided already (an agent resumed after a park asks again): then its outcome.
     fn open<'a>(
         &'a self,
         session: &'a str,
         tool_use_id: &'a str,
         request: InteractionRequest,
-    ) -> BoxFuture<'a, Result<(), AppError>>;
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
+
+    /// Under the lock: records that no agent waits for the pending interaction any more and then
+    /// calls `parked`; or, if it was decided meanwhile, returns that outcome and records nothing.
+    fn park<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        parked: &'a (dyn Fn() + Send + Sync),
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
 
     /// Under the lock: reads the interaction, records the outcome `judge` picks (if any), and then,
     /// still under the lock, tells `recorded` what was recorded. Returns the verdict; an unknown
@@ -81,43 +97,66 @@ fn key(session: &str, tool_use_id: &str) -> Key {
 pub enum NoOutcome {
     /// The turn was stopped, or the session deleted.
     Stopped,
+    /// The interaction is parked: the agent should let go of it; the answer will resume it.
+    Parked,
     /// The interaction could not be recorded.
     NotRecorded(AppError),
+}
+
+/// An agent waiting: where its outcome goes, and how it is told to park.
+struct Waiter {
+    outcome: oneshot::Sender<InteractionOutcome>,
+    park: CancellationToken,
 }
 
 pub struct InteractionBridge {
     ledger: Arc<dyn Ledger>,
     timeouts: Timeouts,
-    waiters: Mutex<HashMap<Key, oneshot::Sender<InteractionOutcome>>>,
+    waiters: Mutex<HashMap<Key, Waiter>>,
     /// Answers kept for the override step (`take_answer`).
     answers: Mutex<HashMap<Key, Vec<QuestionAnswer>>>,
+    /// Sessions whose parked interaction was settled: their agent may resume.
+    resume: mpsc::UnboundedSender<String>,
 }
 
 impl InteractionBridge {
-    pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> Self {
-        Self { ledger, timeouts, waiters: Mutex::default(), answers: Mutex::default() }
+    /// The bridge, and the sessions to resume as their parked interactions are settled.
+    pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> (Self, mpsc::UnboundedReceiver<String>) {
+        let (resume, resumes) = mpsc::unbounded_channel();
+        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), answers: Mutex::default(), resume };
+        (bridge, resumes)
     }
 
     /// Opens the interaction and waits for its outcome, or for its timeout (then it expires,
-    /// unless an answer got there first), or for `cancel`.
+    /// unless an answer got there first), or for `cancel`. A `parkable` wait also ends when the
+    /// interaction is parked (`park_waiting`, or `--park-after` passed): the agent lets go.
     pub async fn wait_for_person(
         &self,
         session: &str,
         tool_use_id: &str,
         request: InteractionRequest,
+        parkable: bool,
         cancel: &CancellationToken,
     ) -> Result<InteractionOutcome, NoOutcome> {
         let timeout = if request.is_approval() { self.timeouts.approval } else { self.timeouts.question };
         // Registered before the card appears, so that even an instant answer finds its way.
-        let mut answered = self.register(session, tool_use_id);
-        if let Err(error) = self.ledger.open(session, tool_use_id, request).await {
-            self.forget(session, tool_use_id);
-            return Err(NoOutcome::NotRecorded(error));
+        let (mut answered, park) = self.register(session, tool_use_id);
+        match self.ledger.open(session, tool_use_id, request).await {
+            Ok(None) => {}
+            // Decided while the agent was away (it was parked): the answer, at once.
+            Ok(Some(outcome)) => {
+                self.forget(session, tool_use_id);
+                return Ok(outcome);
+            }
+            Err(error) => {
+                self.forget(session, tool_use_id);
+                return Err(NoOutcome::NotRecorded(error));
+            }
         }
         info!(session, tool_use_id, "waiting for the person");
-        let expired = async {
-            match timeout {
-                Some(timeout) => tokio::time::sleep(timeout).await,
+        let after = |limit: Option<Duration>| async move {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
                 None => std::future::pending().await,
             }
         };
@@ -127,7 +166,11 @@ impl InteractionBridge {
                 self.forget(session, tool_use_id);
                 return Err(NoOutcome::Stopped);
             }
-            () = expired => {}
+            () = park.cancelled(), if parkable => return self.park(session, tool_use_id, answered).await,
+            () = after(self.timeouts.park_after), if parkable => {
+                return self.park(session, tool_use_id, answered).await;
+            }
+            () = after(timeout) => {}
         }
         match self.resolve(session, tool_use_id, InteractionOutcome::Expired).await {
             Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
@@ -211,6 +254,76 @@ impl InteractionBridge {
         }
     }
 
+    /// Parks the interaction the agent waits for: recorded as parked (the waiter goes under the
+    /// same lock, so that an answer finds either the waiter or the park), unless an answer got
+    /// there first.
+    async fn park(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        answered: oneshot::Receiver<InteractionOutcome>,
+    ) -> Result<InteractionOutcome, NoOutcome> {
+        let parked = || self.forget(session, tool_use_id);
+        match self.ledger.park(session, tool_use_id, &parked).await {
+            Ok(None) => {
+                info!(session, tool_use_id, "parked: the agent lets go until the person answers");
+                Err(NoOutcome::Parked)
+            }
+            Ok(Some(_)) => answered.await.map_err(|_| NoOutcome::Stopped),
+            Err(error) => {
+                self.forget(session, tool_use_id);
+                Err(NoOutcome::NotRecorded(error))
+            }
+        }
+    }
+
+    /// Opens an interaction that no agent waits for: the agent's turn ends here, and the answer
+    /// resumes it. Its outcome, if it was decided already.
+    pub async fn open_parked(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        request: InteractionRequest,
+    ) -> Result<Option<InteractionOutcome>, AppError> {
+        if let Some(outcome) = self.ledger.open(session, tool_use_id, request).await? {
+            return Ok(Some(outcome));
+        }
+        self.ledger.park(session, tool_use_id, &|| {}).await
+    }
+
+    /// A question opened parked has no waiting agent to time it: once the question timeout (if
+    /// any) has passed, it expires all the same, unless decided first, and the expiry resumes the
+    /// agent as an answer would. The timer lives in this process: a restart forgets it.
+    pub fn expire_parked_later(self: &Arc<Self>, session: &str, tool_use_id: &str) {
+        let Some(timeout) = self.timeouts.question else { return };
+        let (bridge, session, tool_use_id) = (self.clone(), session.to_string(), tool_use_id.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            match bridge.resolve(&session, &tool_use_id, InteractionOutcome::Expired).await {
+                Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
+                Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
+            }
+        });
+    }
+
+    /// Asks the session to resume its parked agent (when nothing it left waits any more).
+    pub fn ask_to_resume(&self, session: &str) {
+        let _ = self.resume.send(session.to_string());
+    }
+
+    /// Tells every waiting agent (of `session`, or of all sessions) to park its interactions.
+    pub fn park_waiting(&self, session: Option<&str>) -> usize {
+        let waiters = self.waiters.lock().expect("bridge lock");
+        let mut parked = 0;
+        for ((waiting_session, _), waiter) in waiters.iter() {
+            if session.is_none_or(|session| session == waiting_session) {
+                waiter.park.cancel();
+                parked += 1;
+            }
+        }
+        parked
+    }
+
     /// Ends an interaction with `outcome`, if it is still open (first wins).
     async fn resolve(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> Result<(), AppError> {
         let judge = |interaction: &Interaction| self.first_wins(session, tool_use_id, interaction, outcome.clone());
@@ -231,6 +344,8 @@ impl InteractionBridge {
             Some(existing) if *existing == outcome => Verdict { record: None, result: Ok(()) },
             Some(existing) if existing.is_decision() => Verdict::refuse(AppError::AlreadyAnswered),
             Some(existing) => Verdict::refuse(AppError::NotWaiting { detail: existing.why_closed() }),
+            // Parked: nobody waits, and the answer resumes the agent.
+            None if interaction.parked => Verdict::record(outcome),
             None if !self.is_waiting(session, tool_use_id) => Verdict {
                 record: Some(InteractionOutcome::Cancelled { reason: AGENT_GONE.into() }),
                 result: Err(AppError::NotWaiting { detail: AGENT_GONE.into() }),
@@ -251,27 +366,38 @@ impl InteractionBridge {
                 self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
             }
             info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
-            self.deliver(session, tool_use_id, outcome.clone());
+            if !self.deliver(session, tool_use_id, outcome.clone()) {
+                // Nobody waits: the session decides whether its agent resumes now.
+                let _ = self.resume.send(session.to_string());
+            }
         };
         self.ledger.settle(session, tool_use_id, judge, &recorded).await?.result
     }
 
-    /// Starts waiting for the outcome of `tool_use_id`.
-    fn register(&self, session: &str, tool_use_id: &str) -> oneshot::Receiver<InteractionOutcome> {
-        let (tx, rx) = oneshot::channel();
-        self.waiters.lock().expect("bridge lock").insert(key(session, tool_use_id), tx);
-        rx
+    /// Starts waiting for the outcome of `tool_use_id`; the token says when to park.
+    fn register(&self, session: &str, tool_use_id: &str) -> (oneshot::Receiver<InteractionOutcome>, CancellationToken) {
+        let (outcome, rx) = oneshot::channel();
+        let park = CancellationToken::new();
+        self.waiters
+            .lock()
+            .expect("bridge lock")
+            .insert(key(session, tool_use_id), Waiter { outcome, park: park.clone() });
+        (rx, park)
     }
 
     /// Whether an agent still waits for this interaction.
     pub fn is_waiting(&self, session: &str, tool_use_id: &str) -> bool {
-        self.waiters.lock().expect("bridge lock").get(&key(session, tool_use_id)).is_some_and(|tx| !tx.is_closed())
+        self.waiters
+            .lock()
+            .expect("bridge lock")
+            .get(&key(session, tool_use_id))
+            .is_some_and(|waiter| !waiter.outcome.is_closed())
     }
 
     /// Hands the outcome to the waiting agent. False when nobody waits any more.
     fn deliver(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> bool {
         let waiter = self.waiters.lock().expect("bridge lock").remove(&key(session, tool_use_id));
-        waiter.is_some_and(|tx| tx.send(outcome).is_ok())
+        waiter.is_some_and(|waiter| waiter.outcome.send(outcome).is_ok())
     }
 
     fn forget(&self, session: &str, tool_use_id: &str) {
@@ -314,11 +440,34 @@ mod tests {
             session: &'a str,
             tool_use_id: &'a str,
             request: InteractionRequest,
-        ) -> BoxFuture<'a, Result<(), AppError>> {
+        ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
             Box::pin(async move {
-                let interaction = Interaction { request, outcome: None };
-                self.interactions.lock().await.insert(key(session, tool_use_id), interaction);
-                Ok(())
+                let mut interactions = self.interactions.lock().await;
+                if let Some(decided) = interactions.get(&key(session, tool_use_id)).and_then(|i| i.outcome.clone()) {
+                    return Ok(Some(decided));
+                }
+                interactions.insert(key(session, tool_use_id), Interaction::new(request));
+                Ok(None)
+            })
+        }
+
+        fn park<'a>(
+            &'a self,
+            session: &'a str,
+            tool_use_id: &'a str,
+            parked: &'a (dyn Fn() + Send + Sync),
+        ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
+            Box::pin(async move {
+                let mut interactions = self.interactions.lock().await;
+                let interaction = interactions
+                    .get_mut(&key(session, tool_use_id))
+                    .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.into() })?;
+                if interaction.outcome.is_some() {
+                    return Ok(interaction.outcome.clone());
+                }
+                interaction.parked = true;
+                parked();
+                Ok(None)
             })
         }
 
@@ -345,8 +494,15 @@ mod tests {
     }
 
     fn bridge(timeouts: Timeouts) -> (Arc<InteractionBridge>, Arc<MemoryLedger>) {
+        bridge_and_resumes(timeouts).0
+    }
+
+    type Resumes = mpsc::UnboundedReceiver<String>;
+
+    fn bridge_and_resumes(timeouts: Timeouts) -> ((Arc<InteractionBridge>, Arc<MemoryLedger>), Resumes) {
         let ledger = Arc::new(MemoryLedger::default());
-        (Arc::new(InteractionBridge::new(ledger.clone(), timeouts)), ledger)
+        let (bridge, resumes) = InteractionBridge::new(ledger.clone(), timeouts);
+        ((Arc::new(bridge), ledger), resumes)
     }
 
     fn question() -> InteractionRequest {
@@ -378,7 +534,7 @@ mod tests {
         cancel: CancellationToken,
     ) -> tokio::task::JoinHandle<Result<InteractionOutcome, NoOutcome>> {
         let waiter = bridge.clone();
-        let task = tokio::spawn(async move { waiter.wait_for_person("s", "t", request, &cancel).await });
+        let task = tokio::spawn(async move { waiter.wait_for_person("s", "t", request, true, &cancel).await });
         while !bridge.is_waiting("s", "t") {
             tokio::task::yield_now().await;
         }
@@ -460,9 +616,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_question_nobody_answers_expires_and_a_late_answer_is_refused() {
-        let timeouts = Timeouts { question: Some(Duration::from_millis(20)), approval: None };
+        let timeouts = Timeouts { question: Some(Duration::from_millis(20)), ..Timeouts::default() };
         let (bridge, _) = bridge(timeouts);
-        let got = bridge.wait_for_person("s", "t", question(), &CancellationToken::new()).await;
+        let got = bridge.wait_for_person("s", "t", question(), true, &CancellationToken::new()).await;
         assert_eq!(got, Ok(InteractionOutcome::Expired));
         let late = bridge.answer("s", "t", answer("JWT")).await;
         assert_eq!(late, Err(AppError::NotWaiting { detail: "it was not answered in time".into() }));
@@ -499,5 +655,43 @@ mod tests {
         bridge.forget_session("s");
         assert_eq!(bridge.take_answer("s", "t"), None);
         assert!(!bridge.is_waiting("s", "t"));
+    }
+
+    #[tokio::test]
+    async fn a_parked_question_stays_open_and_its_answer_asks_to_resume_the_agent() {
+        let ((bridge, ledger), mut resumes) = bridge_and_resumes(Timeouts::default());
+        let agent = waiting(&bridge, question(), CancellationToken::new()).await;
+        assert_eq!(bridge.park_waiting(Some("other")), 0);
+        assert_eq!(bridge.park_waiting(None), 1);
+        assert_eq!(agent.await.unwrap(), Err(NoOutcome::Parked), "the agent lets go");
+        assert!(!bridge.is_waiting("s", "t"));
+        let parked = ledger.interactions.lock().await[&key("s", "t")].clone();
+        assert!(parked.is_pending() && parked.parked, "{parked:?}");
+        // The answer is recorded (not cancelled as for a gone agent), and the session is told.
+        bridge.answer("s", "t", answer("JWT")).await.unwrap();
+        assert_eq!(resumes.recv().await.as_deref(), Some("s"));
+        assert_eq!(bridge.answer("s", "t", answer("Sessions")).await, Err(AppError::AlreadyAnswered));
+        // The resumed agent asks again and gets the answer at once.
+        let again = bridge.wait_for_person("s", "t", question(), true, &CancellationToken::new()).await;
+        assert_eq!(again, Ok(InteractionOutcome::Answered { answers: answer("JWT") }));
+    }
+
+    #[tokio::test]
+    async fn an_agent_nobody_answers_is_parked_after_the_set_time() {
+        let timeouts = Timeouts { park_after: Some(Duration::from_millis(20)), ..Timeouts::default() };
+        let (bridge, ledger) = bridge(timeouts);
+        let got = bridge.wait_for_person("s", "t", question(), true, &CancellationToken::new()).await;
+        assert_eq!(got, Err(NoOutcome::Parked));
+        assert!(ledger.interactions.lock().await[&key("s", "t")].parked);
+    }
+
+    #[tokio::test]
+    async fn a_question_opened_parked_waits_without_an_agent() {
+        let ((bridge, _), mut resumes) = bridge_and_resumes(Timeouts::default());
+        assert_eq!(bridge.open_parked("s", "t", question()).await, Ok(None));
+        bridge.decline("s", "t", None).await.unwrap();
+        assert_eq!(resumes.recv().await.as_deref(), Some("s"));
+        let decided = bridge.open_parked("s", "t", question()).await;
+        assert_eq!(decided, Ok(Some(InteractionOutcome::Declined { reason: None })), "asked again: the outcome");
     }
 }

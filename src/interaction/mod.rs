@@ -98,9 +98,17 @@ pub struct Interaction {
     pub request: InteractionRequest,
     /// `None` while pending.
     pub outcome: Option<InteractionOutcome>,
+    /// Pending with no agent process waiting: the agent is paused until the person answers, and
+    /// the answer resumes it (DESIGN §3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub parked: bool,
 }
 
 impl Interaction {
+    pub fn new(request: InteractionRequest) -> Self {
+        Self { request, outcome: None, parked: false }
+    }
+
     pub fn is_pending(&self) -> bool {
         self.outcome.is_none()
     }

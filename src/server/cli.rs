@@ -113,6 +113,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_APPROVAL_TIMEOUT", value_parser = humantime::parse_duration)]
     pub approval_timeout: Option<std::time::Duration>,
 
+    /// How long an agent waits, running, for an answer before it is parked: it lets go (no
+    /// process, no memory) and the card stays; the answer resumes it (e.g. 2m, 30s).
+    #[arg(long, env = "ASKBRIDGE_PARK_AFTER", value_parser = humantime::parse_duration, default_value = "2m")]
+    pub park_after: std::time::Duration,
+
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,

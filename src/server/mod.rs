@@ -54,7 +54,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let db_path = args.data_dir.join("askbridge.db");
     let store = Store::open(&db_path).await.map_err(|error| format!("cannot open {}: {error}", db_path.display()))?;
     let agent = build_agent(&args)?;
-    let timeouts = Timeouts { question: args.question_timeout, approval: args.approval_timeout };
+    let timeouts = Timeouts {
+        question: args.question_timeout,
+        approval: args.approval_timeout,
+        park_after: Some(args.park_after),
+    };
     let manager = SessionManager::with_timeouts(store, agent, timeouts);
     manager.recover_unfinished_turns().await?;
 

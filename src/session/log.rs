@@ -96,14 +96,44 @@ impl Ledger for SessionLog {
         session: &'a str,
         tool_use_id: &'a str,
         request: InteractionRequest,
-    ) -> BoxFuture<'a, Result<(), AppError>> {
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
-            runtime
-                .append(&self.store, EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request })
-                .await?;
+            let mut state = runtime.state.lock().await;
+            let existing = state.thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
+            if let Some(decided) = existing.and_then(|interaction| interaction.outcome.clone()) {
+                return Ok(Some(decided));
+            }
+            // New, or asked again by a resumed agent (then it is no longer parked).
+            let opened = EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request };
+            runtime.append_locked(&self.store, &mut state, opened).await?;
+            drop(state);
             self.list_changed();
-            Ok(())
+            Ok(None)
+        })
+    }
+
+    fn park<'a>(
+        &'a self,
+        session: &'a str,
+        tool_use_id: &'a str,
+        parked: &'a (dyn Fn() + Send + Sync),
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
+        Box::pin(async move {
+            let runtime = self.runtime(session).await?;
+            let mut state = runtime.state.lock().await;
+            let interaction = state
+                .thread
+                .tool_call(tool_use_id)
+                .and_then(|call| call.interaction.as_ref())
+                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+            if let Some(decided) = &interaction.outcome {
+                return Ok(Some(decided.clone()));
+            }
+            let body = EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() };
+            runtime.append_locked(&self.store, &mut state, body).await?;
+            parked();
+            Ok(None)
         })
     }
 

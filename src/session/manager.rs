@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::log::{SessionLog, SessionRuntime};
+use super::log::{RuntimeState, SessionLog, SessionRuntime};
 use super::sink::SessionSink;
 use crate::agent::{AgentBackend, AgentError, TurnRequest};
 use crate::approval::{Decision, PermissionMode};
@@ -41,13 +41,25 @@ impl SessionManager {
 
     pub fn with_timeouts(store: Store, agent: Arc<dyn AgentBackend>, timeouts: Timeouts) -> Arc<Self> {
         let log = Arc::new(SessionLog::new(store));
-        Arc::new(Self {
-            bridge: Arc::new(InteractionBridge::new(log.clone(), timeouts)),
+        let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
+        let manager = Arc::new(Self {
+            bridge: Arc::new(bridge),
             log,
             agent,
             shutdown: CancellationToken::new(),
             turns: TaskTracker::new(),
-        })
+        });
+        // A parked interaction was settled: its session's agent may go on.
+        let weak = Arc::downgrade(&manager);
+        tokio::spawn(async move {
+            while let Some(session) = resumes.recv().await {
+                let Some(manager) = weak.upgrade() else { return };
+                if let Err(error) = manager.resume(&session).await {
+                    warn!(%session, %error, "could not resume the agent");
+                }
+            }
+        });
+        manager
     }
 
     pub fn store(&self) -> &Store {
@@ -112,10 +124,14 @@ impl SessionManager {
         Ok(())
     }
 
-    /// Stops every turn and waits (briefly) for them to record how they ended.
+    /// Parks what waits for the person (it outlives the server), stops every other turn, and
+    /// waits (briefly) for them to record how they ended.
     pub async fn shut_down(&self) {
-        self.shutdown.cancel();
         self.turns.close();
+        if self.bridge.park_waiting(None) > 0 {
+            let _ = tokio::time::timeout(INTERRUPT_GRACE, self.turns.wait()).await;
+        }
+        self.shutdown.cancel();
         if tokio::time::timeout(INTERRUPT_GRACE * 2, self.turns.wait()).await.is_err() {
             warn!("some turns did not end in time");
         }
@@ -199,34 +215,59 @@ impl SessionManager {
         if state.thread.turn.working {
             return Err(AppError::AgentBusy);
         }
-        let history = state.thread.messages.clone();
-        let agent_session = state.thread.turn.agent_session.clone();
-        let permission_mode = state.thread.turn.permission_mode;
-        let workdir = self.store().session(session_id).await?.workdir.map(std::path::PathBuf::from);
-        let first_message = !history.iter().any(|message| message.role == Role::User);
+        // A parked agent takes its answer before anything else (a message would reach it first).
+        if state.thread.is_waiting() {
+            return Err(AppError::WaitingForAnswer);
+        }
+        let first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
         let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
+        let history = state.thread.messages.clone();
         runtime.append_locked(self.store(), &mut state, message).await?;
-        runtime.append_locked(self.store(), &mut state, EventBody::TurnStarted).await?;
-        let cancel = self.shutdown.child_token();
-        state.turn = Some(cancel.clone());
-        drop(state);
-
         if first_message {
             self.store().set_automatic_title(session_id, &title_from_message(&text)).await?;
         }
-        self.log.list_changed();
+        self.start_turn(&runtime, &mut state, history, text).await
+    }
 
+    /// Resumes a session whose agent parked, once nothing it left waits for the person any more.
+    async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
+        let runtime = self.runtime(session_id).await?;
+        let mut state = runtime.lock().await;
+        let turn = &state.thread.turn;
+        if turn.working || turn.last_outcome != Some(TurnOutcome::Parked) || state.thread.is_waiting() {
+            return Ok(());
+        }
+        info!(session = %session_id, "resuming the agent with the person's answers");
+        let history = state.thread.messages.clone();
+        self.start_turn(&runtime, &mut state, history, String::new()).await
+    }
+
+    /// Records the turn's start and runs it; `text` is the person's message, empty to resume.
+    async fn start_turn(
+        self: &Arc<Self>,
+        runtime: &Arc<SessionRuntime>,
+        state: &mut RuntimeState,
+        history: Vec<crate::thread::Message>,
+        text: String,
+    ) -> Result<(), AppError> {
+        let session_id = runtime.id();
+        let workdir = self.store().session(session_id).await?.workdir.map(std::path::PathBuf::from);
+        runtime.append_locked(self.store(), state, EventBody::TurnStarted).await?;
+        let cancel = self.shutdown.child_token();
+        state.turn = Some(cancel.clone());
+        self.log.list_changed();
         let request = TurnRequest {
             session_id: session_id.to_string(),
+            resume: text.is_empty(),
             text,
             history,
-            agent_session,
+            agent_session: state.thread.turn.agent_session.clone(),
             workdir,
-            permission_mode,
+            permission_mode: state.thread.turn.permission_mode,
             cancel,
         };
         let span = info_span!("turn", session = %session_id, agent = self.agent.name());
-        self.turns.spawn(self.clone().run_turn(runtime, request).instrument(span));
+        self.turns.spawn(self.clone().run_turn(runtime.clone(), request).instrument(span));
         Ok(())
     }
 
@@ -301,6 +342,7 @@ impl SessionManager {
         let (outcome, usage) = match result {
             Ok(usage) => (TurnOutcome::Completed, usage),
             Err(AgentError::SessionGone) => return,
+            Err(AgentError::Parked) => (TurnOutcome::Parked, None),
             Err(_) if self.shutdown.is_cancelled() => (TurnOutcome::Abandoned, None),
             Err(AgentError::Interrupted) => (TurnOutcome::Interrupted, None),
             Err(_) if cancel.is_cancelled() => (TurnOutcome::Interrupted, None),
@@ -310,6 +352,7 @@ impl SessionManager {
             }
         };
         info!(?outcome, "turn ended");
+        let parked = outcome == TurnOutcome::Parked;
         let mut state = runtime.lock().await;
         state.turn = None;
         let ended = EventBody::TurnEnded { outcome, usage };
@@ -317,9 +360,14 @@ impl SessionManager {
             // The session was deleted meanwhile, or the disk failed: the restart recovery ends it.
             warn!(%error, "could not record the end of the turn");
         }
+        let answered_meanwhile = !state.thread.is_waiting();
         drop(state);
         self.bridge.forget_session(runtime.id());
         self.log.list_changed();
+        if parked && answered_meanwhile {
+            // The answers came while the turn was ending: nobody else will resume it.
+            self.bridge.ask_to_resume(runtime.id());
+        }
     }
 }
 

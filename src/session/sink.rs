@@ -42,17 +42,38 @@ impl TurnSink for SessionSink {
         &'a self,
         tool_use_id: &'a str,
         request: InteractionRequest,
+        parkable: bool,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<InteractionOutcome, AgentError>> {
         Box::pin(async move {
-            match self.bridge.wait_for_person(self.session_id(), tool_use_id, request, cancel).await {
+            match self.bridge.wait_for_person(self.session_id(), tool_use_id, request, parkable, cancel).await {
                 Ok(outcome) => Ok(outcome),
                 Err(NoOutcome::Stopped) => Err(AgentError::Interrupted),
+                Err(NoOutcome::Parked) => Err(AgentError::Parked),
                 Err(NoOutcome::NotRecorded(AppError::SessionNotFound { .. })) => Err(AgentError::SessionGone),
                 Err(NoOutcome::NotRecorded(error)) => {
                     Err(AgentError::Failed(format!("could not store the agent's request: {error}")))
                 }
             }
+        })
+    }
+
+    fn park<'a>(
+        &'a self,
+        tool_use_id: &'a str,
+        request: InteractionRequest,
+    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AgentError>> {
+        Box::pin(async move {
+            let is_question = !request.is_approval();
+            let opened =
+                self.bridge.open_parked(self.session_id(), tool_use_id, request).await.map_err(|error| match error {
+                    AppError::SessionNotFound { .. } => AgentError::SessionGone,
+                    error => AgentError::Failed(format!("could not store the agent's request: {error}")),
+                })?;
+            if opened.is_none() && is_question {
+                self.bridge.expire_parked_later(self.session_id(), tool_use_id);
+            }
+            Ok(opened)
         })
     }
 

@@ -158,7 +158,7 @@ async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, Stri
     let manager = SessionManager::with_timeouts(
         Store::open_in_memory().await.unwrap(),
         Arc::new(ScriptedAgent::new(scenario)),
-        Timeouts { question: timeout, approval: timeout },
+        Timeouts { question: timeout, approval: timeout, ..Timeouts::default() },
     );
     let session = manager.create_session(None).await.unwrap();
     manager.send_message(&session.id, "go".into()).await.unwrap();
@@ -319,7 +319,7 @@ async fn approving_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, S
     let manager = SessionManager::with_timeouts(
         Store::open_in_memory().await.unwrap(),
         Arc::new(ScriptedAgent::new(Scenario::parse(APPROVING, "test").unwrap())),
-        Timeouts { question: None, approval: timeout },
+        Timeouts { approval: timeout, ..Timeouts::default() },
     );
     let session = manager.create_session(None).await.unwrap();
     (manager, session.id)
@@ -459,4 +459,97 @@ fn titles_come_from_the_first_line_cut_at_a_word() {
     let long = "word ".repeat(30);
     let title = title_from_message(&long);
     assert!(title.ends_with('…') && title.chars().count() <= 61, "{title}");
+}
+
+/// The reply the agent gave after it resumed: its last message's text.
+fn last_reply(thread: &Thread) -> String {
+    thread.messages.iter().rev().find(|m| m.role == Role::Assistant).map(|m| m.text()).unwrap_or_default()
+}
+
+async fn asking_manager_on(path: &std::path::Path, timeouts: Timeouts) -> Arc<SessionManager> {
+    let scenario = Scenario::parse(ASKS_WHICH_AUTH, "test").unwrap();
+    SessionManager::with_timeouts(Store::open(path).await.unwrap(), Arc::new(ScriptedAgent::new(scenario)), timeouts)
+}
+
+#[tokio::test]
+async fn a_question_parked_at_a_graceful_stop_is_answered_after_the_restart_and_the_turn_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let manager = asking_manager_on(&path, Timeouts::default()).await;
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    manager.shut_down().await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Parked));
+    let interaction = thread.tool_call(&question).unwrap().interaction.clone().unwrap();
+    assert!(interaction.is_pending() && interaction.parked, "{interaction:?}");
+    drop(manager);
+
+    let manager = asking_manager_on(&path, Timeouts::default()).await;
+    manager.recover_unfinished_turns().await.unwrap();
+    let (summary, _) = manager.snapshot(&id).await.unwrap();
+    assert!(summary.waiting, "the session list still says it waits");
+    assert_eq!(manager.send_message(&id, "hello?".into()).await, Err(AppError::WaitingForAnswer));
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    let thread = wait_until("the resumed turn to end", Duration::from_secs(5), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.turn.last_outcome == Some(TurnOutcome::Completed)).then_some(thread)
+    })
+    .await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    assert!(last_reply(&thread).ends_with("got \"Which auth?\"=\"JWT\""), "{}", last_reply(&thread));
+    assert_eq!(manager.store().load_thread(&id).await.unwrap(), thread);
+}
+
+#[tokio::test]
+async fn an_agent_nobody_answers_parks_after_the_set_time_and_a_decline_resumes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let timeouts = Timeouts { park_after: Some(Duration::from_millis(50)), ..Timeouts::default() };
+    let manager = asking_manager_on(&dir.path().join("db"), timeouts).await;
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    wait_until("the turn to park", Duration::from_secs(5), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.turn.last_outcome == Some(TurnOutcome::Parked)).then_some(())
+    })
+    .await;
+    manager.decline_question(&id, &question, None).await.unwrap();
+    let thread = wait_until("the resumed turn to end", Duration::from_secs(5), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.turn.last_outcome == Some(TurnOutcome::Completed)).then_some(thread)
+    })
+    .await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Declined { reason: None });
+    assert!(last_reply(&thread).contains("you skipped the question"), "{}", last_reply(&thread));
+}
+
+#[tokio::test]
+async fn an_approval_parked_at_a_stop_is_carried_out_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let open = async |path: &std::path::Path| {
+        SessionManager::new(
+            Store::open(path).await.unwrap(),
+            Arc::new(ScriptedAgent::new(Scenario::parse(APPROVING, "test").unwrap())),
+        )
+    };
+    let manager = open(&path).await;
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "run the test".into()).await.unwrap();
+    let call = pending_question(&manager, &id).await;
+    manager.shut_down().await;
+    drop(manager);
+
+    let manager = open(&path).await;
+    manager.decide_approval(&id, &call, Decision::Allow { always: None }).await.unwrap();
+    let thread = wait_until("the resumed turn to end", Duration::from_secs(5), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.turn.last_outcome == Some(TurnOutcome::Completed)).then_some(thread)
+    })
+    .await;
+    let ran = thread.tool_call(&call).unwrap();
+    assert_eq!((ran.result.as_deref(), ran.status), (Some("test result: ok"), ToolStatus::Done));
+    assert!(last_reply(&thread).contains("tests ran"), "{}", last_reply(&thread));
 }

@@ -69,6 +69,11 @@ pub enum EventBody {
         tool_use_id: String,
         outcome: InteractionOutcome,
     },
+    /// The agent let go of a pending interaction: no process waits for it any more, the person's
+    /// answer will resume the agent.
+    InteractionParked {
+        tool_use_id: String,
+    },
     MessageFinished {
         message_id: String,
     },
@@ -95,6 +100,7 @@ impl EventBody {
             Self::ToolResult { .. } => "tool_result",
             Self::InteractionOpened { .. } => "interaction_opened",
             Self::InteractionResolved { .. } => "interaction_resolved",
+            Self::InteractionParked { .. } => "interaction_parked",
             Self::MessageFinished { .. } => "message_finished",
             Self::TurnEnded { .. } => "turn_ended",
         }
@@ -113,6 +119,8 @@ pub enum TurnOutcome {
     },
     /// The server stopped while the turn was running.
     Abandoned,
+    /// The agent paused at a question or approval; the person's answer resumes it.
+    Parked,
 }
 
 impl TurnOutcome {
@@ -123,6 +131,7 @@ impl TurnOutcome {
             Self::Interrupted => "the turn was stopped",
             Self::Failed { .. } => "the agent failed",
             Self::Abandoned => "the server stopped",
+            Self::Parked => "the agent paused",
         }
         .to_string()
     }

@@ -248,8 +248,13 @@ impl Thread {
                 call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
             }),
             EventBody::InteractionOpened { tool_use_id, request } => self
+                .with_tool_call(tool_use_id, |call| call.interaction = Some(Interaction::new(request.clone())))
+                .interaction(tool_use_id),
+            EventBody::InteractionParked { tool_use_id } => self
                 .with_tool_call(tool_use_id, |call| {
-                    call.interaction = Some(Interaction { request: request.clone(), outcome: None })
+                    if let Some(interaction) = call.interaction.as_mut().filter(|i| i.is_pending()) {
+                        interaction.parked = true;
+                    }
                 })
                 .interaction(tool_use_id),
             EventBody::InteractionResolved { tool_use_id, outcome } => self
@@ -269,18 +274,21 @@ impl Thread {
                 if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
                     self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
                 }
-                // Nothing streams, runs or waits for the person past the end of its turn.
+                // Nothing streams, runs or waits for the person past the end of its turn, but
+                // for a parked interaction: it outlives its turn, and its answer starts the next.
                 let mut change = Change::turn();
                 for (index, message) in self.messages.iter_mut().enumerate() {
                     let mut changed = std::mem::replace(&mut message.streaming, false);
                     for block in &mut message.blocks {
                         let Block::ToolCall(call) = block else { continue };
-                        if !call.status.is_finished() {
+                        let parked = call.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked);
+                        if !call.status.is_finished() && !parked {
                             call.status = ToolStatus::Cancelled;
                             changed = true;
                         }
                         if let Some(interaction) = &mut call.interaction
                             && interaction.is_pending()
+                            && !parked
                         {
                             interaction.outcome =
                                 Some(InteractionOutcome::Cancelled { reason: outcome.cancel_reason() });

@@ -156,8 +156,7 @@ mod tests {
     }
 
     fn question_call(id: &str, outcome: Option<InteractionOutcome>, result: Option<&str>) -> Block {
-        let mut interaction =
-            Interaction { request: InteractionRequest::Question { questions: Vec::new() }, outcome: None };
+        let mut interaction = Interaction::new(InteractionRequest::Question { questions: Vec::new() });
         interaction.outcome = outcome;
         Block::ToolCall(ToolCall {
             id: id.into(),

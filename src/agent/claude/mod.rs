@@ -564,7 +564,7 @@ impl<'a> Turn<'a> {
                     approval.shows = Shows::Plan { markdown: plan };
                 }
             }
-            let reply = match sink.ask_approval(&tool_use_id, approval.clone(), &cancel).await {
+            let reply = match sink.ask_approval(&tool_use_id, approval.clone(), false, &cancel).await {
                 Ok(outcome) => approval_reply(&outcome, &approval),
                 Err(_) => None,
             };
@@ -581,7 +581,7 @@ impl<'a> Turn<'a> {
         // Stop ends the wait; the turn's end cancels the card.
         let cancel = self.questions_end.child_token();
         tokio::spawn(async move {
-            let reply = match sink.ask(&tool_use_id, &tool, &input, &cancel).await {
+            let reply = match sink.ask(&tool_use_id, &tool, &input, false, &cancel).await {
                 Ok(outcome) => question_reply(&outcome, &input, path),
                 Err(_) => None,
             };

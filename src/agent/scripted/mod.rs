@@ -105,7 +105,7 @@ impl ScriptedAgent {
         let approval = Approval { reason: permission.reason.clone(), ..Approval::new(tool, input.clone()) }
             .with_suggestions(&suggestions);
         let plan = approval.is_plan();
-        let outcome = sink.ask_approval(tool_use_id, approval, &request.cancel).await?;
+        let outcome = sink.ask_approval(tool_use_id, approval, true, &request.cancel).await?;
         let refusal = match outcome {
             InteractionOutcome::Allowed { always } => {
                 if let Some(suggestion) = always.and_then(|index| suggestions.get(index)) {
@@ -143,11 +143,22 @@ impl ScriptedAgent {
         let word_pause = Duration::from_secs_f64(1.0 / self.scenario.pace);
         let no_reply =
             [Step::Say { text: "This scenario has no reply for that message (it has no turn without `when`).".into() }];
-        let steps = self.scenario.turn_for(&request.text).map_or(&no_reply[..], |turn| &turn.steps);
+        // A resumed turn goes on from the step it was parked at, for the message it answers.
+        let place = if request.resume { resume_point(&request.history) } else { None };
+        let answered_before = place.as_ref().and_then(|place| place.last_answer.clone());
+        let message = place.as_ref().map_or(request.text.as_str(), |place| place.message.as_str());
+        let steps = self.scenario.turn_for(message).map_or(&no_reply[..], |turn| &turn.steps);
+        let (first_step, mut parked_call) = match &place {
+            Some(place) => match tool_step(steps, place.tool_call) {
+                Some(step) => (step, Some(place.tool_use_id.clone())),
+                None => return Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
+            },
+            None => (0, None),
+        };
 
         let message_id = sink.start_message().await?;
         let mut words = 0u64;
-        let mut last_answer = "nothing: nobody was asked".to_string();
+        let mut last_answer = answered_before.unwrap_or_else(|| "nothing: nobody was asked".to_string());
         // Streams text word by word, as a new paragraph after what came before.
         let say = async |text: &str, words: &mut u64| -> Result<(), AgentError> {
             let mut first = *words > 0;
@@ -162,14 +173,19 @@ impl ScriptedAgent {
             }
             Ok(())
         };
-        for step in steps {
+        for step in &steps[first_step..] {
+            // The call a resumed turn answers was streamed before the pause.
+            let mut call = async |name: &str, input: &Value| match parked_call.take() {
+                Some(tool_use_id) => Ok(tool_use_id),
+                None => stream_tool_call(sink, &message_id, name, input, word_pause, cancel).await,
+            };
             match step {
                 Step::Say { text } => {
-                    let text = text.trim().replace("{{message}}", &request.text).replace("{{answer}}", &last_answer);
+                    let text = text.trim().replace("{{message}}", message).replace("{{answer}}", &last_answer);
                     say(&text, &mut words).await?;
                 }
                 Step::Tool { name, input, output, is_error, duration, permission } => {
-                    let tool_use_id = stream_tool_call(sink, &message_id, name, input, word_pause, cancel).await?;
+                    let tool_use_id = call(name, input).await?;
                     if let Some(permission) = permission
                         && let Some((result, reply)) =
                             self.ask_permission(request, sink, &tool_use_id, (name, input, permission)).await?
@@ -183,8 +199,8 @@ impl ScriptedAgent {
                     words = words.max(1);
                 }
                 Step::Ask { tool, input } => {
-                    let tool_use_id = stream_tool_call(sink, &message_id, tool, input, word_pause, cancel).await?;
-                    let outcome = sink.ask(&tool_use_id, tool, input, cancel).await?;
+                    let tool_use_id = call(tool, input).await?;
+                    let outcome = sink.ask(&tool_use_id, tool, input, true, cancel).await?;
                     let record = serde_json::to_string_pretty(&outcome).unwrap_or_default();
                     let refused = !matches!(outcome, InteractionOutcome::Answered { .. });
                     sink.tool_result(&tool_use_id, &record, refused).await?;
@@ -217,6 +233,48 @@ impl AgentBackend for ScriptedAgent {
         self.rules.lock().expect("rules lock").remove(session);
         Box::pin(async {})
     }
+}
+
+/// Where a parked turn stopped: the message it answers, its `tool_call`-th tool call (the one
+/// parked), and what the person answered to the question before it, for `{{answer}}`.
+struct ResumePoint {
+    message: String,
+    tool_call: usize,
+    tool_use_id: String,
+    last_answer: Option<String>,
+}
+
+/// Finds the call a parked turn stopped at: the last tool call of the last reply that asked the
+/// person and got no result yet.
+fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
+    use crate::thread::{Block, Role};
+    let message = history.iter().rev().find(|m| m.role == Role::User)?.text();
+    let reply = history.iter().rev().find(|m| m.role == Role::Assistant)?;
+    let calls: Vec<_> = reply
+        .blocks
+        .iter()
+        .filter_map(|block| match block {
+            Block::ToolCall(call) => Some(call),
+            Block::Text { .. } => None,
+        })
+        .collect();
+    let tool_call = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none())?;
+    let last_answer = calls[..tool_call]
+        .iter()
+        .rev()
+        .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref())
+        .map(quote);
+    Some(ResumePoint { message, tool_call, tool_use_id: calls[tool_call].id.clone(), last_answer })
+}
+
+/// The index of the `n`-th step that makes a tool call (tool and ask steps, in order).
+fn tool_step(steps: &[Step], n: usize) -> Option<usize> {
+    steps
+        .iter()
+        .enumerate()
+        .filter(|(_, step)| matches!(step, Step::Tool { .. } | Step::Ask { .. }))
+        .nth(n)
+        .map(|(index, _)| index)
 }
 
 /// Streams a tool call's arguments the way a model writes them, then marks them complete.
@@ -376,6 +434,7 @@ mod tests {
         TurnRequest {
             session_id: "s".into(),
             text: text.into(),
+            resume: false,
             history: Vec::new(),
             agent_session: None,
             workdir: None,
