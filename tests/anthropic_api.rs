@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use askbridge::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
-use askbridge::question::QuestionAnswer;
+use askbridge::question::{Question, QuestionAnswer};
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::testing::wait_until;
-use askbridge::thread::{Block, Role, Thread, ToolCall, TurnOutcome};
+use askbridge::thread::{Block, EventBody, Role, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
 use support::mock_anthropic::{Block as MockBlock, End, MockAnthropic, Reply};
 
@@ -189,6 +189,24 @@ async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() 
         matches!(&interaction.request, InteractionRequest::Question { questions } if questions[0].question == AUTH)
     );
     assert!(thread.is_waiting());
+    // While its arguments streamed, the card filled in, options included.
+    let previews: Vec<Vec<Question>> = h
+        .manager
+        .store()
+        .events_after(&h.session, 0, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|event| match event.body {
+            EventBody::ToolInputPreview { tool_use_id, questions } if tool_use_id == "toolu_ask" => Some(questions),
+            _ => None,
+        })
+        .collect();
+    assert!(previews.len() > 2, "the card fills in step by step: {previews:?}");
+    assert!(AUTH.starts_with(&previews[0][0].question) && previews[0][0].question != AUTH, "{previews:?}");
+    let last = previews.last().unwrap();
+    assert_eq!(last[0].options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(), ["JWT", "Sessions"]);
+    assert!(asked.preview.is_empty(), "the preview goes once the arguments are complete");
 
     let requests = h.mock.requests();
     assert_eq!(requests.len(), 1, "nothing is sent while the question waits");

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::approval::PermissionMode;
 use crate::interaction::{Interaction, InteractionOutcome};
+use crate::question::Question;
 
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +83,9 @@ pub struct ToolCall {
     /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub partial_input: String,
+    /// For a question tool whose arguments still stream: the questions readable so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<Question>,
     pub status: ToolStatus,
     pub result: Option<String>,
     /// The person's part, for tools that ask them something.
@@ -230,6 +234,7 @@ impl Thread {
                     name: name.clone(),
                     input: None,
                     partial_input: String::new(),
+                    preview: Vec::new(),
                     status: ToolStatus::Streaming,
                     result: None,
                     interaction: None,
@@ -238,9 +243,13 @@ impl Thread {
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
                 self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
             }
+            EventBody::ToolInputPreview { tool_use_id, questions } => {
+                self.with_tool_call(tool_use_id, |call| call.preview = questions.clone())
+            }
             EventBody::ToolCallReady { tool_use_id, input } => self.with_tool_call(tool_use_id, |call| {
                 call.input = Some(input.clone());
                 call.partial_input.clear();
+                call.preview.clear();
                 call.status = ToolStatus::Running;
             }),
             EventBody::ToolResult { tool_use_id, output, is_error } => self.with_tool_call(tool_use_id, |call| {

@@ -163,6 +163,7 @@ mod tests {
             name: "AskUserQuestion".into(),
             input: Some(json!({"questions": []})),
             partial_input: String::new(),
+            preview: Vec::new(),
             status: if result.is_some() { ToolStatus::Done } else { ToolStatus::Running },
             result: result.map(str::to_string),
             interaction: Some(interaction),

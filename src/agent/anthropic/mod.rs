@@ -33,6 +33,7 @@ use wire::{ApiUsage, ContentBlock, Delta, InputMessage, MessagesRequest, Role, S
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::question::{Question, normalize_partial};
 use crate::thread::{EventBody, Usage};
 
 /// Where the API is unless `ANTHROPIC_BASE_URL` says otherwise.
@@ -343,11 +344,13 @@ impl From<AgentError> for Stop {
 /// A content block as it streams in.
 enum Building {
     Text(String),
+    /// A tool call; for a question, `preview` is what its card shows so far.
     Tool {
         id: String,
         name: String,
         json: String,
         stopped: bool,
+        preview: Vec<Question>,
     },
     /// A block of a type AskBridge does not use: shown as a generic tool card, never sent back.
     Other {
@@ -456,7 +459,7 @@ impl<'a> ReplyReader<'a> {
             }
             StartBlock::ToolUse { id, name } => {
                 self.sink.tool_call_started(&message_id, &id, &name).await?;
-                Building::Tool { id, name, json: String::new(), stopped: false }
+                Building::Tool { id, name, json: String::new(), stopped: false, preview: Vec::new() }
             }
             StartBlock::Other { kind, block } => {
                 let id = format!("{OTHER_BLOCK_ID}{message_id}_{index}");
@@ -475,10 +478,21 @@ impl<'a> ReplyReader<'a> {
                 text.push_str(&more);
                 self.sink.text(&message_id, &more).await?;
             }
-            (Some(Building::Tool { id, json, .. }), Delta::InputJson { partial_json }) => {
+            (Some(Building::Tool { id, name, json, preview, .. }), Delta::InputJson { partial_json }) => {
                 json.push_str(&partial_json);
-                if !partial_json.is_empty() {
-                    self.sink.tool_input_delta(id, &partial_json).await?;
+                if partial_json.is_empty() {
+                    return Ok(());
+                }
+                self.sink.tool_input_delta(id, &partial_json).await?;
+                // The card fills in as the model writes, options included: read on the server,
+                // so that the browser needs no partial-JSON parser.
+                if tools::is_declared(name) {
+                    let now = normalize_partial(name, json);
+                    if !now.is_empty() && now != *preview {
+                        let body = EventBody::ToolInputPreview { tool_use_id: id.clone(), questions: now.clone() };
+                        self.sink.emit(body).await?;
+                        *preview = now;
+                    }
                 }
             }
             (Some(Building::Other { deltas, .. }), delta) => deltas.push(delta_value(delta)),
@@ -518,7 +532,7 @@ impl<'a> ReplyReader<'a> {
             match building {
                 Building::Text(text) if !text.trim().is_empty() => content.push(ContentBlock::text(text)),
                 Building::Text(_) | Building::Other { .. } => {}
-                Building::Tool { id, name, json, stopped } => match parse_input(&json) {
+                Building::Tool { id, name, json, stopped, .. } => match parse_input(&json) {
                     Ok(input) if stopped && !(cut_short && json.is_empty()) => {
                         content.push(ContentBlock::tool_use(&id, &name, input.clone()));
                         calls.push(Call { id, name, input });
