@@ -191,10 +191,10 @@ fn choose_agent(args: &ServeArgs, env: &Environment) -> (AgentChoice, String) {
         None => claude_on_path(env.path.as_deref()),
     };
     let key = args.api_key_file.is_some() || args.api_key.as_deref().is_some_and(|k| !k.trim().is_empty());
-    if let Some(bin) = &claude {
-        if let Some(login) = claude_login(env, key) {
-            return (AgentChoice::Claude, format!("Claude Code at {} ({login})", bin.display()));
-        }
+    if let Some(bin) = &claude
+        && let Some(login) = claude_login(env, key)
+    {
+        return (AgentChoice::Claude, format!("Claude Code at {} ({login})", bin.display()));
     }
     let found = match &claude {
         Some(bin) => format!("Claude Code at {} is not logged in; ", bin.display()),

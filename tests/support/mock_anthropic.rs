@@ -927,7 +927,8 @@ mod tests {
             .filter(|d| d["type"] == "content_block_delta")
             .map(|d| d["delta"]["partial_json"].as_str().unwrap().to_owned())
             .collect();
-        assert!(!partial.is_empty() && input.to_string().starts_with(&partial) && partial != input.to_string());
+        let whole = input.to_string();
+        assert!(!partial.is_empty() && whole.starts_with(&partial) && partial != whole);
         assert!(events.iter().any(|e| e.contains("\"stop_reason\":\"max_tokens\"")));
     }
 }

@@ -111,7 +111,7 @@ impl AnthropicAgent {
         for result in &answered {
             sink.tool_result(&result.tool_use_id, &result.content, result.is_error).await?;
         }
-        if !request.text.trim().is_empty() {
+        if !request.resume {
             push(&mut messages, Role::User, vec![ContentBlock::text(request.text.clone())]);
         }
         if messages.last().is_none_or(|m| m.role != Role::User) {
@@ -196,7 +196,9 @@ impl AnthropicAgent {
                             return Err(reading.cut(&reason).await?);
                         }
                         // Nothing shown yet: as good as a failed request.
-                        Err(Stop::Cut(reason)) => ApiError::Unreachable { url: "the stream".into(), detail: reason },
+                        Err(Stop::Cut(reason)) => {
+                            ApiError::Unreachable { url: self.config.base_url.clone(), detail: reason }
+                        }
                         Err(Stop::Api(error)) => error,
                     }
                 }
