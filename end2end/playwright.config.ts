@@ -57,7 +57,7 @@ export default defineConfig({
     {
       command:
         `rm -rf end2end/.data && exec target/release/askbridge serve --addr 127.0.0.1:${port} ` +
-        `--data-dir end2end/.data --scenario end2end/fixtures/scenario.toml`,
+        `--data-dir end2end/.data --agent scripted --scenario end2end/fixtures/scenario.toml`,
       cwd: "..",
       url: `${baseURL}/`,
       reuseExistingServer: false,
