@@ -179,7 +179,11 @@ impl AnthropicAgent {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match self.client.stream(body).await {
+            let sent = tokio::select! {
+                sent = self.client.stream(body) => sent,
+                () = cancel.cancelled() => return Err(AgentError::Interrupted),
+            };
+            let failure = match sent {
                 Ok(events) => {
                     let mut reading = ReplyReader::new(sink, &self.config.model);
                     match reading.read(events, cancel).await {
