@@ -247,3 +247,62 @@ async fn bad_approval_decisions_and_modes_are_explained_and_change_nothing() {
     let (_, thread) = h.manager.snapshot(&id).await.unwrap();
     assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Default), "every session starts with a mode");
 }
+
+// Every server function, sent bodies in any state: cut short, bytes changed, or noise. The answer
+// is a typed error (or success), never a 5xx or a panic, and a session's history stays intact.
+const BODIES: &[(&str, &str)] = &[
+    ("create_session", r#"{"workdir": null, "permission_mode": "plan"}"#),
+    ("send_message", r#"{"session": "SESSION", "text": "hello there"}"#),
+    ("load_session", r#"{"id": "SESSION"}"#),
+    ("rename_session", r#"{"id": "SESSION", "title": "A title"}"#),
+    ("interrupt_turn", r#"{"session": "SESSION"}"#),
+    (
+        "submit_answers",
+        r#"{"session": "SESSION", "tool_use_id": "t", "answers": [{"question": "Q", "labels": ["A"], "other": null, "notes": null}]}"#,
+    ),
+    ("decline_question", r#"{"session": "SESSION", "tool_use_id": "t", "reason": "later"}"#),
+    ("decide_approval", r#"{"session": "SESSION", "tool_use_id": "t", "decision": {"deny": {"message": "no"}}}"#),
+    ("set_permission_mode", r#"{"session": "SESSION", "mode": "acceptEdits"}"#),
+    ("send_answer_as_message", r#"{"session": "SESSION", "tool_use_id": "t", "answers": []}"#),
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..Default::default() })]
+    #[test]
+    fn no_body_makes_a_server_function_fail_untyped(
+        pick in proptest::prelude::any::<proptest::sample::Index>(),
+        cut in proptest::prelude::any::<proptest::sample::Index>(),
+        noise in proptest::collection::vec((proptest::prelude::any::<proptest::sample::Index>(), proptest::prelude::any::<u8>()), 0..4),
+        raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        use_raw in proptest::prelude::any::<bool>(),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let h = harness().await;
+            let id = h.session_with_history().await;
+            let (function, body) = BODIES[pick.index(BODIES.len())];
+            let body = if use_raw {
+                raw.clone()
+            } else {
+                let mut body = body.replace("SESSION", &id).into_bytes();
+                body.truncate(cut.index(body.len() + 1));
+                for (at, byte) in &noise {
+                    if !body.is_empty() {
+                        let at = at.index(body.len());
+                        body[at] = *byte;
+                    }
+                }
+                body
+            };
+            let (status, answer) = h.post(function, body.clone()).await;
+            assert!(!status.is_server_error(), "{function} {:?}: {status}", String::from_utf8_lossy(&body));
+            if !status.is_success() {
+                error(&answer);
+            }
+            // The session sent a message may have grown by one exchange; its history is intact.
+            let (_, thread) = h.manager.snapshot(&id).await.unwrap();
+            assert_eq!(thread.messages[0].text(), "remember me");
+            assert_eq!(h.manager.store().load_thread(&id).await.unwrap().messages[..2], thread.messages[..2]);
+        });
+    }
+}

@@ -44,6 +44,8 @@ struct Harness {
     backend: Arc<ClaudeCliBackend>,
     mock: MockAnthropic,
     session: String,
+    config: ClaudeConfig,
+    timeouts: Timeouts,
     _home: tempfile::TempDir,
 }
 
@@ -86,7 +88,7 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
         // Test machines run as root; Claude Code allows bypassPermissions there only in a sandbox.
         ("IS_SANDBOX".to_string(), "1".to_string()),
     ];
-    let backend = Arc::new(ClaudeCliBackend::new(ClaudeConfig {
+    let config = ClaudeConfig {
         bin: claude_bin(),
         workdir: home.path().join("project"),
         permission_mode: PermissionMode::Default,
@@ -94,13 +96,36 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
         answer_path,
         env,
         allow_bypass: true,
-    }));
-    let manager = SessionManager::with_timeouts(Store::open_in_memory().await.unwrap(), backend.clone(), timeouts);
+        max_agents: 4,
+        idle_exit: None,
+    };
+    let backend = Arc::new(ClaudeCliBackend::new(config.clone()));
+    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
+    let manager = SessionManager::with_timeouts(store, backend.clone(), timeouts);
     let session = manager.create_session(None).await.unwrap().id;
-    Harness { manager, backend, mock, session, _home: home }
+    Harness { manager, backend, mock, session, config, timeouts, _home: home }
 }
 
 impl Harness {
+    /// Stops AskBridge gracefully (as on SIGTERM) and starts it again on the same database and
+    /// the same Claude Code home.
+    async fn restart(&mut self) {
+        self.manager.shut_down().await;
+        self.backend = Arc::new(ClaudeCliBackend::new(self.config.clone()));
+        let store = Store::open(&self._home.path().join("askbridge.db")).await.unwrap();
+        self.manager = SessionManager::with_timeouts(store, self.backend.clone(), self.timeouts);
+        self.manager.recover_unfinished_turns().await.unwrap();
+    }
+
+    /// Waits until the turn has ended as `outcome`.
+    async fn turn_ended(&self, outcome: TurnOutcome) -> Thread {
+        wait_until("the turn to end", Duration::from_secs(60), || async {
+            let thread = self.thread().await;
+            (thread.turn.last_outcome.as_ref() == Some(&outcome) && !thread.turn.working).then_some(thread)
+        })
+        .await
+    }
+
     async fn send(&self, text: &str) {
         self.manager.send_message(&self.session, text.into()).await.unwrap();
     }
@@ -590,4 +615,113 @@ async fn an_undecided_command_is_denied_when_the_approval_timeout_passes() {
         )]
     );
     assert!(!h.project().join("hi.txt").exists());
+}
+
+// ---- Durable sessions: parking (protocol §12) and subagents (§13) ----
+
+const ANSWERED: &str = "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\". You can now continue with these answers in mind.";
+
+/// The text of the last message the model was sent, as JSON.
+fn last_message(h: &Harness) -> String {
+    let last = h.mock.requests().last().cloned().unwrap();
+    last["messages"].as_array().unwrap().last().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_waiting_at_a_graceful_stop_is_answered_after_the_restart() {
+    let mut h =
+        harness(vec![ask("toolu_ask", vec![auth_question()]), Reply::text("JWT it is.")], AnswerPath::Hook).await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    h.restart().await;
+
+    // The card waits, parked: no process, and the model has been told nothing.
+    let thread = h.thread().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Parked));
+    let interaction = thread.tool_call("toolu_ask").unwrap().interaction.clone().unwrap();
+    assert!(interaction.is_pending() && interaction.parked, "{interaction:?}");
+    assert_eq!(h.backend.pid(&h.session), None);
+    assert!(h.model_saw().is_empty(), "nothing reached the model meanwhile: {:?}", h.model_saw());
+
+    h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    assert_eq!(h.model_saw(), vec![answered(ANSWERED)]);
+    assert!(last_message(&h).contains("Continue from where you left off."), "{}", last_message(&h));
+    assert!(thread.messages.last().unwrap().text().contains("JWT it is."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_nobody_answers_parks_after_the_set_time_and_no_process_is_left() {
+    let timeouts = Timeouts { park_after: Some(Duration::from_secs(1)), ..Timeouts::default() };
+    let h = harness_with(
+        vec![ask("toolu_ask", vec![auth_question()]), Reply::text("JWT it is.")],
+        AnswerPath::Hook,
+        timeouts,
+    )
+    .await;
+    h.send("Help me set up auth.").await;
+    h.pending(1).await;
+    let pid = h.backend.pid(&h.session).expect("the CLI runs while the question is fresh");
+    h.turn_ended(TurnOutcome::Parked).await;
+    assert_eq!(h.backend.pid(&h.session), None);
+    let gone = wait_until("the parked CLI to exit", Duration::from_secs(10), || async {
+        (!std::path::Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+    gone.await;
+    assert!(h.thread().await.tool_call("toolu_ask").unwrap().interaction.as_ref().unwrap().is_pending());
+
+    h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
+    h.turn_ended(TurnOutcome::Completed).await;
+    assert_eq!(h.model_saw(), vec![answered(ANSWERED)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permission_request_pending_at_a_graceful_stop_is_decided_after_the_restart_and_told_in_words() {
+    let mut h = harness(
+        vec![bash("toolu_bash", "touch hi.txt"), bash("toolu_retry", "touch hi.txt"), Reply::text("Created.")],
+        AnswerPath::Hook,
+    )
+    .await;
+    h.send("Create hi.txt").await;
+    h.pending(1).await;
+    h.restart().await;
+    let thread = h.thread().await;
+    assert!(thread.tool_call("toolu_bash").unwrap().interaction.as_ref().unwrap().is_pending(), "decidable");
+
+    h.decide("toolu_bash", Decision::Allow { always: None }).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let told = h.mock.requests()[1]["messages"].to_string();
+    assert!(told.contains("you may now run `touch hi.txt`"), "the resumed agent was told in words: {told}");
+    let retry = thread.tool_call("toolu_retry").unwrap();
+    assert!(retry.interaction.is_none(), "the identical retry is not asked again: {retry:?}");
+    assert!(h.project().join("hi.txt").exists(), "the command ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagents_request_is_shown_and_runs_after_the_main_turn_ended() {
+    let delegate = Reply::tool_use(
+        "toolu_agent",
+        "Agent",
+        json!({"description": "Run the command", "subagent_type": "general-purpose",
+               "prompt": "Run `touch from-subagent.txt` in the project folder, then say done."}),
+    );
+    let script = vec![
+        delegate,
+        Reply::text("The subagent is on it.").when("Async agent launched"),
+        bash("toolu_sub_bash", "touch from-subagent.txt").when("from-subagent.txt"),
+        Reply::text("done"),
+        Reply::text("The subagent finished."),
+    ];
+    let h = harness(script, AnswerPath::Hook).await;
+    h.send("Delegate: create the file.").await;
+    let pending = h.pending(1).await;
+    assert_eq!(pending, vec!["toolu_sub_bash"]);
+    let approval = h.approval("toolu_sub_bash").await;
+    assert_eq!(approval.asked_by.as_deref(), Some("Run the command"), "says which subagent asks");
+    h.decide("toolu_sub_bash", Decision::Allow { always: None }).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    assert!(h.project().join("from-subagent.txt").exists(), "the subagent's command ran");
+    let ran = thread.tool_call("toolu_sub_bash").unwrap();
+    assert_eq!(ran.result.as_deref(), Some("(Bash completed with no output)"));
+    assert!(thread.messages.iter().any(|m| m.text().contains("The subagent finished.")), "the CLI's own turn is shown");
 }

@@ -63,6 +63,18 @@ pub trait AgentBackend: Send + Sync + 'static {
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>>;
 
+    /// How long the agent may take to wind down after Stop before its turn is ended for it.
+    fn interrupt_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(5)
+    }
+
+    /// What the agent was told about `request` when the server died while it waited (and the
+    /// request was not parked), if the agent answers such a request by itself.
+    fn told_when_lost(&self, request: &crate::interaction::InteractionRequest) -> Option<String> {
+        let _ = request;
+        None
+    }
+
     /// The folder the agent works in by default, for agents that work in one.
     fn default_workdir(&self) -> Option<std::path::PathBuf> {
         None

@@ -115,6 +115,10 @@ impl TurnSink for RecordingSink {
         Box::pin(async { Ok(None) })
     }
 
+    fn park_waiting(&self) -> usize {
+        0
+    }
+
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()> {
         let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
         self.record(EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome });

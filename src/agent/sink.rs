@@ -46,6 +46,10 @@ pub trait TurnSink: Send + Sync {
         request: InteractionRequest,
     ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AgentError>>;
 
+    /// Parks whatever of this session waits for the person (to make room for another agent).
+    /// How many waits were told to park.
+    fn park_waiting(&self) -> usize;
+
     /// The agent withdrew its request (it was interrupted, or gave up waiting): the card turns
     /// cancelled, and a late answer is refused.
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()>;

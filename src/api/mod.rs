@@ -127,6 +127,17 @@ pub async fn submit_answers(
     manager()?.answer_question(&session, &tool_use_id, answers).await
 }
 
+/// Sends an answer that never reached the agent (the server stopped while it waited, and the
+/// agent was told something else) as a message to the agent.
+#[server(input = Json, endpoint = "send_answer_as_message")]
+pub async fn send_answer_as_message(
+    session: String,
+    tool_use_id: String,
+    answers: Vec<QuestionAnswer>,
+) -> Result<(), AppError> {
+    manager()?.send_lost_answer(&session, &tool_use_id, answers).await
+}
+
 /// Skips the question: the agent is told that the person declined to answer.
 #[server(input = Json, endpoint = "decline_question")]
 pub async fn decline_question(session: String, tool_use_id: String, reason: Option<String>) -> Result<(), AppError> {

@@ -113,6 +113,9 @@ pub struct Approval {
     pub suggestions: Vec<Suggestion>,
     /// What the call will do, in the form a person judges it by.
     pub shows: Shows,
+    /// Who asked, when not the agent itself: a subagent, by what it was asked to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_by: Option<String>,
 }
 
 /// What a tool call will do, prepared on the server so that the browser only lays it out.
@@ -160,6 +163,7 @@ impl Approval {
             reason: None,
             blocked_path: None,
             suggestions: Vec::new(),
+            asked_by: None,
         }
     }
 

@@ -107,6 +107,7 @@ pub enum NoOutcome {
 struct Waiter {
     outcome: oneshot::Sender<InteractionOutcome>,
     park: CancellationToken,
+    parkable: bool,
 }
 
 pub struct InteractionBridge {
@@ -140,7 +141,7 @@ impl InteractionBridge {
     ) -> Result<InteractionOutcome, NoOutcome> {
         let timeout = if request.is_approval() { self.timeouts.approval } else { self.timeouts.question };
         // Registered before the card appears, so that even an instant answer finds its way.
-        let (mut answered, park) = self.register(session, tool_use_id);
+        let (mut answered, park) = self.register(session, tool_use_id, parkable);
         match self.ledger.open(session, tool_use_id, request).await {
             Ok(None) => {}
             // Decided while the agent was away (it was parked): the answer, at once.
@@ -311,17 +312,20 @@ impl InteractionBridge {
         let _ = self.resume.send(session.to_string());
     }
 
-    /// Tells every waiting agent (of `session`, or of all sessions) to park its interactions.
-    pub fn park_waiting(&self, session: Option<&str>) -> usize {
+    /// Tells every waiting agent (of `session`, or of all sessions) to park its interactions;
+    /// the sessions told, once each. (A wait that cannot be parked goes on.)
+    pub fn park_waiting(&self, session: Option<&str>) -> Vec<String> {
         let waiters = self.waiters.lock().expect("bridge lock");
-        let mut parked = 0;
+        let mut told: Vec<String> = Vec::new();
         for ((waiting_session, _), waiter) in waiters.iter() {
-            if session.is_none_or(|session| session == waiting_session) {
+            if waiter.parkable && session.is_none_or(|session| session == waiting_session) {
                 waiter.park.cancel();
-                parked += 1;
+                if !told.contains(waiting_session) {
+                    told.push(waiting_session.clone());
+                }
             }
         }
-        parked
+        told
     }
 
     /// Ends an interaction with `outcome`, if it is still open (first wins).
@@ -375,13 +379,16 @@ impl InteractionBridge {
     }
 
     /// Starts waiting for the outcome of `tool_use_id`; the token says when to park.
-    fn register(&self, session: &str, tool_use_id: &str) -> (oneshot::Receiver<InteractionOutcome>, CancellationToken) {
+    fn register(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        parkable: bool,
+    ) -> (oneshot::Receiver<InteractionOutcome>, CancellationToken) {
         let (outcome, rx) = oneshot::channel();
         let park = CancellationToken::new();
-        self.waiters
-            .lock()
-            .expect("bridge lock")
-            .insert(key(session, tool_use_id), Waiter { outcome, park: park.clone() });
+        let waiter = Waiter { outcome, park: park.clone(), parkable };
+        self.waiters.lock().expect("bridge lock").insert(key(session, tool_use_id), waiter);
         (rx, park)
     }
 
@@ -661,8 +668,8 @@ mod tests {
     async fn a_parked_question_stays_open_and_its_answer_asks_to_resume_the_agent() {
         let ((bridge, ledger), mut resumes) = bridge_and_resumes(Timeouts::default());
         let agent = waiting(&bridge, question(), CancellationToken::new()).await;
-        assert_eq!(bridge.park_waiting(Some("other")), 0);
-        assert_eq!(bridge.park_waiting(None), 1);
+        assert!(bridge.park_waiting(Some("other")).is_empty());
+        assert_eq!(bridge.park_waiting(None), ["s"]);
         assert_eq!(agent.await.unwrap(), Err(NoOutcome::Parked), "the agent lets go");
         assert!(!bridge.is_waiting("s", "t"));
         let parked = ledger.interactions.lock().await[&key("s", "t")].clone();

@@ -36,6 +36,11 @@ pub enum InteractionOutcome {
     Failed {
         error: String,
     },
+    /// The server died while the agent waited, before the interaction was parked; the agent
+    /// answered it by itself, and `told` is what it was told (never an answer from the person).
+    Lost {
+        told: String,
+    },
 }
 
 impl InteractionOutcome {
@@ -49,6 +54,7 @@ impl InteractionOutcome {
             Self::Denied { .. } => "denied",
             Self::Cancelled { .. } => "cancelled",
             Self::Failed { .. } => "failed",
+            Self::Lost { .. } => "lost",
         }
     }
 
@@ -67,6 +73,7 @@ impl InteractionOutcome {
             Self::Expired => "it was not answered in time".into(),
             Self::Cancelled { reason } => format!("it was cancelled ({reason})"),
             Self::Failed { error } => format!("the question could not be read ({error})"),
+            Self::Lost { .. } => "the server stopped before it could be answered".into(),
         }
     }
 }
@@ -135,9 +142,10 @@ mod tests {
             InteractionOutcome::Denied { message: None },
             InteractionOutcome::Cancelled { reason: "the turn was stopped".into() },
             InteractionOutcome::Failed { error: "`questions` is empty".into() },
+            InteractionOutcome::Lost { told: "STOP".into() },
         ];
         let names: Vec<_> = outcomes.iter().map(InteractionOutcome::name).collect();
-        assert_eq!(names, ["answered", "declined", "expired", "allowed", "denied", "cancelled", "failed"]);
+        assert_eq!(names, ["answered", "declined", "expired", "allowed", "denied", "cancelled", "failed", "lost"]);
         for outcome in &outcomes {
             let words = outcome.why_closed();
             assert!(words.starts_with("it ") || words.starts_with("the "), "{words}");

@@ -35,19 +35,6 @@ pub fn as_tool_result(answers: &[QuestionAnswer]) -> String {
     }
 }
 
-/// The answers as a context line beside the tool result (Claude Code's hook `additionalContext`):
-/// `The user has already answered: Q = A (note: n); …`.
-pub fn as_context(answers: &[QuestionAnswer]) -> String {
-    let parts: Vec<String> = answers
-        .iter()
-        .map(|a| match &a.notes {
-            Some(notes) => format!("{} = {} (note: {notes})", a.question, a.summary()),
-            None => format!("{} = {}", a.question, a.summary()),
-        })
-        .collect();
-    format!("The user has already answered: {}", parts.join("; "))
-}
-
 /// The answers quoted back in a sentence (the scripted agent's `{{answer}}`):
 /// `"Which auth?"="JWT" (note: …)`.
 pub fn as_quote(answers: &[QuestionAnswer]) -> String {
@@ -77,15 +64,11 @@ mod tests {
     }
 
     #[test]
-    fn context_and_quote_keep_their_readers_forms() {
+    fn a_quote_pairs_each_answer_with_its_note() {
         let answers = [
             QuestionAnswer::new("Which auth?", &["JWT"], None, Some("short-lived")),
             QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
-        assert_eq!(
-            as_context(&answers),
-            "The user has already answered: Which auth? = JWT (note: short-lived); Which features? = Dark mode, i18n"
-        );
         assert_eq!(
             as_quote(&answers),
             "\"Which auth?\"=\"JWT\" (note: short-lived), \"Which features?\"=\"Dark mode, i18n\""

@@ -87,9 +87,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_SYSTEM_PROMPT")]
     pub system_prompt: Option<PathBuf>,
 
-    /// How answers reach Claude Code: can-use-tool (it asks over its control protocol) or hook
-    /// (a PreToolUse hook answers for it; for setups where the tool would be answered without you).
-    #[arg(long, env = "ASKBRIDGE_ANSWER_PATH", value_enum, default_value_t = AnswerPath::CanUseTool)]
+    /// How answers reach Claude Code: hook (a PreToolUse hook hands your answers over; a
+    /// question can then be parked while it waits) or can-use-tool (it asks over its control
+    /// protocol; a waiting question keeps its process).
+    #[arg(long, env = "ASKBRIDGE_ANSWER_PATH", value_enum, default_value_t = AnswerPath::Hook)]
     pub answer_path: AnswerPath,
 
     /// Never let a session switch Claude Code to bypassPermissions (by default the person can,
@@ -117,6 +118,16 @@ pub struct ServeArgs {
     /// process, no memory) and the card stays; the answer resumes it (e.g. 2m, 30s).
     #[arg(long, env = "ASKBRIDGE_PARK_AFTER", value_parser = humantime::parse_duration, default_value = "2m")]
     pub park_after: std::time::Duration,
+
+    /// The most Claude Code processes alive at once (default: sized for this machine's memory,
+    /// about 200 MB each); the least recently active idle or waiting session lets go first.
+    #[arg(long, env = "ASKBRIDGE_MAX_AGENTS")]
+    pub max_agents: Option<usize>,
+
+    /// A Claude Code session that is neither working nor waiting closes its CLI after this long
+    /// (e.g. 10m); the next message resumes it.
+    #[arg(long, env = "ASKBRIDGE_IDLE_EXIT", value_parser = humantime::parse_duration, default_value = "10m")]
+    pub idle_exit: std::time::Duration,
 
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]

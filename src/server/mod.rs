@@ -123,6 +123,8 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 answer_path: args.answer_path,
                 env: Vec::new(),
                 allow_bypass: !args.no_bypass,
+                max_agents: args.max_agents.unwrap_or_else(ClaudeConfig::default_max_agents),
+                idle_exit: Some(args.idle_exit),
             })))
         }
         AgentChoice::Anthropic => {

@@ -195,8 +195,10 @@ impl SessionRuntime {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         if let Err(error) = store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
-            // Memory ran ahead of the disk: go back to what is stored.
-            if let Ok(thread) = store.load_thread(&self.id).await {
+            // Memory ran ahead of the disk: go back to what is stored — but for whether a turn
+            // runs, which only this process knows (a turn whose end could not be stored is over).
+            if let Ok(mut thread) = store.load_thread(&self.id).await {
+                thread.turn.working = state.turn.is_some();
                 state.thread = thread;
             }
             return Err(error);

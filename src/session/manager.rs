@@ -4,7 +4,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::sync::broadcast;
@@ -19,12 +18,10 @@ use crate::approval::{Decision, PermissionMode};
 use crate::bridge::{InteractionBridge, Timeouts};
 use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
-use crate::question::QuestionAnswer;
+use crate::interaction::InteractionOutcome;
+use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::store::{Store, StoreResult};
-use crate::thread::{EventBody, Role, SessionSummary, Thread, TurnOutcome};
-
-/// How long a backend may take to wind down after Stop before its turn is ended for it.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(5);
+use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
 
 pub struct SessionManager {
     log: Arc<SessionLog>,
@@ -114,6 +111,27 @@ impl SessionManager {
             warn!(session = %id, "the server stopped during a turn; ending it");
             let runtime = self.runtime(&id).await?;
             let mut state = runtime.lock().await;
+            // What waited and was not parked: the agent answered it by itself when the server
+            // died; the card says what it was told, never that the person answered.
+            let lost: Vec<(String, String)> = state
+                .thread
+                .messages
+                .iter()
+                .flat_map(|message| message.blocks.iter())
+                .filter_map(|block| match block {
+                    Block::ToolCall(call) => {
+                        let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
+                        Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
+                    }
+                    Block::Text { .. } => None,
+                })
+                .collect();
+            for (tool_use_id, told) in lost {
+                let outcome = InteractionOutcome::Lost { told };
+                runtime
+                    .append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome })
+                    .await?;
+            }
             let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
             runtime.append_locked(self.store(), &mut state, ended).await?;
             let text = "The server stopped while the agent was working, so that turn was cut short. \
@@ -128,11 +146,24 @@ impl SessionManager {
     /// waits (briefly) for them to record how they ended.
     pub async fn shut_down(&self) {
         self.turns.close();
-        if self.bridge.park_waiting(None) > 0 {
-            let _ = tokio::time::timeout(INTERRUPT_GRACE, self.turns.wait()).await;
+        let grace = self.agent.interrupt_grace();
+        let parking = self.bridge.park_waiting(None);
+        if !parking.is_empty() {
+            // The turns that park end by themselves (Claude Code: once the CLI has deferred).
+            let parked = async {
+                for session in &parking {
+                    let Ok(runtime) = self.runtime(session).await else { continue };
+                    while runtime.lock().await.thread.turn.working {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                    }
+                }
+            };
+            if tokio::time::timeout(grace, parked).await.is_err() {
+                warn!("some turns did not park in time");
+            }
         }
         self.shutdown.cancel();
-        if tokio::time::timeout(INTERRUPT_GRACE * 2, self.turns.wait()).await.is_err() {
+        if tokio::time::timeout(grace * 2, self.turns.wait()).await.is_err() {
             warn!("some turns did not end in time");
         }
         self.agent.shut_down().await;
@@ -233,8 +264,7 @@ impl SessionManager {
     async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
-        let turn = &state.thread.turn;
-        if turn.working || turn.last_outcome != Some(TurnOutcome::Parked) || state.thread.is_waiting() {
+        if !state.thread.is_ready_to_resume() {
             return Ok(());
         }
         info!(session = %session_id, "resuming the agent with the person's answers");
@@ -311,6 +341,33 @@ impl SessionManager {
         self.bridge.decide(session_id, tool_use_id, decision).await
     }
 
+    /// Sends the person's answer to a question whose answer never reached the agent (the server
+    /// died while it waited: `InteractionOutcome::Lost`) as a message, with their consent.
+    pub async fn send_lost_answer(
+        self: &Arc<Self>,
+        session_id: &str,
+        tool_use_id: &str,
+        answers: Vec<QuestionAnswer>,
+    ) -> Result<(), AppError> {
+        let (_, thread) = self.snapshot(session_id).await?;
+        let interaction = thread
+            .tool_call(tool_use_id)
+            .and_then(|call| call.interaction.clone())
+            .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+        if !matches!(interaction.outcome, Some(InteractionOutcome::Lost { .. })) {
+            return Err(AppError::BadRequest {
+                detail: "only an answer that never reached the agent can be sent as a message".into(),
+            });
+        }
+        let answers = validate_answers(interaction.questions(), &answers)?;
+        let text = format!(
+            "You asked me something before AskBridge stopped, and my answer did not reach you then. My answer: {}. \
+             Please go on with it in mind.",
+            words::as_quote(&answers)
+        );
+        self.send_message(session_id, text).await
+    }
+
     /// Switches the session's permission mode: recorded for the next start, and sent to the
     /// agent now if it runs.
     pub async fn set_permission_mode(&self, session_id: &str, mode: PermissionMode) -> Result<(), AppError> {
@@ -331,9 +388,10 @@ impl SessionManager {
         let sink =
             Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
         let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
+        let grace = self.agent.interrupt_grace();
         let grace_over = async {
             cancel.cancelled().await;
-            tokio::time::sleep(INTERRUPT_GRACE).await;
+            tokio::time::sleep(grace).await;
         };
         let result = tokio::select! {
             result = turn => result.unwrap_or_else(|_| Err(AgentError::Failed("the agent crashed".into()))),
@@ -355,10 +413,14 @@ impl SessionManager {
         let parked = outcome == TurnOutcome::Parked;
         let mut state = runtime.lock().await;
         state.turn = None;
-        let ended = EventBody::TurnEnded { outcome, usage };
+        let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
         if let Err(error) = runtime.append_locked(self.store(), &mut state, ended).await {
-            // The session was deleted meanwhile, or the disk failed: the restart recovery ends it.
+            // The session was deleted meanwhile, or the disk failed. The turn is over all the
+            // same: the session takes the next message (the store says so after the restart
+            // recovery, or with the next turn's end).
             warn!(%error, "could not record the end of the turn");
+            state.thread.turn.working = false;
+            state.thread.turn.last_outcome = Some(outcome);
         }
         let answered_meanwhile = !state.thread.is_waiting();
         drop(state);

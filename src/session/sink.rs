@@ -79,6 +79,10 @@ impl TurnSink for SessionSink {
         })
     }
 
+    fn park_waiting(&self) -> usize {
+        self.bridge.park_waiting(Some(self.session_id())).len()
+    }
+
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(self.bridge.cancel(self.runtime.id(), tool_use_id, reason))
     }

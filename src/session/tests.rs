@@ -553,3 +553,31 @@ async fn an_approval_parked_at_a_stop_is_carried_out_after_the_restart() {
     assert_eq!((ran.result.as_deref(), ran.status), (Some("test result: ok"), ToolStatus::Done));
     assert!(last_reply(&thread).contains("tests ran"), "{}", last_reply(&thread));
 }
+
+#[tokio::test]
+async fn a_turn_whose_end_cannot_be_stored_does_not_leave_the_session_busy() {
+    let manager = manager().await;
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "slow".into()).await.unwrap();
+    wait_until("the reply to start", Duration::from_secs(5), || async {
+        let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+        thread.messages.last().is_some_and(|m| m.text() == "starting").then_some(())
+    })
+    .await;
+    manager.store().fail_writes(true);
+    manager.interrupt(&session.id).await.unwrap();
+    wait_until("the turn to end", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+        (!thread.turn.working).then_some(())
+    })
+    .await;
+    let refused = manager.send_message(&session.id, "hello".into()).await;
+    assert!(
+        matches!(&refused, Err(AppError::Storage { detail }) if detail.contains("cannot be written")),
+        "{refused:?}"
+    );
+    manager.store().fail_writes(false);
+    manager.send_message(&session.id, "hello".into()).await.expect("not stuck as busy");
+    let thread = wait_idle(&manager, &session.id).await;
+    assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).count(), 2, "nothing lost");
+}

@@ -16,13 +16,43 @@ use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Sessi
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("database: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(sqlx::Error),
+    #[error("the disk is full")]
+    DiskFull,
+    #[error("the database cannot be written (read-only file or file system)")]
+    ReadOnly,
+    #[error(
+        "{path} is not a database, or it is damaged. AskBridge does not overwrite it: move it away (or \
+         restore it from a backup) and start again, or choose another --data-dir"
+    )]
+    NotADatabase { path: String },
+    #[error(
+        "{path} is another program's database (it has the tables {tables} and none of AskBridge's). AskBridge \
+         does not change it: choose another --data-dir"
+    )]
+    Foreign { path: String, tables: String },
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored JSON is unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
     #[error("no session {0}")]
     SessionNotFound(String),
+    /// Another writer stored an event of this session first: the log is as it was.
+    #[error("event {seq} of session {session} was not written: the log is at {stored}")]
+    SequenceConflict { session: String, seq: u64, stored: u64 },
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        // SQLite's primary result codes (https://sqlite.org/rescode.html), extended codes folded.
+        let code = error.as_database_error().and_then(|e| e.code()).and_then(|c| c.parse::<i32>().ok());
+        match code.map(|code| code & 0xff) {
+            Some(13) => Self::DiskFull,
+            Some(8) => Self::ReadOnly,
+            Some(26) => Self::NotADatabase { path: String::new() },
+            _ => Self::Database(error),
+        }
+    }
 }
 
 impl From<StoreError> for AppError {
@@ -71,20 +101,56 @@ impl<'a> Append<'a> {
 #[derive(Clone)]
 pub struct Store {
     pool: SqlitePool,
+    /// Fails every write while set: how tests inject a storage failure.
+    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Store {
-    /// Opens (creating if needed) the database file and brings its schema up to date.
+    /// Opens (creating if needed) the database file and brings its schema up to date. A file
+    /// that is not a database, or is another program's, is refused and left as it is.
     pub async fn open(path: &Path) -> StoreResult<Self> {
-        let options = SqliteConnectOptions::from_str("sqlite://")?
+        Self::open_with_page_limit(path, None).await
+    }
+
+    /// As `open`, with the database limited to `pages` pages (of 4 KiB): a full disk, for tests.
+    #[doc(hidden)]
+    pub async fn open_with_page_limit(path: &Path, pages: Option<u32>) -> StoreResult<Self> {
+        let mut options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Normal)
             .foreign_keys(true)
             .busy_timeout(std::time::Duration::from_secs(10));
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        if let Some(pages) = pages {
+            options = options.pragma("max_page_count", pages.to_string());
+        }
+        let named = |error: StoreError| match error {
+            StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
+            other => other,
+        };
+        let pool =
+            SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(|e| named(e.into()))?;
+        // Tables, but none of ours: someone else's database, which the migrations would change.
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                .fetch_all(&pool)
+                .await
+                .map_err(|e| named(e.into()))?;
+        if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+            return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
+        }
         Self::migrated(pool).await
+    }
+
+    /// Makes every write fail (as a failing disk would) until called with `false`: for tests.
+    #[doc(hidden)]
+    pub fn fail_writes(&self, failing: bool) {
+        self.failing.store(failing, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn check_writable(&self) -> StoreResult<()> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) { Err(StoreError::ReadOnly) } else { Ok(()) }
     }
 
     /// A private database that lives as long as the store: for tests.
@@ -102,10 +168,11 @@ impl Store {
 
     async fn migrated(pool: SqlitePool) -> StoreResult<Self> {
         sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, failing: Default::default() })
     }
 
     pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
+        self.check_writable()?;
         sqlx::query(
             "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir) VALUES (?, ?, ?, ?, ?, ?)",
         )
@@ -206,11 +273,28 @@ impl Store {
         })
     }
 
-    /// Stores one event and what it changed, atomically.
+    /// Stores one event and what it changed, atomically; it must follow the stored log's last
+    /// event, or nothing is written.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
+        self.check_writable()?;
         let Append { session_id, event, messages, turn, interactions } = append;
         let seq = event.seq as i64;
         let mut tx = self.pool.begin().await?;
+        let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = ?")
+            .bind(session_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+        match stored {
+            None => return Err(StoreError::SessionNotFound(session_id.to_string())),
+            Some(stored) if stored != seq - 1 => {
+                return Err(StoreError::SequenceConflict {
+                    session: session_id.to_string(),
+                    seq: event.seq,
+                    stored: stored as u64,
+                });
+            }
+            Some(_) => {}
+        }
         sqlx::query("INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES (?, ?, ?, ?, ?)")
             .bind(session_id)
             .bind(seq)
@@ -271,8 +355,8 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         if updated.rows_affected() == 0 {
-            // Either the session is gone, or someone else wrote this seq: both leave the log as is.
-            return Err(StoreError::SessionNotFound(session_id.to_string()));
+            // Written meanwhile by another connection: the transaction is dropped, nothing changes.
+            return Err(StoreError::SequenceConflict { session: session_id.to_string(), seq: event.seq, stored: 0 });
         }
         tx.commit().await?;
         Ok(())
@@ -435,7 +519,12 @@ mod tests {
         let result = store
             .append(Append { session_id: "s1", event: &stale, messages: vec![], turn: None, interactions: vec![] })
             .await;
-        assert!(result.is_err());
+        assert!(matches!(result, Err(StoreError::SequenceConflict { seq: 3, stored: 10, .. })), "{result:?}");
+        let gone = SessionEvent { seq: 1, at_ms: 0, body: EventBody::TurnStarted };
+        let result = store
+            .append(Append { session_id: "nope", event: &gone, messages: vec![], turn: None, interactions: vec![] })
+            .await;
+        assert!(matches!(result, Err(StoreError::SessionNotFound(_))), "{result:?}");
         assert_eq!(store.load_thread("s1").await.unwrap(), thread);
     }
 
@@ -477,5 +566,69 @@ mod tests {
         bodies.truncate(4);
         record(&store, "s1", &mut thread, bodies).await;
         assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
+    }
+
+    #[tokio::test]
+    async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        drop(Store::open(&path).await.unwrap());
+        // The file may not grow: every new page is refused, as on a full disk.
+        let pages: u32 = {
+            let store = Store::open(&path).await.unwrap();
+            store.create_session(&summary("s1", 1)).await.unwrap();
+            sqlx::query_scalar("PRAGMA page_count").fetch_one(&store.pool).await.unwrap()
+        };
+        let store = Store::open_with_page_limit(&path, Some(pages + 2)).await.unwrap();
+        let mut thread = Thread::default();
+        let mut failed = None;
+        for i in 0..200 {
+            let body = EventBody::UserMessage { message_id: format!("u{i}"), text: "x".repeat(20_000) };
+            let event = SessionEvent { seq: thread.seq + 1, at_ms: 0, body };
+            let mut next = thread.clone();
+            let change = next.apply(&event);
+            match store.append(Append::of("s1", &event, &next, &change)).await {
+                Ok(()) => thread = next,
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
+        }
+        let error = failed.expect("the limit was reached");
+        assert!(matches!(error, StoreError::DiskFull), "{error:?}");
+        let message = AppError::from(error).to_string();
+        assert!(
+            message.contains("the disk is full") && message.contains("Nothing already stored was lost"),
+            "{message}"
+        );
+        assert_eq!(store.load_thread("s1").await.unwrap(), thread, "everything stored before is intact");
+    }
+
+    #[tokio::test]
+    async fn a_file_that_is_not_our_database_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, b"this is not a database, it is a shopping list: eggs, milk\n".repeat(200)).unwrap();
+        let error = Store::open(&garbage).await.err().expect("refused");
+        assert!(matches!(error, StoreError::NotADatabase { .. }), "{error:?}");
+        assert!(error.to_string().contains("move it away"), "{error}");
+        assert!(std::fs::read(&garbage).unwrap().starts_with(b"this is not a database"), "untouched");
+
+        let foreign = dir.path().join("foreign.db");
+        {
+            let options =
+                SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign).create_if_missing(true);
+            let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+            sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+        let error = Store::open(&foreign).await.err().expect("refused");
+        assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
+        let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign);
+        let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+        let tables: Vec<String> =
+            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
+        assert_eq!(tables, ["invoices"], "no tables of ours were added");
     }
 }

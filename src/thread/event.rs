@@ -31,6 +31,10 @@ pub enum EventBody {
     PermissionModeChanged {
         mode: PermissionMode,
     },
+    /// The agent's process started or stopped (it is paused or idle, and resumes when needed).
+    AgentRunning {
+        running: bool,
+    },
     /// The agent process is up: what it is, and its id for the conversation (for resuming).
     AgentStarted {
         info: String,
@@ -99,6 +103,7 @@ impl EventBody {
             Self::Notice { .. } => "notice",
             Self::TurnStarted => "turn_started",
             Self::AgentStarted { .. } => "agent_started",
+            Self::AgentRunning { .. } => "agent_running",
             Self::PermissionModeChanged { .. } => "permission_mode_changed",
             Self::AssistantMessageStarted { .. } => "assistant_message_started",
             Self::TextDelta { .. } => "text_delta",

@@ -130,6 +130,9 @@ pub struct TurnState {
     /// What the session's turns have cost so far, summed from their usage, for the header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_usd: Option<f64>,
+    /// Whether the agent's process runs, for agents that have one (`None`: no process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_running: Option<bool>,
 }
 
 /// A session's thread at a point of its event log.
@@ -204,6 +207,10 @@ impl Thread {
                 if agent_session.is_some() {
                     self.turn.agent_session = agent_session.clone();
                 }
+                Change::turn()
+            }
+            EventBody::AgentRunning { running } => {
+                self.turn.agent_running = Some(*running);
                 Change::turn()
             }
             EventBody::PermissionModeChanged { mode } => {
@@ -344,6 +351,21 @@ impl Thread {
             .iter()
             .flat_map(|m| m.blocks.iter())
             .any(|block| matches!(block, Block::ToolCall(ToolCall { interaction: Some(i), .. }) if i.is_pending()))
+    }
+
+    /// Whether the agent parked and everything it left is settled, with the outcome not yet
+    /// delivered (no tool result): then it is time to resume it.
+    pub fn is_ready_to_resume(&self) -> bool {
+        let mut parked_and_settled = false;
+        for block in self.messages.iter().flat_map(|m| m.blocks.iter()) {
+            let Block::ToolCall(call) = block else { continue };
+            match &call.interaction {
+                Some(interaction) if interaction.is_pending() => return false,
+                Some(interaction) if interaction.parked && call.result.is_none() => parked_and_settled = true,
+                _ => {}
+            }
+        }
+        parked_and_settled && !self.turn.working
     }
 
     fn with_tool_call(&mut self, tool_use_id: &str, change: impl FnOnce(&mut ToolCall)) -> Change {

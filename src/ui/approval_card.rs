@@ -38,6 +38,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             reason: None,
             blocked_path: None,
             suggestions: Vec::new(),
+            asked_by: None,
             shows: Shows::Json { pretty: String::new() },
         },
     });

@@ -321,6 +321,14 @@ impl Frame {
                 "Cancelled",
                 Some(format!("Cancelled: {reason}. The agent is no longer waiting for an answer.")),
             ),
+            Phase::Done(InteractionOutcome::Lost { told }) => (
+                "cancelled",
+                "Not answered",
+                Some(format!(
+                    "The server stopped before your answer could be kept, and the agent was told: “{told}”. \
+                     It did not get an answer from you."
+                )),
+            ),
             Phase::Done(InteractionOutcome::Failed { error }) | Phase::Unreadable(error) => (
                 "unreadable",
                 "Could not be read",

@@ -53,6 +53,9 @@ pub struct Reply {
     pub end: End,
     /// Instead of a reply, this error response (the request is still recorded).
     pub error: Option<ApiFailure>,
+    /// Served only to a request whose messages contain this text (when conversations run side
+    /// by side, as a subagent's does beside the main one); `None` serves any request.
+    pub when: Option<String>,
 }
 
 /// How a streamed reply ends.
@@ -97,6 +100,12 @@ impl Reply {
     /// Ends the reply as `end` says.
     pub fn ending(mut self, end: End) -> Self {
         self.end = end;
+        self
+    }
+
+    /// Serves this reply only to a request whose messages contain `text`.
+    pub fn when(mut self, text: &str) -> Self {
+        self.when = Some(text.to_owned());
         self
     }
 
@@ -178,7 +187,7 @@ fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String>
     if blocks.is_empty() {
         return Err("a reply needs at least one block".into());
     }
-    Ok(Reply { blocks, end, error: None })
+    Ok(Reply { blocks, end, error: None, when: None })
 }
 
 fn block_from_json(block: &Value, tool_ids: &mut usize) -> Result<Block, String> {
@@ -365,9 +374,14 @@ impl Shared {
     fn answer(&self, request: Value) -> (Reply, usize) {
         let (reply, number, count) = {
             let mut inner = self.lock();
+            // The first reply meant for this request: one without a condition, or whose text is
+            // in the request's messages.
+            let messages = request.get("messages").map(Value::to_string).unwrap_or_default();
+            let fits = |reply: &Reply| reply.when.as_ref().is_none_or(|when| messages.contains(when.as_str()));
+            let position = inner.script.iter().position(fits);
             inner.requests.push(request);
             inner.served += 1;
-            let reply = inner.script.pop_front().unwrap_or_else(|| Reply::text(NO_MORE_REPLIES));
+            let reply = position.and_then(|at| inner.script.remove(at)).unwrap_or_else(|| Reply::text(NO_MORE_REPLIES));
             (reply, inner.served, inner.requests.len())
         };
         self.seen.send_replace(count);

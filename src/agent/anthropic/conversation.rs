@@ -40,6 +40,8 @@ pub fn outcome_result(outcome: &InteractionOutcome) -> (String, bool) {
         InteractionOutcome::Failed { error } => {
             (super::tools::tool_use_error(&format!("The question could not be shown to the user: {error}")), true)
         }
+        // The server died while an agent waited, and that agent answered it by itself.
+        InteractionOutcome::Lost { told } => (told.clone(), true),
         InteractionOutcome::Allowed { .. } | InteractionOutcome::Denied { .. } => {
             ("The questions were not answered.".to_string(), true)
         }

@@ -1,50 +1,56 @@
-//! The Claude Code CLI as an agent: one CLI process per session, driven over its stream-json
-//! and control protocol. Streamed text and tool calls go to the thread; every question goes
-//! through the InteractionBridge, answered either through `can_use_tool` (the default) or through
-//! a PreToolUse hook (`--answer-path hook`); Stop interrupts; a CLI that exits or dies cancels its
-//! questions, says why, and is resumed (`--resume`) by the next message.
+//! The Claude Code CLI as an agent: one CLI process per session while it works, driven over its
+//! stream-json and control protocol. Streamed text and tool calls go to the thread; every
+//! question goes through the InteractionBridge, answered through a PreToolUse hook (the default:
+//! it can be parked) or `can_use_tool` (`--answer-path can-use-tool`). A session that waits for
+//! the person is parked — the hook answers `defer` and the CLI exits — and the answer resumes it
+//! with `--resume` (protocol §12). Stop interrupts; a CLI that exits or dies cancels its
+//! questions, says why, and is resumed by the next message. Idle CLIs exit after `--idle-exit`,
+//! and no more than `--max-agents` run at once.
 
 mod process;
 pub mod protocol;
+mod turn;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use serde_json::Value;
+use tracing::info;
 
 use self::process::{CliProcess, Launch, Output, RequestError, Requester};
-use self::protocol::{
-    ApiEvent, CliInfo, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow,
-    hook_deny, input_with_answers, question_hooks,
-};
+use self::protocol::{CliInfo, FromCli, HostRequest, ToCli, question_hooks};
+use self::turn::{Ended, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
-use crate::approval::{Approval, PermissionMode, Shows};
-use crate::interaction::InteractionOutcome;
-use crate::question::{is_question_tool, words};
-use crate::thread::Usage;
+use crate::approval::{PermissionMode, Shows};
+use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::thread::{Block, EventBody, Message, Usage};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the CLI has to confirm a switch of permission mode.
 const MODE_SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the CLI may take to end its turn after an interrupt.
+/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
+/// the tools it stops).
 const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
+/// What Claude Code tells the model about a hook call whose host went away (§12, l_hook_eof).
+pub(crate) const TOLD_ON_HOOK_EOF: &str = "The user doesn't want to take this action right now. STOP what you are doing and \
+                                wait for the user to tell you how to proceed.";
+/// What it tells about a permission request whose host went away (§9: as an interrupt).
+const TOLD_ON_REQUEST_EOF: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected.";
 /// The id under which our PreToolUse hook is registered.
 const HOOK_ID: &str = "askbridge_question_hook";
 
 /// How the person's answer reaches the CLI (`../shared/DESIGN.md` §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AnswerPath {
-    /// The CLI asks over the control protocol (`can_use_tool`) and waits: the default.
-    CanUseTool,
-    /// A PreToolUse hook blocks until the person answers and hands the answers over itself.
+    /// A PreToolUse hook waits for the person and hands the answers over with `updatedInput`;
+    /// it can park the question (`defer`): the default.
     Hook,
+    /// The CLI asks over the control protocol (`can_use_tool`) and waits; cannot be parked.
+    CanUseTool,
 }
 
 #[derive(Debug, Clone)]
@@ -58,20 +64,55 @@ pub struct ClaudeConfig {
     pub env: Vec<(String, String)>,
     /// Whether a session may switch to bypassPermissions (the person still confirms it).
     pub allow_bypass: bool,
+    /// The most CLI processes alive at once; the least recently active idle or waiting session
+    /// lets go of its process first.
+    pub max_agents: usize,
+    /// An idle session's CLI exits after this long; the next message resumes it.
+    pub idle_exit: Option<Duration>,
+}
+
+impl ClaudeConfig {
+    /// As many CLIs as the machine's memory holds comfortably (each takes about 200 MB).
+    pub fn default_max_agents() -> usize {
+        let total_mib = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|info| {
+                let line = info.lines().find(|line| line.starts_with("MemTotal:"))?;
+                line.split_whitespace().nth(1)?.parse::<usize>().ok()
+            })
+            .map_or(4096, |kib| kib / 1024);
+        (total_mib / 800).clamp(2, 32)
+    }
 }
 
 pub struct ClaudeCliBackend {
     config: ClaudeConfig,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
+    reaper: std::sync::Once,
 }
 
 /// A session's CLI: the process (held by the running turn), and its pid and a requester (usable
 /// meanwhile, to switch the permission mode during a turn).
-#[derive(Default)]
 struct Session {
     slot: tokio::sync::Mutex<Slot>,
     pid: std::sync::atomic::AtomicU32,
     requester: Mutex<Option<Requester>>,
+    /// When it last started a turn, for --idle-exit and --max-agents.
+    active: Mutex<Instant>,
+    /// The last turn's sink: to park what waits, and to say the CLI stopped, between turns.
+    sink: Mutex<Option<Sink>>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Self {
+            slot: Default::default(),
+            pid: Default::default(),
+            requester: Default::default(),
+            active: Mutex::new(Instant::now()),
+            sink: Mutex::new(None),
+        }
+    }
 }
 
 /// A session's CLI, while it runs.
@@ -80,6 +121,17 @@ struct Slot {
     process: Option<CliProcess>,
     /// What was last said about the agent in the session header.
     announced: Option<(String, Option<String>)>,
+    /// Calls decided after a restart and told to the agent in words: their retry is not asked.
+    preapproved: Vec<(String, Value)>,
+}
+
+impl Session {
+    fn set_process(&self, slot: &mut Slot, process: Option<CliProcess>) {
+        let pid = process.as_ref().and_then(CliProcess::pid).unwrap_or(0);
+        self.pid.store(pid, std::sync::atomic::Ordering::Relaxed);
+        *self.requester.lock().expect("requester lock") = process.as_ref().map(CliProcess::requester);
+        slot.process = process;
+    }
 }
 
 impl ClaudeCliBackend {
@@ -103,7 +155,7 @@ impl ClaudeCliBackend {
     }
 
     pub fn new(config: ClaudeConfig) -> Self {
-        Self { config, sessions: Mutex::new(HashMap::new()) }
+        Self { config, sessions: Arc::default(), reaper: std::sync::Once::new() }
     }
 
     fn session(&self, session: &str) -> Arc<Session> {
@@ -166,34 +218,205 @@ impl ClaudeCliBackend {
     }
 
     async fn turn(&self, request: TurnRequest, sink: Sink) -> Result<Option<Usage>, AgentError> {
+        self.start_reaper();
         let session = self.session(&request.session_id);
+        *session.active.lock().expect("active lock") = Instant::now();
+        *session.sink.lock().expect("sink lock") = Some(sink.clone());
         let mut slot = session.slot.lock().await;
+        // Permission requests that could not be parked were decided meanwhile: the resumed agent
+        // is told in words (and its identical retry is not asked again).
+        let words = if request.resume { decided_in_words(&request.history, &mut slot.preapproved) } else { Vec::new() };
         if slot.process.is_none() {
+            self.make_room(&request.session_id).await;
             let process = self.start(&request).await?;
-            session.pid.store(process.pid().unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
-            *session.requester.lock().expect("requester lock") = Some(process.requester());
-            slot.process = Some(process);
+            session.set_process(&mut slot, Some(process));
+            sink.emit(EventBody::AgentRunning { running: true }).await?;
         }
-        let Slot { process, announced } = &mut *slot;
+        let Slot { process, announced, preapproved } = &mut *slot;
         let cli = process.as_mut().expect("started above");
-        cli.send(ToCli::user_text(&request.text));
-        let result = Turn::new(sink, &request, self.config.answer_path, announced).run(cli).await;
-        if let Err(Ended::Exited(what)) = &result {
-            let mut cli = process.take().expect("the process ran this turn");
-            session.pid.store(0, std::sync::atomic::Ordering::Relaxed);
-            *session.requester.lock().expect("requester lock") = None;
-            return Err(AgentError::Failed(exit_report(&mut cli, what).await));
+        if !request.resume {
+            cli.send(ToCli::user_text(&request.text));
+        } else if !words.is_empty() {
+            for (tool_use_id, told) in &words {
+                sink.tool_result(tool_use_id, &format!("Decided after a restart; the agent was told: {told}"), false)
+                    .await?;
+            }
+            let told: Vec<&str> = words.iter().map(|(_, told)| told.as_str()).collect();
+            cli.send(ToCli::user_text(&told.join("\n\n")));
         }
-        result.map_err(|ended| match ended {
-            Ended::Interrupted => AgentError::Interrupted,
-            Ended::Failed(error) => AgentError::Failed(error),
-            Ended::Sink(error) => error,
-            Ended::Exited(_) => unreachable!("handled above"),
-        })
+        // A resume with nothing to say lets the CLI ask its parked call again by itself.
+        let result = Turn::new(sink.clone(), &request, self.config.answer_path, announced, preapproved).run(cli).await;
+        let ended = match result {
+            Ok(usage) => return Ok(usage),
+            Err(ended) => ended,
+        };
+        let cli = process.take().expect("the process ran this turn");
+        session.set_process(&mut slot, None);
+        let error = match ended {
+            Ended::Parked { stop } => {
+                info!(session = %request.session_id, "parked: Claude Code exits until the person answers");
+                if stop {
+                    cli.kill().await
+                } else {
+                    cli.stop().await
+                }
+                AgentError::Parked
+            }
+            Ended::Exited(what) => {
+                let mut cli = cli;
+                let report = exit_report(&mut cli, what).await;
+                cli.kill().await;
+                AgentError::Failed(report)
+            }
+            // A CLI that was stopped is not trusted with the next turn: it may still be busy.
+            Ended::Interrupted => {
+                cli.stop().await;
+                AgentError::Interrupted
+            }
+            // The CLI ended the turn with an error of its own, and goes on.
+            Ended::Failed(error) => {
+                session.set_process(&mut slot, Some(cli));
+                return Err(AgentError::Failed(error));
+            }
+            Ended::Sink(error) => {
+                cli.stop().await;
+                error
+            }
+        };
+        let _ = sink.emit(EventBody::AgentRunning { running: false }).await;
+        Err(error)
+    }
+
+    /// Lets go of CLIs beyond `--max-agents` before one more starts: idle ones exit, waiting
+    /// ones park, the least recently active first.
+    async fn make_room(&self, starting: &str) {
+        let mut others: Vec<(Instant, String, Arc<Session>)> = {
+            let sessions = self.sessions.lock().expect("sessions lock");
+            sessions
+                .iter()
+                .filter(|(id, session)| *id != starting && session.pid.load(std::sync::atomic::Ordering::Relaxed) != 0)
+                .map(|(id, session)| (*session.active.lock().expect("active lock"), id.clone(), session.clone()))
+                .collect()
+        };
+        if others.len() < self.config.max_agents {
+            return;
+        }
+        others.sort_by_key(|(active, _, _)| *active);
+        let mut excess = others.len() + 1 - self.config.max_agents;
+        for (_, id, session) in others {
+            if excess == 0 {
+                break;
+            }
+            if let Ok(mut slot) = session.slot.try_lock() {
+                if let Some(process) = slot.process.take() {
+                    info!(session = %id, "idle Claude Code exits to make room (--max-agents)");
+                    session.set_process(&mut slot, None);
+                    process.stop().await;
+                    say_stopped(&session).await;
+                    excess -= 1;
+                }
+            } else if let Some(sink) = session.sink.lock().expect("sink lock").clone()
+                && sink.park_waiting() > 0
+            {
+                info!(session = %id, "a waiting session parks to make room (--max-agents)");
+                excess -= 1;
+            }
+        }
+    }
+
+    /// Stops the CLIs of sessions idle for longer than `--idle-exit`, every so often.
+    fn start_reaper(&self) {
+        let Some(idle_exit) = self.config.idle_exit else { return };
+        let sessions = Arc::downgrade(&self.sessions);
+        self.reaper.call_once(|| {
+            tokio::spawn(reap_idle(sessions, idle_exit));
+        });
     }
 }
 
+async fn reap_idle(sessions: Weak<Mutex<HashMap<String, Arc<Session>>>>, idle_exit: Duration) {
+    let every = (idle_exit / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+    loop {
+        tokio::time::sleep(every).await;
+        let Some(sessions) = sessions.upgrade() else { return };
+        let idle: Vec<(String, Arc<Session>)> = sessions
+            .lock()
+            .expect("sessions lock")
+            .iter()
+            .filter(|(_, session)| session.active.lock().expect("active lock").elapsed() >= idle_exit)
+            .map(|(id, session)| (id.clone(), session.clone()))
+            .collect();
+        drop(sessions);
+        for (id, session) in idle {
+            // A turn holds the slot while it runs: only a CLI nobody uses is stopped.
+            let Ok(mut slot) = session.slot.try_lock() else { continue };
+            if let Some(process) = slot.process.take() {
+                info!(session = %id, "Claude Code was idle; it exits until the next message (--idle-exit)");
+                session.set_process(&mut slot, None);
+                process.stop().await;
+                say_stopped(&session).await;
+            }
+        }
+    }
+}
+
+/// Tells the session's header that its CLI no longer runs.
+async fn say_stopped(session: &Session) {
+    let sink = session.sink.lock().expect("sink lock").clone();
+    if let Some(sink) = sink {
+        let _ = sink.emit(EventBody::AgentRunning { running: false }).await;
+    }
+}
+
+/// The permission requests a parked turn left, decided since, as what the resumed agent is told:
+/// (tool_use id, words). An allowed one is remembered, so that its identical retry runs.
+fn decided_in_words(history: &[Message], preapproved: &mut Vec<(String, Value)>) -> Vec<(String, String)> {
+    let mut told = Vec::new();
+    for message in history {
+        for block in &message.blocks {
+            let Block::ToolCall(call) = block else { continue };
+            let Some(interaction) = call.interaction.as_ref().filter(|i| i.parked && call.result.is_none()) else {
+                continue;
+            };
+            let (InteractionRequest::Approval(approval), Some(outcome)) = (&interaction.request, &interaction.outcome)
+            else {
+                continue;
+            };
+            let what = match &approval.shows {
+                Shows::Command { command } => format!("`{command}`"),
+                Shows::File { path, .. } => format!("{} on `{path}`", approval.tool),
+                Shows::Url { url, .. } => format!("{} on {url}", approval.tool),
+                _ => approval.tool.clone(),
+            };
+            let words = match outcome {
+                InteractionOutcome::Allowed { .. } => {
+                    preapproved.push((approval.tool.clone(), approval.input.clone()));
+                    format!("While you were stopped, I decided on your request: you may now run {what}.")
+                }
+                InteractionOutcome::Denied { message: Some(message) } => {
+                    format!("While you were stopped, I decided on your request: do not run {what}: {message}")
+                }
+                InteractionOutcome::Denied { message: None } => {
+                    format!("While you were stopped, I decided on your request: do not run {what}.")
+                }
+                other => format!("Your request to run {what} was not allowed: {}.", other.why_closed()),
+            };
+            told.push((call.id.clone(), words));
+        }
+    }
+    told
+}
+
 /// "Claude Code exited (exit code 1). Its last words: …"
+/// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
+fn describe(system: &protocol::SystemMessage) -> String {
+    let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
+    parts.extend(system.model.clone());
+    parts.extend(system.permission_mode.as_ref().map(|m| format!("{m} mode")));
+    parts.extend(system.cwd.clone());
+    parts.join(" · ")
+}
+
 /// Whether this server runs as root (Claude Code then refuses to bypass permissions).
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -220,6 +443,18 @@ impl AgentBackend for ClaudeCliBackend {
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
         Box::pin(self.turn(request, sink))
+    }
+
+    fn interrupt_grace(&self) -> Duration {
+        INTERRUPT_TIMEOUT + Duration::from_secs(5)
+    }
+
+    fn told_when_lost(&self, request: &InteractionRequest) -> Option<String> {
+        // Killed while it waited: the CLI answered the call itself when our end of stdin closed.
+        Some(match (request, self.config.answer_path) {
+            (InteractionRequest::Question { .. }, AnswerPath::Hook) => TOLD_ON_HOOK_EOF.to_string(),
+            _ => TOLD_ON_REQUEST_EOF.to_string(),
+        })
     }
 
     fn default_workdir(&self) -> Option<PathBuf> {
@@ -256,10 +491,12 @@ impl AgentBackend for ClaudeCliBackend {
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let ended = self.sessions.lock().expect("sessions lock").remove(session);
-            if let Some(ended) = ended
-                && let Some(process) = ended.slot.lock().await.process.take()
-            {
-                process.stop().await;
+            if let Some(ended) = ended {
+                let mut slot = ended.slot.lock().await;
+                if let Some(process) = slot.process.take() {
+                    ended.set_process(&mut slot, None);
+                    process.stop().await;
+                }
             }
         })
     }
@@ -268,7 +505,9 @@ impl AgentBackend for ClaudeCliBackend {
         Box::pin(async move {
             let sessions: Vec<_> = self.sessions.lock().expect("sessions lock").drain().map(|(_, s)| s).collect();
             for session in sessions {
-                if let Some(process) = session.slot.lock().await.process.take() {
+                let mut slot = session.slot.lock().await;
+                if let Some(process) = slot.process.take() {
+                    session.set_process(&mut slot, None);
                     process.stop().await;
                 }
             }
@@ -276,411 +515,12 @@ impl AgentBackend for ClaudeCliBackend {
     }
 }
 
-/// Why a turn ended without a `result`.
-enum Ended {
-    Interrupted,
-    Failed(String),
-    /// stdout closed: the CLI exited or died.
-    Exited(&'static str),
-    Sink(AgentError),
-}
-
-impl From<AgentError> for Ended {
-    fn from(error: AgentError) -> Self {
-        Self::Sink(error)
-    }
-}
-
-/// What the person's decision means to the CLI, or `None` when the CLI withdrew the question.
-type Reply = (String, Option<Value>);
-
-/// One turn's bookkeeping: which API message is which of our messages, which tool calls exist.
-struct Turn<'a> {
-    sink: Sink,
-    request: &'a TurnRequest,
-    answer_path: AnswerPath,
-    announced: &'a mut Option<(String, Option<String>)>,
-    /// API message id → our message id.
-    messages: HashMap<String, String>,
-    current: Option<String>,
-    /// API message ids whose text arrived as deltas.
-    streamed_text: HashSet<String>,
-    /// (API message id, block index) → tool_use id, for argument deltas.
-    block_tools: HashMap<(String, usize), String>,
-    started_tools: HashSet<String>,
-    ready_tools: HashSet<String>,
-    /// The CLI's pending questions: its request id → the tool_use id.
-    asking: HashMap<String, String>,
-    stream_message: Option<String>,
-    /// Questions wait for the person in tasks of their own (so that the CLI's other messages keep
-    /// flowing meanwhile); their replies come back here.
-    replies: (mpsc::UnboundedSender<Reply>, mpsc::UnboundedReceiver<Reply>),
-    /// Ends the question tasks with the turn.
-    questions_end: CancellationToken,
-}
-
-impl<'a> Turn<'a> {
-    fn new(
-        sink: Sink,
-        request: &'a TurnRequest,
-        answer_path: AnswerPath,
-        announced: &'a mut Option<(String, Option<String>)>,
-    ) -> Self {
-        Self {
-            sink,
-            request,
-            answer_path,
-            announced,
-            messages: HashMap::new(),
-            current: None,
-            streamed_text: HashSet::new(),
-            block_tools: HashMap::new(),
-            started_tools: HashSet::new(),
-            ready_tools: HashSet::new(),
-            asking: HashMap::new(),
-            stream_message: None,
-            replies: mpsc::unbounded_channel(),
-            questions_end: request.cancel.child_token(),
-        }
-    }
-
-    async fn run(mut self, cli: &mut CliProcess) -> Result<Option<Usage>, Ended> {
-        let cancel = self.request.cancel.clone();
-        let _end_questions = self.questions_end.clone().drop_guard();
-        let mut interrupted_at: Option<tokio::time::Instant> = None;
-        loop {
-            let deadline = interrupted_at.map(|at| at + INTERRUPT_TIMEOUT);
-            tokio::select! {
-                output = cli.output.recv() => {
-                    let message = match output {
-                        Some(Output::Message(message)) => message,
-                        Some(Output::Closed) | None => return Err(Ended::Exited("Claude Code exited during the turn")),
-                    };
-                    if let Some(result) = self.handle(message, cli, interrupted_at.is_some()).await? {
-                        return result;
-                    }
-                }
-                Some((request_id, reply)) = self.replies.1.recv() => {
-                    self.asking.remove(&request_id);
-                    if let Some(reply) = reply {
-                        cli.send(ToCli::success(&request_id, reply));
-                    }
-                }
-                () = cancel.cancelled(), if interrupted_at.is_none() => {
-                    info!(session = %self.request.session_id, "interrupting Claude Code");
-                    let request_id = cli.request_id();
-                    cli.send(ToCli::ControlRequest { request_id, request: HostRequest::Interrupt });
-                    interrupted_at = Some(tokio::time::Instant::now());
-                }
-                () = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
-                    return Err(Ended::Exited("Claude Code did not stop after the interrupt"));
-                }
-            }
-        }
-    }
-
-    /// Handles one message; `Some` ends the turn.
-    async fn handle(
-        &mut self,
-        message: FromCli,
-        cli: &mut CliProcess,
-        interrupted: bool,
-    ) -> Result<Option<Result<Option<Usage>, Ended>>, Ended> {
-        let sink = self.sink.clone();
-        tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
-        match message {
-            FromCli::System(system) if system.subtype == "init" => {
-                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
-                    sink.permission_mode(mode).await?;
-                }
-                let info = describe(&system);
-                let announced = Some((info.clone(), system.session_id.clone()));
-                if *self.announced != announced {
-                    sink.agent_started(&info, system.session_id.clone()).await?;
-                    *self.announced = announced;
-                }
-            }
-            FromCli::System(system) if system.subtype == "status" => {
-                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
-                    sink.permission_mode(mode).await?;
-                }
-            }
-            FromCli::StreamEvent(stream) if stream.parent_tool_use_id.is_none() => match stream.event {
-                ApiEvent::MessageStart { message } => {
-                    self.ensure_message(&message.id).await?;
-                    self.stream_message = Some(message.id);
-                }
-                ApiEvent::ContentBlockStart { index, content_block: ContentBlock::ToolUse { id, name, .. } } => {
-                    let message = self.stream_message.clone().unwrap_or_default();
-                    let ours = self.ensure_message(&message).await?;
-                    if self.started_tools.insert(id.clone()) {
-                        sink.tool_call_started(&ours, &id, &name).await?;
-                    }
-                    self.block_tools.insert((message, index), id);
-                }
-                ApiEvent::ContentBlockDelta { index, delta } => {
-                    let message = self.stream_message.clone().unwrap_or_default();
-                    match delta {
-                        Delta::TextDelta { text } => {
-                            let ours = self.ensure_message(&message).await?;
-                            self.streamed_text.insert(message);
-                            sink.text(&ours, &text).await?;
-                        }
-                        Delta::InputJsonDelta { partial_json } => {
-                            if let Some(tool) = self.block_tools.get(&(message, index))
-                                && !self.ready_tools.contains(tool)
-                                && !partial_json.is_empty()
-                            {
-                                sink.tool_input_delta(tool, &partial_json).await?;
-                            }
-                        }
-                        Delta::Other => {}
-                    }
-                }
-                _ => {}
-            },
-            FromCli::Assistant(assistant) if assistant.parent_tool_use_id.is_none() => {
-                let ours = self.ensure_message(&assistant.message.id).await?;
-                for block in assistant.message.content {
-                    match block {
-                        ContentBlock::Text { text } if !self.streamed_text.contains(&assistant.message.id) => {
-                            sink.text(&ours, &text).await?;
-                        }
-                        ContentBlock::ToolUse { id, name, input } => {
-                            if self.started_tools.insert(id.clone()) {
-                                sink.tool_call_started(&ours, &id, &name).await?;
-                            }
-                            if self.ready_tools.insert(id.clone()) {
-                                sink.tool_call_ready(&id, input).await?;
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            FromCli::User(echo) if echo.parent_tool_use_id.is_none() => {
-                for block in echo.tool_results() {
-                    let ContentBlock::ToolResult { tool_use_id, content, is_error } = block else { continue };
-                    let mut text = ContentBlock::result_text(&content);
-                    // The override step: where the result was filled in without the person (the
-                    // hook path), the stored transcript shows the answer they really gave.
-                    if let Some(answers) = sink.take_answer(&tool_use_id)
-                        && self.answer_path == AnswerPath::Hook
-                    {
-                        text = words::as_tool_result(&answers);
-                    }
-                    sink.tool_result(&tool_use_id, &text, is_error.unwrap_or(false)).await?;
-                }
-            }
-            FromCli::ControlRequest { request_id, request } => match request {
-                CliRequest::CanUseTool(ask) if is_question_tool(&ask.tool_name) => {
-                    let tool_use_id = ask.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
-                    self.ask(request_id, tool_use_id, ask.tool_name, ask.input, AnswerPath::CanUseTool);
-                }
-                CliRequest::CanUseTool(ask) => {
-                    let tool_use_id = ask.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
-                    self.approve(request_id, tool_use_id, ask);
-                }
-                CliRequest::HookCallback(hook) if hook.tool_name().is_some_and(is_question_tool) => {
-                    let tool = hook.tool_name().unwrap_or_default().to_string();
-                    let tool_use_id = hook.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
-                    self.ask(request_id, tool_use_id, tool, hook.tool_input(), AnswerPath::Hook);
-                }
-                // A hook we did not register for a question: no decision.
-                CliRequest::HookCallback(_) => {
-                    cli.send(ToCli::success(&request_id, json!({})));
-                }
-                CliRequest::Other(request) => {
-                    warn!(session = %self.request.session_id, %request, "Claude Code asked something this build does not know");
-                    cli.send(ToCli::error(&request_id, "AskBridge does not support this request"));
-                }
-            },
-            FromCli::ControlCancelRequest { request_id } => {
-                if let Some(tool_use_id) = self.asking.get(&request_id).cloned() {
-                    let reason = if interrupted { "the turn was stopped" } else { "Claude Code withdrew the question" };
-                    sink.withdraw(&tool_use_id, reason).await;
-                }
-            }
-            FromCli::Result(result) => {
-                if let Some(message) = self.current.take() {
-                    sink.finish_message(&message).await?;
-                }
-                if interrupted {
-                    return Ok(Some(Err(Ended::Interrupted)));
-                }
-                if result.is_error {
-                    let detail = result.result.clone().filter(|r| !r.is_empty()).unwrap_or(result.subtype.clone());
-                    return Ok(Some(Err(Ended::Failed(format!("Claude Code ended the turn with an error: {detail}")))));
-                }
-                let usage = Usage {
-                    input_tokens: result.usage.as_ref().and_then(|u| u.input_tokens),
-                    output_tokens: result.usage.as_ref().and_then(|u| u.output_tokens),
-                    cost_usd: result.total_cost_usd,
-                    duration_ms: result.duration_ms,
-                };
-                return Ok(Some(Ok(Some(usage))));
-            }
-            // Acknowledgements of our own requests, sub-agent traffic, state notices.
-            _ => {}
-        }
-        Ok(None)
-    }
-
-    /// Our message for an API message, starting it (and finishing the one before) as needed.
-    async fn ensure_message(&mut self, api_id: &str) -> Result<String, AgentError> {
-        if let Some(ours) = self.messages.get(api_id) {
-            return Ok(ours.clone());
-        }
-        if let Some(previous) = self.current.take() {
-            self.sink.finish_message(&previous).await?;
-        }
-        let ours = self.sink.start_message().await?;
-        self.messages.insert(api_id.to_string(), ours.clone());
-        self.current = Some(ours.clone());
-        Ok(ours)
-    }
-
-    /// Asks the person's permission, in a task of its own; the reply comes back on `replies`.
-    fn approve(&mut self, request_id: String, tool_use_id: String, ask: protocol::CanUseTool) {
-        self.asking.insert(request_id.clone(), tool_use_id.clone());
-        let approval = Approval {
-            description: ask
-                .description
-                .clone()
-                .or_else(|| ask.input.get("description").and_then(Value::as_str).map(str::to_string)),
-            reason: ask.decision_reason.clone(),
-            blocked_path: ask.blocked_path.clone(),
-            ..Approval::new(&ask.tool_name, ask.input.clone())
-        }
-        .with_suggestions(&ask.permission_suggestions);
-        let sink = self.sink.clone();
-        let replies = self.replies.0.clone();
-        let cancel = self.questions_end.child_token();
-        tokio::spawn(async move {
-            let mut approval = approval;
-            if approval.is_plan() && !matches!(approval.shows, Shows::Plan { .. }) {
-                let written = sink.tool_input(&tool_use_id).await;
-                if let Some(plan) = plan_text(&approval.input, written.as_ref()).await {
-                    approval.shows = Shows::Plan { markdown: plan };
-                }
-            }
-            let reply = match sink.ask_approval(&tool_use_id, approval.clone(), false, &cancel).await {
-                Ok(outcome) => approval_reply(&outcome, &approval),
-                Err(_) => None,
-            };
-            let _ = replies.send((request_id, reply));
-        });
-    }
-
-    /// Puts a question to the person, in a task of its own; the reply for the CLI comes back on
-    /// `replies`.
-    fn ask(&mut self, request_id: String, tool_use_id: String, tool: String, input: Value, path: AnswerPath) {
-        self.asking.insert(request_id.clone(), tool_use_id.clone());
-        let sink = self.sink.clone();
-        let replies = self.replies.0.clone();
-        // Stop ends the wait; the turn's end cancels the card.
-        let cancel = self.questions_end.child_token();
-        tokio::spawn(async move {
-            let reply = match sink.ask(&tool_use_id, &tool, &input, false, &cancel).await {
-                Ok(outcome) => question_reply(&outcome, &input, path),
-                Err(_) => None,
-            };
-            let _ = replies.send((request_id, reply));
-        });
-    }
-}
-
-/// The plan an `ExitPlanMode` request is about. Claude Code fills in `plan` from its plan file
-/// and drops what the model wrote when there is none, so look in the request, then in the plan
-/// file it names, then in what the model wrote.
-async fn plan_text(input: &Value, written: Option<&Value>) -> Option<String> {
-    const MAX_PLAN_BYTES: u64 = 256 * 1024;
-    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
-    if let Some(plan) = text(input, "plan") {
-        return Some(plan);
-    }
-    if let Some(path) = text(input, "planFilePath") {
-        let readable = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() <= MAX_PLAN_BYTES);
-        if readable && let Ok(plan) = tokio::fs::read_to_string(&path).await {
-            return Some(plan);
-        }
-    }
-    written.and_then(|written| text(written, "plan"))
-}
-
-/// The person's decision on a permission request, as the CLI expects it.
-fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
-    Some(match outcome {
-        InteractionOutcome::Allowed { always } => {
-            let mut reply = allow(approval.input.clone());
-            if let Some(suggestion) = always.and_then(|i| approval.suggestions.get(i)) {
-                reply["updatedPermissions"] = json!([suggestion.value]);
-            }
-            reply
-        }
-        InteractionOutcome::Denied { message: Some(message) } => deny(message),
-        InteractionOutcome::Denied { message: None } => {
-            deny(if approval.is_plan() { "The user wants to keep planning." } else { "The user denied this." })
-        }
-        InteractionOutcome::Expired => deny(crate::approval::EXPIRED_MESSAGE),
-        InteractionOutcome::Cancelled { .. } => return None,
-        other => deny(&format!("The permission request ended without a decision ({}).", other.why_closed())),
-    })
-}
-
-/// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
-fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
-    let refusal = match outcome {
-        InteractionOutcome::Answered { answers } => {
-            let updated = input_with_answers(input, answers);
-            return Some(match path {
-                AnswerPath::CanUseTool => allow(updated),
-                AnswerPath::Hook => hook_allow(updated, &words::as_context(answers)),
-            });
-        }
-        InteractionOutcome::Cancelled { .. } => return None,
-        InteractionOutcome::Declined { reason } => {
-            let mut message = "The user declined to answer these questions: they chose none of the options and \
-                               gave no answer. Do not assume one."
-                .to_string();
-            if let Some(reason) = reason {
-                message.push_str(&format!(" Their reason: {reason}"));
-            }
-            message
-        }
-        InteractionOutcome::Expired => "The user did not answer these questions in time, so there is no answer. \
-                                        Do not assume one."
-            .to_string(),
-        InteractionOutcome::Failed { error } => format!("The questions could not be shown to the user: {error}"),
-        // Approval outcomes: not an answer to a question.
-        InteractionOutcome::Allowed { .. } | InteractionOutcome::Denied { .. } => {
-            "The questions were not answered.".to_string()
-        }
-    };
-    Some(match path {
-        AnswerPath::CanUseTool => deny(&refusal),
-        AnswerPath::Hook => hook_deny(&refusal),
-    })
-}
-
-/// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
-fn known_mode(name: Option<&str>) -> Option<PermissionMode> {
-    let name = name?;
-    name.parse().map_err(|_| warn!(mode = name, "Claude Code reports a permission mode this build does not know")).ok()
-}
-
-/// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
-fn describe(system: &protocol::SystemMessage) -> String {
-    let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
-    parts.extend(system.model.clone());
-    parts.extend(system.permission_mode.as_ref().map(|m| format!("{m} mode")));
-    parts.extend(system.cwd.clone());
-    parts.join(" · ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use self::turn::question_reply;
+    use serde_json::json;
 
     #[test]
     fn a_decline_or_an_expiry_is_never_an_answer() {

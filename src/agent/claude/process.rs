@@ -130,6 +130,12 @@ pub struct CliProcess {
 impl CliProcess {
     pub fn spawn(launch: &Launch, session: &str) -> std::io::Result<Self> {
         let mut command = Command::new(&launch.bin);
+        // AskBridge's own settings (its access token above all) are not the agent's business.
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("ASKBRIDGE_") {
+                command.env_remove(name);
+            }
+        }
         command
             .args(launch.args())
             .current_dir(&launch.workdir)
@@ -137,7 +143,9 @@ impl CliProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // No CLI outlives the server, whatever way the server stops.
+            // Its own process group: what it starts (a Bash tool's children) is stopped with it.
+            .process_group(0)
+            // No CLI outlives a server that drops it.
             .kill_on_drop(true);
         let mut child = command.spawn()?;
         debug!(session, pid = child.id(), args = ?launch.args(), "Claude Code started");
@@ -255,12 +263,33 @@ impl CliProcess {
         }
     }
 
-    /// Closes stdin (the CLI then exits by itself) and makes sure it is gone.
+    /// Closes stdin (the CLI then exits by itself), makes sure it is gone, and ends whatever it
+    /// left running in its process group.
     pub async fn stop(mut self) {
+        let group = self.child.id();
         drop(self.stdin);
         if tokio::time::timeout(std::time::Duration::from_secs(3), self.child.wait()).await.is_err() {
             let _ = self.child.kill().await;
         }
+        if let Some(group) = group {
+            kill_group(group);
+        }
+    }
+
+    /// Ends the CLI and its process group at once (a CLI that does not stop when interrupted).
+    pub async fn kill(mut self) {
+        if let Some(group) = self.child.id() {
+            kill_group(group);
+        }
+        let _ = self.child.kill().await;
+    }
+}
+
+/// SIGKILL to every process of the group the CLI leads (it was started as its leader).
+fn kill_group(group: u32) {
+    // SAFETY: killpg only sends a signal; a group that is gone already gives ESRCH, ignored.
+    unsafe {
+        libc::killpg(group as libc::pid_t, libc::SIGKILL);
     }
 }
 

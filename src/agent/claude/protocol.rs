@@ -120,14 +120,20 @@ pub fn deny(message: &str) -> Value {
     json!({"behavior": "deny", "message": message})
 }
 
-/// PreToolUse hook answers.
-pub fn hook_allow(updated_input: Value, context: &str) -> Value {
+/// PreToolUse hook answers. Allowed with `updatedInput` carrying the answers, the question is
+/// answered at once and the model reads exactly what the can_use_tool answer gives it (§8).
+pub fn hook_allow(updated_input: Value) -> Value {
     json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",
         "permissionDecision": "allow",
         "updatedInput": updated_input,
-        "additionalContext": context,
     }})
+}
+
+/// Parks the call (§12): the CLI ends its turn with `stop_reason: tool_deferred`, and a later
+/// `--resume` asks again.
+pub fn hook_defer() -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
 }
 
 pub fn hook_deny(reason: &str) -> Value {
@@ -155,6 +161,9 @@ pub enum FromCli {
     ControlCancelRequest {
         request_id: String,
     },
+    /// Progress reports the host needs not act on: `tool_progress` (a hook's heartbeat every 30
+    /// s while it waits, §8) and `command_lifecycle` (a resumed session's start and end, §12).
+    Progress(Value),
     /// A message this build does not understand, kept whole for the log.
     Unknown(Value),
 }
@@ -182,6 +191,7 @@ impl FromCli {
                 request_id.zip(request).map(|(request_id, request)| Self::ControlRequest { request_id, request })
             }
             Some("control_response") => value.get("response").and_then(typed).map(Self::ControlResponse),
+            Some("tool_progress" | "command_lifecycle") => Some(Self::Progress(value.clone())),
             Some("control_cancel_request") => value
                 .get("request_id")
                 .and_then(Value::as_str)
@@ -206,6 +216,10 @@ pub struct SystemMessage {
     #[serde(rename = "permissionMode")]
     pub permission_mode: Option<String>,
     pub state: Option<String>,
+    /// Background tasks (subagents, §13): `task_started`, `task_notification` (with a `status`).
+    pub task_id: Option<String>,
+    pub description: Option<String>,
+    pub status: Option<String>,
 }
 
 /// One content block of an assistant message (several lines may share `message.id`).
@@ -307,6 +321,15 @@ pub struct ResultMessage {
     pub usage: Option<ApiUsage>,
     pub terminal_reason: Option<String>,
     pub stop_reason: Option<String>,
+    /// The call a `defer` parked (§12).
+    pub deferred_tool_use: Option<Value>,
+}
+
+impl ResultMessage {
+    /// The turn ended because a hook deferred a call.
+    pub fn deferred(&self) -> bool {
+        self.deferred_tool_use.is_some() || self.stop_reason.as_deref() == Some("tool_deferred")
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -397,6 +420,8 @@ pub struct CanUseTool {
     pub decision_reason: Option<String>,
     #[serde(default)]
     pub requires_user_interaction: bool,
+    /// Set when a subagent asks (§13).
+    pub agent_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -442,7 +467,6 @@ impl CliInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::question::words::as_context;
 
     /// A copy of `../shared/fixtures/claude-cli`, kept in the repository so that CI has it.
     const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-cli");
@@ -490,9 +514,14 @@ mod tests {
 
     #[test]
     fn every_line_to_the_cli_has_the_shape_our_types_write() {
-        for (file, direction, msg) in trace_lines() {
+        for (file, direction, mut msg) in trace_lines() {
             if direction != "to_cli" {
                 continue;
+            }
+            // An initialize without hooks is written with `"hooks": null` by some hosts and
+            // without the key by others (l_defer_resume); the CLI reads both the same.
+            if msg["request"]["subtype"] == "initialize" && msg["request"].get("hooks").is_none() {
+                msg["request"]["hooks"] = Value::Null;
             }
             let ours: ToCli = serde_json::from_value(msg.clone()).unwrap_or_else(|e| panic!("{file}: {e}: {msg}"));
             let written: Value = serde_json::from_str(&ours.to_line()).unwrap();
@@ -571,17 +600,79 @@ mod tests {
             QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
         let updated = input_with_answers(&callback.tool_input(), &answers);
-        let mut ours = hook_allow(updated, &as_context(&answers));
-        // The trace's hook sent no context; ours adds it (the model then also reads the answer).
-        ours["hookSpecificOutput"].as_object_mut().unwrap().remove("additionalContext");
-        assert_eq!(ours, response);
+        assert_eq!(hook_allow(updated), response);
 
         let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
-        assert_eq!(hook_deny(&as_context(&answers)), response);
-        assert_eq!(
-            as_context(&answers),
-            "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n"
-        );
+        let reason =
+            "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n";
+        assert_eq!(hook_deny(reason), response);
+    }
+
+    /// The messages of one trace from the CLI, parsed.
+    fn from_cli(file: &str) -> Vec<FromCli> {
+        trace_lines()
+            .into_iter()
+            .filter(|(f, d, _)| f == file && d == "from_cli")
+            .map(|(_, _, m)| FromCli::from_value(m))
+            .collect()
+    }
+
+    #[test]
+    fn a_deferred_call_ends_the_turn_and_is_asked_again_on_resume() {
+        let (_, response) = first_exchange("l_defer.jsonl", "hook_callback");
+        assert_eq!(hook_defer(), response);
+        let result = from_cli("l_defer.jsonl").into_iter().find_map(|m| match m {
+            FromCli::Result(result) => Some(result),
+            _ => None,
+        });
+        assert!(result.is_some_and(|r| r.deferred()), "the result says the call was deferred");
+        // The resumed process asks for the same call again, before any turn of ours.
+        let asked = from_cli("l_defer_resume.jsonl").into_iter().find_map(|m| match m {
+            FromCli::ControlRequest { request: CliRequest::CanUseTool(ask), .. } => ask.tool_use_id,
+            _ => None,
+        });
+        assert_eq!(asked.as_deref(), Some("toolu_mock_0002"));
+        let lifecycle =
+            from_cli("l_defer_resume.jsonl").into_iter().filter(|m| matches!(m, FromCli::Progress(_))).count();
+        assert_eq!(lifecycle, 2, "command_lifecycle is understood, not unknown");
+        // A message to a process that deferred fills the call with an error (why we never send one).
+        let filled = from_cli("l_defer_then_message.jsonl")
+            .into_iter()
+            .any(|m| matches!(m, FromCli::Result(r) if !r.deferred()));
+        assert!(filled);
+    }
+
+    #[test]
+    fn a_host_that_goes_away_during_a_hook_gets_its_call_declined_by_the_cli() {
+        let told = from_cli("l_hook_eof.jsonl").into_iter().find_map(|m| match m {
+            FromCli::User(echo) => echo.tool_results().into_iter().find_map(|b| match b {
+                ContentBlock::ToolResult { content, .. } => Some(ContentBlock::result_text(&content)),
+                _ => None,
+            }),
+            _ => None,
+        });
+        assert_eq!(told.as_deref(), Some(super::super::TOLD_ON_HOOK_EOF));
+        let heartbeats =
+            from_cli("f_hook_long_wait.jsonl").into_iter().filter(|m| matches!(m, FromCli::Progress(_))).count();
+        assert!(heartbeats >= 2, "a long hook wait's heartbeats are understood");
+    }
+
+    #[test]
+    fn a_subagents_request_names_its_agent_and_its_task_is_followed() {
+        let messages = from_cli("m_subagent_bash.jsonl");
+        let ask = messages.iter().find_map(|m| match m {
+            FromCli::ControlRequest { request: CliRequest::CanUseTool(ask), .. } => Some(ask.clone()),
+            _ => None,
+        });
+        let ask = ask.expect("the subagent asks");
+        assert_eq!((ask.tool_name.as_str(), ask.agent_id.as_deref()), ("Bash", Some("af879b53ea1fd8c50")));
+        let started = messages.iter().find_map(|m| match m {
+            FromCli::System(s) if s.subtype == "task_started" => Some((s.task_id.clone(), s.description.clone())),
+            _ => None,
+        });
+        assert_eq!(started, Some((Some("af879b53ea1fd8c50".into()), Some("Run the command".into()))));
+        let results = messages.iter().filter(|m| matches!(m, FromCli::Result(_))).count();
+        assert_eq!(results, 2, "the CLI starts a turn of its own when the subagent is done");
     }
 
     #[test]
@@ -597,5 +688,41 @@ mod tests {
         assert_eq!(info.version.as_deref(), Some("2.1.332"));
         assert_eq!(info.model.as_deref(), Some("claude-opus-5-5"));
         assert_eq!(info.permission_mode.as_deref(), Some("default"));
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        // The traces are the corpus: every line, cut short and with bytes changed, as a CLI
+        // that misbehaves (or a newer one) might write it. Nothing panics; what is not JSON is
+        // an error, and what is JSON is a message (known, or kept as unknown).
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn no_line_from_the_cli_makes_the_parser_panic(
+            pick in any::<prop::sample::Index>(),
+            cut in any::<prop::sample::Index>(),
+            noise in proptest::collection::vec((any::<prop::sample::Index>(), any::<char>()), 0..4),
+        ) {
+            static LINES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+            let lines = LINES.get_or_init(|| trace_lines().into_iter().map(|(_, _, msg)| msg.to_string()).collect());
+            let mut line: Vec<char> = lines[pick.index(lines.len())].chars().collect();
+            line.truncate(cut.index(line.len() + 1));
+            for (at, c) in noise {
+                if !line.is_empty() {
+                    let at = at.index(line.len());
+                    line[at] = c;
+                }
+            }
+            let line: String = line.into_iter().collect();
+            if let Ok(message) = FromCli::parse(&line) {
+                // Whatever it became, it can be logged.
+                let _ = format!("{message:?}");
+            }
+        }
+
+        #[test]
+        fn no_text_at_all_makes_the_parser_panic(line in "(?s).{0,300}") {
+            let _ = FromCli::parse(&line);
+        }
     }
 }

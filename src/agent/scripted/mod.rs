@@ -312,6 +312,7 @@ fn quote(outcome: &InteractionOutcome) -> String {
         InteractionOutcome::Expired => "nothing: nobody answered in time".into(),
         InteractionOutcome::Cancelled { reason } => format!("nothing: the question was cancelled ({reason})"),
         InteractionOutcome::Failed { error } => format!("nothing: my question could not be read ({error})"),
+        InteractionOutcome::Lost { .. } => "nothing: the server stopped before you answered".into(),
         InteractionOutcome::Allowed { .. } => "allowed".into(),
         InteractionOutcome::Denied { .. } => "denied".into(),
     }

@@ -467,4 +467,38 @@ suggestions = [{ type = "addRules", rules = [{ toolName = "Bash", ruleContent = 
         let error = Scenario::load(Path::new("/nonexistent/s.toml")).unwrap_err();
         assert!(error.to_string().starts_with("cannot read /nonexistent/s.toml"));
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        // The demo and the browser tests' scenario are the corpus: cut short and with characters
+        // changed, as a person editing one by hand might leave it. Always a scenario or an error
+        // that names where; never a panic.
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #[test]
+        fn a_scenario_file_in_any_state_parses_or_says_what_is_wrong(
+            which in any::<bool>(),
+            cut in any::<prop::sample::Index>(),
+            noise in proptest::collection::vec((any::<prop::sample::Index>(), any::<char>()), 0..4),
+        ) {
+            let source = if which { DEMO } else { include_str!("../../../end2end/fixtures/scenario.toml") };
+            let mut text: Vec<char> = source.chars().collect();
+            text.truncate(cut.index(text.len() + 1));
+            for (at, c) in noise {
+                if !text.is_empty() {
+                    let at = at.index(text.len());
+                    text[at] = c;
+                }
+            }
+            let text: String = text.into_iter().collect();
+            if let Err(error) = Scenario::parse(&text, "edited.toml") {
+                prop_assert!(error.to_string().starts_with("edited.toml"), "{error}");
+            }
+        }
+
+        #[test]
+        fn any_text_parses_or_says_what_is_wrong(text in "(?s).{0,300}") {
+            let _ = Scenario::parse(&text, "noise.toml");
+        }
+    }
 }

@@ -1,0 +1,563 @@
+//! One turn of the Claude Code CLI: what it streams becomes the thread, each question and
+//! permission request waits for the person in a task of its own, and the turn ends at a `result`
+//! — or later, while a background subagent still works or asks (protocol §13), or earlier, when
+//! everything that waits was parked (§12).
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::process::{CliProcess, Output};
+use super::protocol::{
+    self, ApiEvent, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow, hook_defer,
+    hook_deny, input_with_answers,
+};
+use super::{AnswerPath, INTERRUPT_TIMEOUT};
+use crate::agent::{AgentError, Sink, TurnRequest};
+use crate::approval::{Approval, PermissionMode, Shows};
+use crate::interaction::InteractionOutcome;
+use crate::question::{is_question_tool, words};
+use crate::thread::Usage;
+
+/// How long a turn whose `result` came while subagents were at work waits, once they are done,
+/// for the turn the CLI then starts by itself.
+const SETTLE: Duration = Duration::from_secs(3);
+
+/// Why a turn ended without a `result` of its own.
+pub(super) enum Ended {
+    Interrupted,
+    Failed(String),
+    /// stdout closed: the CLI exited or died.
+    Exited(&'static str),
+    /// Everything that waited for the person was parked; `stop` when the CLI cannot go on by
+    /// itself (a permission request it still waits for) and must be stopped.
+    Parked {
+        stop: bool,
+    },
+    Sink(AgentError),
+}
+
+impl From<AgentError> for Ended {
+    fn from(error: AgentError) -> Self {
+        Self::Sink(error)
+    }
+}
+
+/// What the person's decision means to the CLI.
+enum Answer {
+    Reply(Value),
+    /// The wait was parked: a hook's call is deferred; a permission request cannot be (it stays
+    /// unanswered, and the CLI is stopped).
+    Parked,
+    /// Nothing to say: the CLI withdrew the request, or the turn is over.
+    Nothing,
+}
+
+/// A request of the CLI's that waits for the person.
+struct Asking {
+    tool_use_id: String,
+    /// Through the PreToolUse hook (which can defer) or `can_use_tool` (which cannot).
+    hook: bool,
+}
+
+/// One turn's bookkeeping: which API message is which of our messages, which tool calls exist.
+pub(super) struct Turn<'a> {
+    sink: Sink,
+    request: &'a TurnRequest,
+    answer_path: AnswerPath,
+    announced: &'a mut Option<(String, Option<String>)>,
+    /// Calls decided after a restart, in words: their identical retry is allowed without a card.
+    preapproved: &'a mut Vec<(String, Value)>,
+    /// API message id → our message id.
+    messages: HashMap<String, String>,
+    current: Option<String>,
+    /// API message ids whose text arrived as deltas.
+    streamed_text: HashSet<String>,
+    /// (API message id, block index) → tool_use id, for argument deltas.
+    block_tools: HashMap<(String, usize), String>,
+    started_tools: HashSet<String>,
+    ready_tools: HashSet<String>,
+    /// The CLI's pending requests, by its request id.
+    asking: HashMap<String, Asking>,
+    /// Requests parked, by request id: hooks deferred, or permission requests left unanswered.
+    parked: HashMap<String, Asking>,
+    /// Background tasks (subagents) at work, and what each was asked to do.
+    tasks: HashMap<String, String>,
+    /// A `result` came (the main turn ended) while subagents worked or asked.
+    result_seen: Option<Usage>,
+    stream_message: Option<String>,
+    /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
+    /// flowing meanwhile); their answers come back here.
+    replies: (mpsc::UnboundedSender<(String, Answer)>, mpsc::UnboundedReceiver<(String, Answer)>),
+    /// Ends the waiting tasks with the turn.
+    waits_end: CancellationToken,
+}
+
+impl<'a> Turn<'a> {
+    pub(super) fn new(
+        sink: Sink,
+        request: &'a TurnRequest,
+        answer_path: AnswerPath,
+        announced: &'a mut Option<(String, Option<String>)>,
+        preapproved: &'a mut Vec<(String, Value)>,
+    ) -> Self {
+        Self {
+            sink,
+            request,
+            answer_path,
+            announced,
+            preapproved,
+            messages: HashMap::new(),
+            current: None,
+            streamed_text: HashSet::new(),
+            block_tools: HashMap::new(),
+            started_tools: HashSet::new(),
+            ready_tools: HashSet::new(),
+            asking: HashMap::new(),
+            parked: HashMap::new(),
+            tasks: HashMap::new(),
+            result_seen: None,
+            stream_message: None,
+            replies: mpsc::unbounded_channel(),
+            waits_end: request.cancel.child_token(),
+        }
+    }
+
+    pub(super) async fn run(mut self, cli: &mut CliProcess) -> Result<Option<Usage>, Ended> {
+        let cancel = self.request.cancel.clone();
+        let _end_waits = self.waits_end.clone().drop_guard();
+        let mut interrupted_at: Option<tokio::time::Instant> = None;
+        loop {
+            let deadline = interrupted_at.map(|at| at + INTERRUPT_TIMEOUT);
+            // After the main turn's result, once subagents are done: a short wait for the turn
+            // the CLI may start by itself, then the turn is over.
+            let settled = self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
+            tokio::select! {
+                output = cli.output.recv() => {
+                    let message = match output {
+                        Some(Output::Message(message)) => message,
+                        Some(Output::Closed) | None => return Err(Ended::Exited("Claude Code exited during the turn")),
+                    };
+                    if let Some(result) = self.handle(message, cli, interrupted_at.is_some()).await? {
+                        return result;
+                    }
+                }
+                Some((request_id, answer)) = self.replies.1.recv() => {
+                    let Some(asking) = self.asking.remove(&request_id) else { continue };
+                    match answer {
+                        Answer::Reply(reply) => {
+                            cli.send(ToCli::success(&request_id, reply));
+                        }
+                        Answer::Parked => {
+                            if asking.hook {
+                                cli.send(ToCli::success(&request_id, hook_defer()));
+                            }
+                            self.parked.insert(request_id, asking);
+                        }
+                        Answer::Nothing => {}
+                    }
+                    // Everything waits parked, and a permission request cannot be deferred: the
+                    // CLI would wait for ever, so the turn ends here and the CLI is stopped.
+                    if self.asking.is_empty() && self.parked.values().any(|a| !a.hook) {
+                        return Err(Ended::Parked { stop: true });
+                    }
+                }
+                () = cancel.cancelled(), if interrupted_at.is_none() => {
+                    info!(session = %self.request.session_id, "interrupting Claude Code");
+                    let request_id = cli.request_id();
+                    cli.send(ToCli::ControlRequest { request_id, request: HostRequest::Interrupt });
+                    interrupted_at = Some(tokio::time::Instant::now());
+                }
+                () = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
+                    return Err(Ended::Exited("Claude Code did not stop after the interrupt"));
+                }
+                () = tokio::time::sleep(SETTLE), if settled => {
+                    return self.finish(self.result_seen.clone()).await;
+                }
+            }
+        }
+    }
+
+    /// Ends the turn as completed, with the last message finished.
+    async fn finish(&mut self, usage: Option<Usage>) -> Result<Option<Usage>, Ended> {
+        if let Some(message) = self.current.take() {
+            self.sink.finish_message(&message).await?;
+        }
+        Ok(usage)
+    }
+
+    /// Handles one message; `Some` ends the turn.
+    async fn handle(
+        &mut self,
+        message: FromCli,
+        cli: &mut CliProcess,
+        interrupted: bool,
+    ) -> Result<Option<Result<Option<Usage>, Ended>>, Ended> {
+        let sink = self.sink.clone();
+        tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
+        match message {
+            FromCli::System(system) if system.subtype == "init" => {
+                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
+                    sink.permission_mode(mode).await?;
+                }
+                let info = super::describe(&system);
+                let announced = Some((info.clone(), system.session_id.clone()));
+                if *self.announced != announced {
+                    sink.agent_started(&info, system.session_id.clone()).await?;
+                    *self.announced = announced;
+                }
+            }
+            FromCli::System(system) if system.subtype == "status" => {
+                if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
+                    sink.permission_mode(mode).await?;
+                }
+            }
+            FromCli::System(system) if system.subtype == "task_started" => {
+                if let Some(task) = system.task_id {
+                    self.tasks.insert(task, system.description.unwrap_or_default());
+                }
+            }
+            FromCli::System(system) if system.subtype == "task_notification" => {
+                // Any status it reports here (completed, failed, stopped) ends the task.
+                if let Some(task) = system.task_id {
+                    self.tasks.remove(&task);
+                }
+            }
+            FromCli::StreamEvent(stream) if stream.parent_tool_use_id.is_none() => match stream.event {
+                ApiEvent::MessageStart { message } => {
+                    self.ensure_message(&message.id).await?;
+                    self.stream_message = Some(message.id);
+                }
+                ApiEvent::ContentBlockStart { index, content_block: ContentBlock::ToolUse { id, name, .. } } => {
+                    let message = self.stream_message.clone().unwrap_or_default();
+                    let ours = self.ensure_message(&message).await?;
+                    if self.started_tools.insert(id.clone()) {
+                        sink.tool_call_started(&ours, &id, &name).await?;
+                    }
+                    self.block_tools.insert((message, index), id);
+                }
+                ApiEvent::ContentBlockDelta { index, delta } => {
+                    let message = self.stream_message.clone().unwrap_or_default();
+                    match delta {
+                        Delta::TextDelta { text } => {
+                            let ours = self.ensure_message(&message).await?;
+                            self.streamed_text.insert(message);
+                            sink.text(&ours, &text).await?;
+                        }
+                        Delta::InputJsonDelta { partial_json } => {
+                            if let Some(tool) = self.block_tools.get(&(message, index))
+                                && !self.ready_tools.contains(tool)
+                                && !partial_json.is_empty()
+                            {
+                                sink.tool_input_delta(tool, &partial_json).await?;
+                            }
+                        }
+                        Delta::Other => {}
+                    }
+                }
+                _ => {}
+            },
+            FromCli::Assistant(assistant) if assistant.parent_tool_use_id.is_none() => {
+                let ours = self.ensure_message(&assistant.message.id).await?;
+                for block in assistant.message.content {
+                    match block {
+                        ContentBlock::Text { text } if !self.streamed_text.contains(&assistant.message.id) => {
+                            sink.text(&ours, &text).await?;
+                        }
+                        ContentBlock::ToolUse { id, name, input } => {
+                            self.show_tool_call(&ours, &id, &name, input).await?
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            // A subagent's own tool calls are shown once they ask something (below); their
+            // results then land on those cards.
+            FromCli::User(echo) => {
+                let subagent = echo.parent_tool_use_id.is_some();
+                for block in echo.tool_results() {
+                    let ContentBlock::ToolResult { tool_use_id, content, is_error } = block else { continue };
+                    if subagent && !self.started_tools.contains(&tool_use_id) {
+                        continue;
+                    }
+                    let mut text = ContentBlock::result_text(&content);
+                    // The override step: where the result was filled in by the hook, the stored
+                    // transcript shows the answer the person really gave, in the CLI's words.
+                    if let Some(answers) = sink.take_answer(&tool_use_id)
+                        && self.answer_path == AnswerPath::Hook
+                    {
+                        text = words::as_tool_result(&answers);
+                    }
+                    sink.tool_result(&tool_use_id, &text, is_error.unwrap_or(false)).await?;
+                }
+            }
+            FromCli::ControlRequest { request_id, request } => match request {
+                CliRequest::CanUseTool(ask) if is_question_tool(&ask.tool_name) => {
+                    let tool_use_id = ask.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
+                    self.ask(request_id, tool_use_id, ask.tool_name, ask.input, false);
+                }
+                CliRequest::CanUseTool(ask) => {
+                    let tool_use_id = ask.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
+                    if self.preapproved.iter().any(|(tool, input)| *tool == ask.tool_name && *input == ask.input) {
+                        // Decided after a restart, and said to the agent in words: not asked again.
+                        info!(session = %self.request.session_id, tool = ask.tool_name, "allowed as decided before the restart");
+                        self.preapproved.retain(|(tool, input)| !(*tool == ask.tool_name && *input == ask.input));
+                        cli.send(ToCli::success(&request_id, allow(ask.input)));
+                    } else {
+                        if ask.agent_id.is_some() && !self.started_tools.contains(&tool_use_id) {
+                            // A subagent's call: the thread has not seen it yet.
+                            let ours = self.current_or_new_message().await?;
+                            self.show_tool_call(&ours, &tool_use_id, &ask.tool_name, ask.input.clone()).await?;
+                        }
+                        let asked_by = ask.agent_id.as_ref().map(|agent| {
+                            self.tasks
+                                .get(agent)
+                                .filter(|d| !d.is_empty())
+                                .cloned()
+                                .unwrap_or_else(|| "a subagent".into())
+                        });
+                        self.approve(request_id, tool_use_id, ask, asked_by);
+                    }
+                }
+                CliRequest::HookCallback(hook) if hook.tool_name().is_some_and(is_question_tool) => {
+                    let tool = hook.tool_name().unwrap_or_default().to_string();
+                    let tool_use_id = hook.tool_use_id.clone().unwrap_or_else(|| request_id.clone());
+                    self.ask(request_id, tool_use_id, tool, hook.tool_input(), true);
+                }
+                // A hook we did not register for a question: no decision.
+                CliRequest::HookCallback(_) => {
+                    cli.send(ToCli::success(&request_id, json!({})));
+                }
+                CliRequest::Other(request) => {
+                    warn!(session = %self.request.session_id, %request, "Claude Code asked something this build does not know");
+                    cli.send(ToCli::error(&request_id, "AskBridge does not support this request"));
+                }
+            },
+            FromCli::ControlCancelRequest { request_id } => {
+                if let Some(asking) = self.asking.get(&request_id) {
+                    let reason = if interrupted { "the turn was stopped" } else { "Claude Code withdrew the question" };
+                    sink.withdraw(&asking.tool_use_id, reason).await;
+                }
+            }
+            FromCli::Result(result) => {
+                if interrupted {
+                    if let Some(message) = self.current.take() {
+                        sink.finish_message(&message).await?;
+                    }
+                    return Ok(Some(Err(Ended::Interrupted)));
+                }
+                if result.deferred() {
+                    if let Some(message) = self.current.take() {
+                        sink.finish_message(&message).await?;
+                    }
+                    let stop = self.parked.values().any(|a| !a.hook);
+                    return Ok(Some(Err(Ended::Parked { stop })));
+                }
+                if result.is_error {
+                    if let Some(message) = self.current.take() {
+                        sink.finish_message(&message).await?;
+                    }
+                    let detail = result.result.clone().filter(|r| !r.is_empty()).unwrap_or(result.subtype.clone());
+                    return Ok(Some(Err(Ended::Failed(format!("Claude Code ended the turn with an error: {detail}")))));
+                }
+                let usage = Usage {
+                    input_tokens: result.usage.as_ref().and_then(|u| u.input_tokens),
+                    output_tokens: result.usage.as_ref().and_then(|u| u.output_tokens),
+                    cost_usd: result.total_cost_usd,
+                    duration_ms: result.duration_ms,
+                };
+                // Subagents still at work (or asking) go on after the main turn's result (§13):
+                // the turn stays open until they are done and the CLI's own turn after them ends.
+                if !self.tasks.is_empty() || !self.asking.is_empty() {
+                    self.result_seen = Some(usage);
+                    return Ok(None);
+                }
+                return Ok(Some(self.finish(Some(usage)).await));
+            }
+            // Acknowledgements of our own requests, subagents' messages, state notices.
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// A tool call of the model's, shown once with its arguments.
+    async fn show_tool_call(&mut self, message: &str, id: &str, name: &str, input: Value) -> Result<(), AgentError> {
+        if self.started_tools.insert(id.to_string()) {
+            self.sink.tool_call_started(message, id, name).await?;
+        }
+        if self.ready_tools.insert(id.to_string()) {
+            self.sink.tool_call_ready(id, input).await?;
+        }
+        Ok(())
+    }
+
+    /// Our message for an API message, starting it (and finishing the one before) as needed.
+    async fn ensure_message(&mut self, api_id: &str) -> Result<String, AgentError> {
+        if let Some(ours) = self.messages.get(api_id) {
+            return Ok(ours.clone());
+        }
+        if let Some(previous) = self.current.take() {
+            self.sink.finish_message(&previous).await?;
+        }
+        let ours = self.sink.start_message().await?;
+        self.messages.insert(api_id.to_string(), ours.clone());
+        self.current = Some(ours.clone());
+        Ok(ours)
+    }
+
+    /// The message being written, or a new one (a subagent asks after the main reply ended).
+    async fn current_or_new_message(&mut self) -> Result<String, AgentError> {
+        match &self.current {
+            Some(current) => Ok(current.clone()),
+            None => {
+                let ours = self.sink.start_message().await?;
+                self.current = Some(ours.clone());
+                Ok(ours)
+            }
+        }
+    }
+
+    /// Asks the person's permission, in a task of its own; the answer comes back on `replies`.
+    fn approve(
+        &mut self,
+        request_id: String,
+        tool_use_id: String,
+        ask: protocol::CanUseTool,
+        asked_by: Option<String>,
+    ) {
+        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook: false });
+        let approval = Approval {
+            description: ask
+                .description
+                .clone()
+                .or_else(|| ask.input.get("description").and_then(Value::as_str).map(str::to_string)),
+            reason: ask.decision_reason.clone(),
+            blocked_path: ask.blocked_path.clone(),
+            asked_by,
+            ..Approval::new(&ask.tool_name, ask.input.clone())
+        }
+        .with_suggestions(&ask.permission_suggestions);
+        let sink = self.sink.clone();
+        let replies = self.replies.0.clone();
+        let cancel = self.waits_end.child_token();
+        tokio::spawn(async move {
+            let mut approval = approval;
+            if approval.is_plan() && !matches!(approval.shows, Shows::Plan { .. }) {
+                let written = sink.tool_input(&tool_use_id).await;
+                if let Some(plan) = plan_text(&approval.input, written.as_ref()).await {
+                    approval.shows = Shows::Plan { markdown: plan };
+                }
+            }
+            // Parkable: a permission request cannot be deferred, but its card can outlive the CLI
+            // and the decision reach the resumed agent in words.
+            let answer = match sink.ask_approval(&tool_use_id, approval.clone(), true, &cancel).await {
+                Ok(outcome) => approval_reply(&outcome, &approval).map_or(Answer::Nothing, Answer::Reply),
+                Err(AgentError::Parked) => Answer::Parked,
+                Err(_) => Answer::Nothing,
+            };
+            let _ = replies.send((request_id, answer));
+        });
+    }
+
+    /// Puts a question to the person, in a task of its own; the reply for the CLI comes back on
+    /// `replies`. Through the hook (`hook`) a question can be parked: the call is deferred.
+    fn ask(&mut self, request_id: String, tool_use_id: String, tool: String, input: Value, hook: bool) {
+        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook });
+        let sink = self.sink.clone();
+        let replies = self.replies.0.clone();
+        // Stop ends the wait; the turn's end cancels the card.
+        let cancel = self.waits_end.child_token();
+        let path = if hook { AnswerPath::Hook } else { AnswerPath::CanUseTool };
+        tokio::spawn(async move {
+            let answer = match sink.ask(&tool_use_id, &tool, &input, hook, &cancel).await {
+                Ok(outcome) => question_reply(&outcome, &input, path).map_or(Answer::Nothing, Answer::Reply),
+                Err(AgentError::Parked) => Answer::Parked,
+                Err(_) => Answer::Nothing,
+            };
+            let _ = replies.send((request_id, answer));
+        });
+    }
+}
+
+/// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
+fn known_mode(name: Option<&str>) -> Option<PermissionMode> {
+    let name = name?;
+    name.parse().map_err(|_| warn!(mode = name, "Claude Code reports a permission mode this build does not know")).ok()
+}
+
+/// The plan an `ExitPlanMode` request is about. Claude Code fills in `plan` from its plan file
+/// and drops what the model wrote when there is none, so look in the request, then in the plan
+/// file it names, then in what the model wrote.
+async fn plan_text(input: &Value, written: Option<&Value>) -> Option<String> {
+    const MAX_PLAN_BYTES: u64 = 256 * 1024;
+    let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
+    if let Some(plan) = text(input, "plan") {
+        return Some(plan);
+    }
+    if let Some(path) = text(input, "planFilePath") {
+        let readable = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() <= MAX_PLAN_BYTES);
+        if readable && let Ok(plan) = tokio::fs::read_to_string(&path).await {
+            return Some(plan);
+        }
+    }
+    written.and_then(|written| text(written, "plan"))
+}
+
+/// The person's decision on a permission request, as the CLI expects it.
+fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
+    Some(match outcome {
+        InteractionOutcome::Allowed { always } => {
+            let mut reply = allow(approval.input.clone());
+            if let Some(suggestion) = always.and_then(|i| approval.suggestions.get(i)) {
+                reply["updatedPermissions"] = json!([suggestion.value]);
+            }
+            reply
+        }
+        InteractionOutcome::Denied { message: Some(message) } => deny(message),
+        InteractionOutcome::Denied { message: None } => {
+            deny(if approval.is_plan() { "The user wants to keep planning." } else { "The user denied this." })
+        }
+        InteractionOutcome::Expired => deny(crate::approval::EXPIRED_MESSAGE),
+        InteractionOutcome::Cancelled { .. } => return None,
+        other => deny(&format!("The permission request ended without a decision ({}).", other.why_closed())),
+    })
+}
+
+/// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
+pub(super) fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
+    let refusal = match outcome {
+        InteractionOutcome::Answered { answers } => {
+            let updated = input_with_answers(input, answers);
+            return Some(match path {
+                AnswerPath::CanUseTool => allow(updated),
+                AnswerPath::Hook => hook_allow(updated),
+            });
+        }
+        InteractionOutcome::Cancelled { .. } | InteractionOutcome::Lost { .. } => return None,
+        InteractionOutcome::Declined { reason } => {
+            let mut message = "The user declined to answer these questions: they chose none of the options and \
+                               gave no answer. Do not assume one."
+                .to_string();
+            if let Some(reason) = reason {
+                message.push_str(&format!(" Their reason: {reason}"));
+            }
+            message
+        }
+        InteractionOutcome::Expired => "The user did not answer these questions in time, so there is no answer. \
+                                        Do not assume one."
+            .to_string(),
+        InteractionOutcome::Failed { error } => format!("The questions could not be shown to the user: {error}"),
+        // Approval outcomes: not an answer to a question.
+        InteractionOutcome::Allowed { .. } | InteractionOutcome::Denied { .. } => {
+            "The questions were not answered.".to_string()
+        }
+    };
+    Some(match path {
+        AnswerPath::CanUseTool => deny(&refusal),
+        AnswerPath::Hook => hook_deny(&refusal),
+    })
+}

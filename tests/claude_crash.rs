@@ -1,0 +1,142 @@
+//! AskBridge killed (SIGKILL) while Claude Code waits for the person's answer: the CLI, left
+//! behind, tells the model that the person declined (protocol §12, l_hook_eof). After the restart
+//! the card says exactly that, never "answered", and the answer can still go to the agent as a
+//! message. The real `askbridge` binary, the real CLI and the mock Messages API.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use askbridge::testing::wait_until;
+use serde_json::{Value, json};
+use support::mock_anthropic::{MockAnthropic, Reply};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const AUTH: &str = "Which auth method should we use?";
+
+/// One JSON POST to the server's API, as a script would send it.
+async fn post(port: u16, name: &str, body: Value) -> (u16, Value) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+    let body = body.to_string();
+    let request = format!(
+        "POST /api/{name} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").unwrap();
+    // Small bodies come whole; a chunked one has its size lines around the JSON.
+    let json = body.find(['{', '[']).map(|at| &body[at..body.rfind(['}', ']']).unwrap() + 1]).unwrap_or("null");
+    (status, serde_json::from_str(json).unwrap_or(Value::Null))
+}
+
+struct Server {
+    child: tokio::process::Child,
+    port: u16,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn serve(home: &std::path::Path, mock: &MockAnthropic, port: u16) -> Server {
+    let claude = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/claude");
+    assert!(claude.exists(), "the pinned Claude Code CLI is missing: run `make setup` (npm ci) first");
+    let path = |p: &str| home.join(p).display().to_string();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path("data"), "--agent", "claude"])
+        .args(["--claude-bin", &claude.display().to_string(), "--workdir", &path("project")])
+        .env("HOME", path(""))
+        .env("CLAUDE_CONFIG_DIR", path(".claude"))
+        .env("TMPDIR", path("tmp"))
+        .env("XDG_RUNTIME_DIR", path("tmp"))
+        .env("CLAUDE_CODE_TMPDIR", path("tmp"))
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_until("the server to answer", Duration::from_secs(30), || async {
+        TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ())
+    })
+    .await;
+    Server { child, port }
+}
+
+/// The tool call `tool_use_id` of the session, as the server has it.
+async fn tool_call(port: u16, session: &str, tool_use_id: &str) -> Option<Value> {
+    let (_, view) = post(port, "load_session", json!({"id": session})).await;
+    let messages = view["thread"]["messages"].as_array()?.clone();
+    messages
+        .iter()
+        .flat_map(|m| m["blocks"].as_array().cloned().unwrap_or_default())
+        .find_map(|b| (b["tool_call"]["id"] == tool_use_id).then(|| b["tool_call"].clone()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_follow_as_a_message() {
+    let question = json!({"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
+        {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side"}]});
+    let mock = MockAnthropic::start(vec![
+        Reply::tool_use("toolu_ask", "AskUserQuestion", json!({"questions": [question]})),
+        Reply::text("ack"),
+        Reply::text("Thanks, JWT then."),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    for dir in [".claude", "tmp", "project", "data"] {
+        std::fs::create_dir_all(home.path().join(dir)).unwrap();
+    }
+    let port = free_port();
+    let mut server = serve(home.path(), &mock, port).await;
+    let (_, session) = post(port, "create_session", json!({})).await;
+    let session = session["id"].as_str().unwrap().to_string();
+    let (status, _) = post(port, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
+    assert_eq!(status, 200);
+    wait_until("the question", Duration::from_secs(60), || async {
+        let call = tool_call(port, &session, "toolu_ask").await?;
+        (call["interaction"]["outcome"].is_null() && call["interaction"].is_object()).then_some(())
+    })
+    .await;
+
+    // SIGKILL: no chance to park. The CLI, in its own process group, sees its stdin close.
+    server.child.kill().await.unwrap();
+    let requests = mock.wait_for_requests(2, Duration::from_secs(60)).await;
+    let told = support::mock_anthropic::tool_results_in(&requests);
+    assert!(
+        told.iter().any(|(id, text, is_error)| id == "toolu_ask" && *is_error && text.contains("STOP")),
+        "{told:?}"
+    );
+
+    let server = serve(home.path(), &mock, port).await;
+    let call = tool_call(server.port, &session, "toolu_ask").await.unwrap();
+    let outcome = &call["interaction"]["outcome"];
+    assert!(
+        outcome["lost"]["told"].as_str().is_some_and(|t| t.starts_with("The user doesn't want to take this action")),
+        "{outcome}"
+    );
+
+    let answers = json!([{"question": AUTH, "labels": ["JWT"], "other": null, "notes": null}]);
+    let (status, body) = post(
+        port,
+        "send_answer_as_message",
+        json!({"session": session, "tool_use_id": "toolu_ask", "answers": answers}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let requests = mock.wait_for_requests(3, Duration::from_secs(60)).await;
+    let sent = requests[2]["messages"].to_string();
+    assert!(sent.contains("my answer did not reach you") && sent.contains("JWT"), "{sent}");
+}
