@@ -10,6 +10,11 @@ const claudePort = port + 1;
 const mockPort = port + 2;
 export const claudeURL = `http://127.0.0.1:${claudePort}`;
 export const mockURL = `http://127.0.0.1:${mockPort}`;
+// AskBridge talking to the Messages API itself (--agent anthropic), against a second mock.
+const apiPort = port + 3;
+const apiMockPort = port + 4;
+export const anthropicURL = `http://127.0.0.1:${apiPort}`;
+export const apiMockURL = `http://127.0.0.1:${apiMockPort}`;
 const root = path.resolve(__dirname, "..");
 const claudeHome = path.join(root, "end2end/.claude-home");
 
@@ -52,7 +57,7 @@ export default defineConfig({
     {
       command:
         `rm -rf end2end/.data && exec target/release/askbridge serve --addr 127.0.0.1:${port} ` +
-        `--data-dir end2end/.data --scenario end2end/fixtures/scenario.toml`,
+        `--data-dir end2end/.data --agent scripted --scenario end2end/fixtures/scenario.toml`,
       cwd: "..",
       url: `${baseURL}/`,
       reuseExistingServer: false,
@@ -95,6 +100,27 @@ export default defineConfig({
         DISABLE_AUTOUPDATER: "1",
         DISABLE_ERROR_REPORTING: "1",
       },
+    },
+    {
+      command: `exec target/debug/examples/mock_anthropic end2end/fixtures/anthropic-mock.json --port ${apiMockPort}`,
+      cwd: "..",
+      url: `${apiMockURL}/_requests`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      stdout: "ignore",
+      stderr: "pipe",
+    },
+    {
+      command:
+        `rm -rf end2end/.data-api && exec target/release/askbridge serve --addr 127.0.0.1:${apiPort} ` +
+        `--data-dir end2end/.data-api --agent anthropic --base-url ${apiMockURL} --model claude-sonnet-5-5`,
+      cwd: "..",
+      url: `${anthropicURL}/`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: "ignore",
+      stderr: "pipe",
+      env: { ANTHROPIC_API_KEY: "dummy" },
     },
   ],
 });

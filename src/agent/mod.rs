@@ -6,6 +6,7 @@
 //! and puts questions and approvals to the person through the bridge), and tests use a
 //! [`RecordingSink`].
 
+pub mod anthropic;
 pub mod claude;
 pub mod recording;
 pub mod scripted;

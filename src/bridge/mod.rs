@@ -292,6 +292,21 @@ impl InteractionBridge {
         self.ledger.park(session, tool_use_id, &|| {}).await
     }
 
+    /// A question opened parked has no waiting agent to time it: once the question timeout (if
+    /// any) has passed, it expires all the same, unless decided first, and the expiry resumes the
+    /// agent as an answer would. The timer lives in this process: a restart forgets it.
+    pub fn expire_parked_later(self: &Arc<Self>, session: &str, tool_use_id: &str) {
+        let Some(timeout) = self.timeouts.question else { return };
+        let (bridge, session, tool_use_id) = (self.clone(), session.to_string(), tool_use_id.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            match bridge.resolve(&session, &tool_use_id, InteractionOutcome::Expired).await {
+                Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
+                Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
+            }
+        });
+    }
+
     /// Asks the session to resume its parked agent (when nothing it left waits any more).
     pub fn ask_to_resume(&self, session: &str) {
         let _ = self.resume.send(session.to_string());

@@ -38,17 +38,19 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
 
-    /// The agent new sessions talk to.
-    #[arg(long, env = "ASKBRIDGE_AGENT", value_enum, default_value_t = AgentChoice::Scripted)]
+    /// The agent new sessions talk to. auto: Claude Code if a working one is installed (on PATH or
+    /// --claude-bin, logged in or with an API key), else the Messages API if an API key is set,
+    /// else the offline scripted demo.
+    #[arg(long, env = "ASKBRIDGE_AGENT", value_enum, default_value_t = AgentChoice::Auto)]
     pub agent: AgentChoice,
 
     /// A scenario file (TOML) for the scripted agent; without it, the built-in demo plays.
     #[arg(long, env = "ASKBRIDGE_SCENARIO")]
     pub scenario: Option<PathBuf>,
 
-    /// The Claude Code CLI to run for `--agent claude`.
-    #[arg(long, env = "ASKBRIDGE_CLAUDE_BIN", default_value = "claude")]
-    pub claude_bin: PathBuf,
+    /// The Claude Code CLI to run for `--agent claude` (default: `claude` on PATH).
+    #[arg(long, env = "ASKBRIDGE_CLAUDE_BIN")]
+    pub claude_bin: Option<PathBuf>,
 
     /// The folder Claude Code works in (default: the folder AskBridge was started from).
     #[arg(long, env = "ASKBRIDGE_WORKDIR")]
@@ -59,9 +61,31 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_PERMISSION_MODE", default_value = "default", value_parser = parse_mode)]
     pub permission_mode: PermissionMode,
 
-    /// The model Claude Code uses (e.g. sonnet, opus); default: the CLI's own choice.
+    /// The model: for Claude Code an alias or name (e.g. sonnet; default: the CLI's own choice);
+    /// for the Messages API a model id (default: claude-opus-5-5).
     #[arg(long, env = "ASKBRIDGE_MODEL")]
     pub model: Option<String>,
+
+    /// The Anthropic API key for `--agent anthropic` (better kept in the environment or a file
+    /// than on the command line).
+    #[arg(long, env = "ANTHROPIC_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// A file holding the Anthropic API key (instead of ANTHROPIC_API_KEY).
+    #[arg(long, env = "ASKBRIDGE_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+
+    /// Where the Messages API is (a proxy, a gateway or a mock).
+    #[arg(long, env = "ANTHROPIC_BASE_URL", default_value = crate::agent::anthropic::DEFAULT_BASE_URL)]
+    pub base_url: String,
+
+    /// The longest reply the Messages API agent may write, in tokens.
+    #[arg(long, env = "ASKBRIDGE_MAX_TOKENS", default_value_t = crate::agent::anthropic::DEFAULT_MAX_TOKENS)]
+    pub max_tokens: u32,
+
+    /// A file whose text is the Messages API agent's system prompt (cached between requests).
+    #[arg(long, env = "ASKBRIDGE_SYSTEM_PROMPT")]
+    pub system_prompt: Option<PathBuf>,
 
     /// How answers reach Claude Code: hook (a PreToolUse hook hands your answers over; a
     /// question can then be parked while it waits) or can-use-tool (it asks over its control
@@ -116,10 +140,14 @@ fn parse_mode(name: &str) -> Result<PermissionMode, String> {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AgentChoice {
+    /// Claude Code if a working one is found, else the Messages API with a key, else scripted.
+    Auto,
     /// Plays a scenario offline: the demo, or --scenario FILE.
     Scripted,
     /// The Claude Code CLI (`--claude-bin`), logged in or with ANTHROPIC_API_KEY set.
     Claude,
+    /// The Anthropic Messages API directly (ANTHROPIC_API_KEY or --api-key-file), no Claude Code.
+    Anthropic,
 }
 
 #[cfg(test)]
@@ -127,11 +155,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serve_defaults_to_loopback_and_the_scripted_agent() {
+    fn serve_defaults_to_loopback_and_the_agent_chosen_by_what_is_installed() {
         let cli = Cli::try_parse_from(["askbridge", "serve"]).unwrap();
         let Command::Serve(args) = cli.command;
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
-        assert_eq!(args.agent, AgentChoice::Scripted);
+        assert_eq!(args.agent, AgentChoice::Auto);
         assert_eq!(args.data_dir, PathBuf::from("data"));
         assert_eq!(args.question_timeout, None);
     }

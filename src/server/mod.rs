@@ -23,6 +23,7 @@ use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
 
 use crate::agent::AgentBackend;
+use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::api::WorkspaceData;
@@ -87,8 +88,16 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
 }
 
 fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
-    match args.agent {
-        AgentChoice::Scripted => {
+    let choice = match args.agent {
+        AgentChoice::Auto => {
+            let (choice, why) = choose_agent(args, &Environment::of_this_process());
+            info!(agent = ?choice, "--agent auto: {why}");
+            choice
+        }
+        chosen => chosen,
+    };
+    match choice {
+        AgentChoice::Auto | AgentChoice::Scripted => {
             let scenario = match &args.scenario {
                 Some(path) => Scenario::load(path)?,
                 None => Scenario::demo(),
@@ -104,9 +113,10 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
             if !workdir.is_dir() {
                 return Err(format!("--workdir {} is not a folder", workdir.display()).into());
             }
-            info!(bin = %args.claude_bin.display(), workdir = %workdir.display(), mode = %args.permission_mode, "Claude Code agent ready");
+            let bin = args.claude_bin.clone().unwrap_or_else(|| PathBuf::from("claude"));
+            info!(bin = %bin.display(), workdir = %workdir.display(), mode = %args.permission_mode, "Claude Code agent ready");
             Ok(Arc::new(ClaudeCliBackend::new(ClaudeConfig {
-                bin: args.claude_bin.clone(),
+                bin,
                 workdir,
                 permission_mode: args.permission_mode,
                 model: args.model.clone(),
@@ -117,7 +127,130 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 idle_exit: Some(args.idle_exit),
             })))
         }
+        AgentChoice::Anthropic => {
+            let api_key = api_key(args)?
+                .ok_or("--agent anthropic needs an API key: set ANTHROPIC_API_KEY, or give --api-key-file FILE")?;
+            let system_prompt = match &args.system_prompt {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("cannot read --system-prompt {}: {e}", path.display()))?,
+                ),
+                None => None,
+            };
+            let mut config = AnthropicConfig::new(&api_key);
+            config.base_url = args.base_url.clone();
+            config.model = args.model.clone().unwrap_or(config.model);
+            config.max_tokens = args.max_tokens;
+            config.system_prompt = system_prompt.filter(|p| !p.trim().is_empty());
+            info!(base_url = %config.base_url, model = %config.model, max_tokens = config.max_tokens, "Messages API agent ready");
+            Ok(Arc::new(AnthropicAgent::new(config)?))
+        }
     }
+}
+
+/// The API key from `--api-key-file` or `ANTHROPIC_API_KEY`, if either gives one.
+fn api_key(args: &ServeArgs) -> Result<Option<String>, BoxError> {
+    if let Some(path) = &args.api_key_file {
+        let key =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read --api-key-file {}: {e}", path.display()))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("--api-key-file {} is empty", path.display()).into());
+        }
+        return Ok(Some(key.to_string()));
+    }
+    Ok(args.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty()).map(str::to_string))
+}
+
+/// What `--agent auto` looks at, apart from the flags.
+struct Environment {
+    path: Option<std::ffi::OsString>,
+    home: Option<PathBuf>,
+    vars: Vec<(String, String)>,
+}
+
+impl Environment {
+    fn of_this_process() -> Self {
+        let vars = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"]
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect();
+        Self { path: std::env::var_os("PATH"), home: std::env::var_os("HOME").map(PathBuf::from), vars }
+    }
+
+    fn var(&self, name: &str) -> Option<&str> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// `--agent auto`: Claude Code when a working one is found (given with `--claude-bin`, or
+/// `claude` on PATH — not the copy a project's `node_modules/.bin` holds for its own tests —
+/// and logged in or given a key); else the Messages API when a key is set; else the offline demo.
+/// Returns the choice and why, for the log.
+fn choose_agent(args: &ServeArgs, env: &Environment) -> (AgentChoice, String) {
+    let claude = match &args.claude_bin {
+        Some(bin) => bin.is_file().then(|| bin.clone()),
+        None => claude_on_path(env.path.as_deref()),
+    };
+    let key = args.api_key_file.is_some() || args.api_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+    if let Some(bin) = &claude
+        && let Some(login) = claude_login(env, key)
+    {
+        return (AgentChoice::Claude, format!("Claude Code at {} ({login})", bin.display()));
+    }
+    let found = match &claude {
+        Some(bin) => format!("Claude Code at {} is not logged in; ", bin.display()),
+        None => "no Claude Code found; ".to_string(),
+    };
+    if key {
+        (AgentChoice::Anthropic, format!("{found}an API key is set: the Messages API"))
+    } else {
+        (AgentChoice::Scripted, format!("{found}no API key: the offline scripted demo"))
+    }
+}
+
+/// `claude` on PATH, skipping `node_modules/.bin` folders (`make` puts the project's own there).
+fn claude_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|dir| !dir.ends_with("node_modules/.bin"))
+        .map(|dir| dir.join("claude"))
+        .find(|bin| is_executable(bin))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// How Claude Code would sign in, if it can: a key or token in the environment, or a login
+/// stored in its config folder.
+fn claude_login(env: &Environment, key: bool) -> Option<&'static str> {
+    if key || env.var("ANTHROPIC_API_KEY").is_some() {
+        return Some("with an API key");
+    }
+    if env.var("ANTHROPIC_AUTH_TOKEN").is_some() || env.var("CLAUDE_CODE_OAUTH_TOKEN").is_some() {
+        return Some("with a token");
+    }
+    let config = match env.var("CLAUDE_CONFIG_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => env.home.as_ref()?.join(".claude"),
+    };
+    if config.join(".credentials.json").is_file() {
+        return Some("logged in");
+    }
+    let state = env.home.as_ref().map(|home| home.join(".claude.json"));
+    let logged_in = state
+        .and_then(|file| std::fs::read_to_string(file).ok())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|state| state.get("oauthAccount").is_some_and(|a| !a.is_null()));
+    logged_in.then_some("logged in")
 }
 
 /// The whole application as one axum router.
@@ -263,4 +396,100 @@ pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("askbridge=info,tower_http=warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(flags: &[&str]) -> ServeArgs {
+        let cli = cli::Cli::try_parse_from([&["askbridge", "serve"], flags].concat()).unwrap();
+        let cli::Command::Serve(mut args) = cli.command;
+        // Whatever this machine's environment says, only the flags given count here.
+        let given = |flag: &str| flags.contains(&flag);
+        if !given("--api-key") {
+            args.api_key = None;
+        }
+        if !given("--api-key-file") {
+            args.api_key_file = None;
+        }
+        if !given("--claude-bin") {
+            args.claude_bin = None;
+        }
+        args
+    }
+
+    fn executable(dir: &Path, name: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, "#!/bin/sh\n").unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        path
+    }
+
+    fn env(path: &[&Path], home: &Path, vars: &[(&str, &str)]) -> Environment {
+        Environment {
+            path: Some(std::env::join_paths(path).unwrap()),
+            home: Some(home.to_path_buf()),
+            vars: vars.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
+        }
+    }
+
+    #[test]
+    fn auto_on_a_fresh_machine_is_the_offline_demo() {
+        let home = tempfile::tempdir().unwrap();
+        let (choice, why) = choose_agent(&args(&[]), &env(&[], home.path(), &[]));
+        assert_eq!(choice, AgentChoice::Scripted, "{why}");
+    }
+
+    #[test]
+    fn auto_ignores_the_claude_that_the_tests_install() {
+        let home = tempfile::tempdir().unwrap();
+        let bin = home.path().join("project/node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        executable(&bin, "claude");
+        let environment = env(&[&bin], home.path(), &[("ANTHROPIC_API_KEY", "sk-test")]);
+        let (choice, why) = choose_agent(&args(&["--api-key", "sk-test"]), &environment);
+        assert_eq!(choice, AgentChoice::Anthropic, "{why}");
+    }
+
+    #[test]
+    fn auto_picks_a_claude_on_path_that_is_logged_in() {
+        let home = tempfile::tempdir().unwrap();
+        let bin = home.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        executable(&bin, "claude");
+        let (choice, why) = choose_agent(&args(&[]), &env(&[&bin], home.path(), &[]));
+        assert_eq!(choice, AgentChoice::Scripted, "not logged in, no key: {why}");
+        std::fs::create_dir_all(home.path().join(".claude")).unwrap();
+        std::fs::write(home.path().join(".claude/.credentials.json"), "{}").unwrap();
+        let (choice, why) = choose_agent(&args(&[]), &env(&[&bin], home.path(), &[]));
+        assert_eq!(choice, AgentChoice::Claude, "{why}");
+    }
+
+    #[test]
+    fn auto_takes_a_claude_bin_given_explicitly_even_from_node_modules() {
+        let home = tempfile::tempdir().unwrap();
+        let bin = home.path().join("node_modules/.bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let claude = executable(&bin, "claude");
+        let flags = ["--claude-bin", claude.to_str().unwrap(), "--api-key", "sk-test"];
+        let (choice, why) = choose_agent(&args(&flags), &env(&[], home.path(), &[]));
+        assert_eq!(choice, AgentChoice::Claude, "{why}");
+    }
+
+    #[test]
+    fn the_api_key_file_wins_and_must_not_be_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        std::fs::write(&file, "  sk-from-file\n").unwrap();
+        let flags = ["--api-key-file", file.to_str().unwrap(), "--api-key", "sk-flag"];
+        assert_eq!(api_key(&args(&flags)).unwrap().as_deref(), Some("sk-from-file"));
+        std::fs::write(&file, "\n").unwrap();
+        assert!(api_key(&args(&flags[..2])).is_err());
+    }
 }

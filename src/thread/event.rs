@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::approval::PermissionMode;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::question::Question;
 
 /// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,6 +55,13 @@ pub enum EventBody {
     ToolInputDelta {
         tool_use_id: String,
         partial_json: String,
+    },
+    /// The questions readable so far in a question tool's streaming arguments, options included,
+    /// worked out on the server (`question::normalize_partial`) so that the card fills in as the
+    /// agent writes without the browser parsing partial JSON.
+    ToolInputPreview {
+        tool_use_id: String,
+        questions: Vec<Question>,
     },
     ToolCallReady {
         tool_use_id: String,
@@ -106,6 +114,7 @@ impl EventBody {
             Self::TextDelta { .. } => "text_delta",
             Self::ToolCallStarted { .. } => "tool_call_started",
             Self::ToolInputDelta { .. } => "tool_input_delta",
+            Self::ToolInputPreview { .. } => "tool_input_preview",
             Self::ToolCallReady { .. } => "tool_call_ready",
             Self::ToolResult { .. } => "tool_result",
             Self::InteractionOpened { .. } => "interaction_opened",

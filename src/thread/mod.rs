@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::approval::PermissionMode;
 use crate::interaction::{Interaction, InteractionOutcome};
+use crate::question::Question;
 
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -82,6 +83,9 @@ pub struct ToolCall {
     /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub partial_input: String,
+    /// For a question tool whose arguments still stream: the questions readable so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<Question>,
     pub status: ToolStatus,
     pub result: Option<String>,
     /// The person's part, for tools that ask them something.
@@ -123,6 +127,9 @@ pub struct TurnState {
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// What the session's turns have cost so far, summed from their usage, for the header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cost_usd: Option<f64>,
     /// Whether the agent's process runs, for agents that have one (`None`: no process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_running: Option<bool>,
@@ -234,6 +241,7 @@ impl Thread {
                     name: name.clone(),
                     input: None,
                     partial_input: String::new(),
+                    preview: Vec::new(),
                     status: ToolStatus::Streaming,
                     result: None,
                     interaction: None,
@@ -242,9 +250,13 @@ impl Thread {
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
                 self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
             }
+            EventBody::ToolInputPreview { tool_use_id, questions } => {
+                self.with_tool_call(tool_use_id, |call| call.preview = questions.clone())
+            }
             EventBody::ToolCallReady { tool_use_id, input } => self.with_tool_call(tool_use_id, |call| {
                 call.input = Some(input.clone());
                 call.partial_input.clear();
+                call.preview.clear();
                 call.status = ToolStatus::Running;
             }),
             EventBody::ToolResult { tool_use_id, output, is_error } => self.with_tool_call(tool_use_id, |call| {
@@ -275,6 +287,9 @@ impl Thread {
                 self.turn.working = false;
                 self.turn.last_outcome = Some(outcome.clone());
                 self.turn.last_usage = usage.clone();
+                if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
+                    self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
+                }
                 // Nothing streams, runs or waits for the person past the end of its turn, but
                 // for a parked interaction: it outlives its turn, and its answer starts the next.
                 let mut change = Change::turn();

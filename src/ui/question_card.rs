@@ -341,6 +341,8 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     let questions = Memo::new(move |_| {
         call.with(|c| match &c.interaction {
             Some(interaction) => interaction.questions().to_vec(),
+            // The server read the streaming arguments: questions and options so far.
+            None if c.input.is_none() && !c.preview.is_empty() => c.preview.clone(),
             None => {
                 let text = match &c.input {
                     Some(input) => input.to_string(),

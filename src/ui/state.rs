@@ -36,6 +36,8 @@ pub struct NewSessionOptions {
     /// Only for an agent that works in a folder.
     pub workdir: Option<RwSignal<String>>,
     pub mode: RwSignal<PermissionMode>,
+    /// The agent new sessions talk to.
+    pub agent: RwSignal<String>,
 }
 
 impl Workspace {

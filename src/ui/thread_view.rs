@@ -128,6 +128,7 @@ fn placeholder_call() -> ToolCall {
         name: String::new(),
         input: None,
         partial_input: String::new(),
+        preview: Vec::new(),
         status: crate::thread::ToolStatus::Cancelled,
         result: None,
         interaction: None,

@@ -36,7 +36,7 @@ enum Shown {
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let WorkspaceData { sessions, current, problem, default_workdir, default_mode, .. } = initial_data()
+    let WorkspaceData { agent, sessions, current, problem, default_workdir, default_mode } = initial_data()
         .unwrap_or_else(|error| WorkspaceData {
             agent: String::new(),
             default_workdir: None,
@@ -56,6 +56,7 @@ pub fn Workspace() -> impl IntoView {
         new_session: NewSessionOptions {
             workdir: default_workdir.map(RwSignal::new),
             mode: RwSignal::new(default_mode),
+            agent: RwSignal::new(agent),
         },
     };
     provide_context(workspace);
@@ -270,6 +271,9 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
             <span class="session-meta">
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
                 <span class="agent-info">{move || thread.turn.with(|t| t.agent_info.clone())}</span>
+                <span class="session-cost" title="What this session has cost so far">
+                    {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
+                </span>
                 {turn_status(thread)}
             </span>
         </div>
@@ -382,7 +386,7 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
 fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
-    let NewSessionOptions { workdir, mode } = options;
+    let NewSessionOptions { workdir, mode, agent } = options;
     use_document_title(String::new);
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
@@ -392,6 +396,7 @@ fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
                 "Write a message to start a session. When the agent asks you something or needs \
                  permission, a card appears here and your answer goes straight back to it."
             </p>
+            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent.get()}</span></p>
         </section>
         {workdir.map(|workdir| {
             view! {

@@ -7,7 +7,6 @@
 //! Playwright starts; the example reads its script from a JSON file (see [`script_from_json`]).
 
 use std::collections::{HashSet, VecDeque};
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -46,22 +45,62 @@ pub enum Block {
 }
 
 /// One scripted assistant message. Its `stop_reason` is `tool_use` if it has a tool call,
-/// otherwise `end_turn`.
-#[derive(Clone, Debug, PartialEq)]
+/// otherwise `end_turn` (`max_tokens` when it ends [`End::MaxTokens`]).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Reply {
     pub blocks: Vec<Block>,
+    /// How the streamed reply ends.
+    pub end: End,
+    /// Instead of a reply, this error response (the request is still recorded).
+    pub error: Option<ApiFailure>,
     /// Served only to a request whose messages contain this text (when conversations run side
     /// by side, as a subagent's does beside the main one); `None` serves any request.
     pub when: Option<String>,
 }
 
+/// How a streamed reply ends.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum End {
+    /// `message_delta` and `message_stop`, as a finished reply.
+    #[default]
+    Complete,
+    /// The connection breaks after this many events (`message_start` is the first): no
+    /// `message_stop`, and the body ends in an error.
+    CutAfter(usize),
+    /// The reply reaches max_tokens in the middle of its last block, a tool call's arguments:
+    /// half the JSON arrives, then `content_block_stop` and `stop_reason: "max_tokens"`.
+    MaxTokens,
+}
+
+/// An error response: `{"type":"error","error":{"type": kind, "message": message}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApiFailure {
+    pub status: u16,
+    pub kind: String,
+    pub message: String,
+    /// The `retry-after` header, in seconds.
+    pub retry_after: Option<u64>,
+}
+
 impl Reply {
     pub fn text(t: &str) -> Self {
-        Reply { blocks: vec![Block::Text(t.to_owned())], when: None }
+        Reply { blocks: vec![Block::Text(t.to_owned())], ..Reply::default() }
     }
 
     pub fn tool_use(id: &str, name: &str, input: Value) -> Self {
-        Reply { blocks: vec![Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input }], when: None }
+        Reply { blocks: vec![Block::ToolUse { id: id.to_owned(), name: name.to_owned(), input }], ..Reply::default() }
+    }
+
+    /// An error response instead of a reply: `Reply::error(529, "overloaded_error", "Overloaded", None)`.
+    pub fn error(status: u16, kind: &str, message: &str, retry_after: Option<u64>) -> Self {
+        let error = ApiFailure { status, kind: kind.to_owned(), message: message.to_owned(), retry_after };
+        Reply { error: Some(error), ..Reply::default() }
+    }
+
+    /// Ends the reply as `end` says.
+    pub fn ending(mut self, end: End) -> Self {
+        self.end = end;
+        self
     }
 
     /// Serves this reply only to a request whose messages contain `text`.
@@ -77,6 +116,9 @@ impl Reply {
     }
 
     pub fn stop_reason(&self) -> &'static str {
+        if self.end == End::MaxTokens {
+            return "max_tokens";
+        }
         if self.blocks.iter().any(|b| matches!(b, Block::ToolUse { .. })) { "tool_use" } else { "end_turn" }
     }
 }
@@ -93,7 +135,9 @@ impl Reply {
 /// ```
 ///
 /// The top level may also be `{"replies": [...]}`; `blocks` may stand for `content`; a block may be
-/// a bare string (a text block). A `tool_use` without `id` gets `toolu_mock_0001`, `toolu_mock_0002`…
+/// a bare string (a text block). An object reply may add `"cut_after": N` (the connection breaks
+/// after N events) or `"stop": "max_tokens"` (see [`End`]); `{"error": {"status": 529, "type":
+/// "overloaded_error", "message": "…", "retry_after": 1}}` is an error response instead. A `tool_use` without `id` gets `toolu_mock_0001`, `toolu_mock_0002`…
 /// (counted over the script), without `input` gets `{}`.
 pub fn script_from_json(script: &Value) -> Result<Vec<Reply>, String> {
     let replies = match script {
@@ -113,6 +157,19 @@ pub fn script_from_json(script: &Value) -> Result<Vec<Reply>, String> {
 }
 
 fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String> {
+    if let Some(error) = reply.get("error") {
+        let status = error.get("status").and_then(Value::as_u64).ok_or("an error needs a numeric \"status\"")?;
+        let kind = error.get("type").and_then(Value::as_str).unwrap_or("api_error");
+        let message = error.get("message").and_then(Value::as_str).unwrap_or("");
+        let retry_after = error.get("retry_after").and_then(Value::as_u64);
+        return Ok(Reply::error(status as u16, kind, message, retry_after));
+    }
+    let end = match (reply.get("cut_after").and_then(Value::as_u64), reply.get("stop").and_then(Value::as_str)) {
+        (Some(n), _) => End::CutAfter(n as usize),
+        (None, Some("max_tokens")) => End::MaxTokens,
+        (None, Some(other)) => return Err(format!("\"stop\": {other:?} is not a stop this mock can play")),
+        (None, None) => End::Complete,
+    };
     let blocks = match reply {
         Value::String(text) => return Ok(Reply::text(text)),
         Value::Array(blocks) => blocks,
@@ -130,7 +187,7 @@ fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String>
     if blocks.is_empty() {
         return Err("a reply needs at least one block".into());
     }
-    Ok(Reply { blocks, when: None })
+    Ok(Reply { blocks, end, error: None, when: None })
 }
 
 fn block_from_json(block: &Value, tool_ids: &mut usize) -> Result<Block, String> {
@@ -367,15 +424,29 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
     let input_tokens = rough_tokens(body.len());
     let (reply, number) = shared.answer(request);
+    if let Some(error) = &reply.error {
+        tracing::info!(target: "mock_anthropic", status = error.status, "error reply");
+        let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = api_error(status, &error.kind, &error.message);
+        if let Some(seconds) = error.retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        return response;
+    }
     let id = format!("msg_mock_{number:04}");
     tracing::info!(target: "mock_anthropic", %id, stream, stop_reason = reply.stop_reason(), "reply");
     let mut response = if stream {
-        let events = sse_events(&reply, &id, &model, input_tokens);
+        let mut events: Vec<Result<String, std::io::Error>> =
+            sse_events(&reply, &id, &model, input_tokens).into_iter().map(Ok).collect();
+        if let End::CutAfter(n) = reply.end {
+            events.truncate(n);
+            events.push(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the mock cut the stream")));
+        }
         let paced = futures::stream::iter(events.into_iter().enumerate()).then(|(i, event)| async move {
             if i > 0 {
                 tokio::time::sleep(EVENT_GAP).await;
             }
-            Ok::<_, Infallible>(event)
+            event
         });
         let mut response = Response::new(Body::from_stream(paced));
         let headers = response.headers_mut();
@@ -482,8 +553,9 @@ fn sse_events(reply: &Reply, id: &str, model: &str, input_tokens: u64) -> Vec<St
         ),
         sse("ping", json!({ "type": "ping" })),
     ];
+    let last = reply.blocks.len().saturating_sub(1);
     for (index, block) in reply.blocks.iter().enumerate() {
-        let (start, deltas) = match block {
+        let (start, mut deltas) = match block {
             Block::Text(text) => (
                 json!({ "type": "text", "text": "" }),
                 text_pieces(text).into_iter().map(|t| json!({ "type": "text_delta", "text": t })).collect::<Vec<_>>(),
@@ -497,6 +569,10 @@ fn sse_events(reply: &Reply, id: &str, model: &str, input_tokens: u64) -> Vec<St
                     .collect(),
             ),
         };
+        if reply.end == End::MaxTokens && index == last {
+            // Cut off halfway through: the API stops the block where the tokens ran out.
+            deltas.truncate(deltas.len().div_ceil(2));
+        }
         events.push(sse(
             "content_block_start",
             json!({ "type": "content_block_start", "index": index, "content_block": start }),
@@ -822,5 +898,51 @@ mod tests {
         let error = script_from_json(&json!(["ok", [{ "type": "tool_use" }]])).unwrap_err();
         assert!(error.contains("reply 2") && error.contains("name"), "{error}");
         assert!(script_from_json(&json!([[]])).is_err());
+    }
+
+    #[test]
+    fn script_file_format_plays_errors_cuts_and_max_tokens() {
+        let script = json!([
+            { "error": { "status": 529, "type": "overloaded_error", "message": "Overloaded", "retry_after": 2 } },
+            { "content": ["cut"], "cut_after": 3 },
+            { "content": [{ "type": "tool_use", "id": "t", "name": "AskUserQuestion" }], "stop": "max_tokens" },
+        ]);
+        let replies = script_from_json(&script).unwrap();
+        assert_eq!(replies[0], Reply::error(529, "overloaded_error", "Overloaded", Some(2)));
+        assert_eq!(replies[1], Reply::text("cut").ending(End::CutAfter(3)));
+        assert_eq!(replies[2].end, End::MaxTokens);
+        assert_eq!(replies[2].stop_reason(), "max_tokens");
+        assert!(script_from_json(&json!([{ "content": ["x"], "stop": "pause_turn" }])).is_err());
+    }
+
+    #[tokio::test]
+    async fn an_error_reply_is_an_api_error_with_retry_after_and_is_recorded() {
+        let shared = Arc::new(Shared::new(vec![Reply::error(429, "rate_limit_error", "slow down", Some(3))]));
+        let app = router(shared.clone());
+        let request =
+            Request::builder().method("POST").uri("/v1/messages").body(Body::from(streaming_request("m"))).unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "3");
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let error: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(error, json!({ "type": "error", "error": { "type": "rate_limit_error", "message": "slow down" } }));
+        assert_eq!(shared.requests().len(), 1);
+    }
+
+    #[test]
+    fn max_tokens_cuts_the_last_tool_calls_arguments_in_half() {
+        let input = json!({ "questions": [{ "question": "A long enough question to need several chunks?" }] });
+        let reply = Reply::tool_use("t", "AskUserQuestion", input.clone()).ending(End::MaxTokens);
+        let events = sse_events(&reply, "msg", "m", 1);
+        let partial: String = events
+            .iter()
+            .filter_map(|e| e.split_once("data: ").map(|(_, d)| serde_json::from_str::<Value>(d.trim()).unwrap()))
+            .filter(|d| d["type"] == "content_block_delta")
+            .map(|d| d["delta"]["partial_json"].as_str().unwrap().to_owned())
+            .collect();
+        let whole = input.to_string();
+        assert!(!partial.is_empty() && whole.starts_with(&partial) && partial != whole);
+        assert!(events.iter().any(|e| e.contains("\"stop_reason\":\"max_tokens\"")));
     }
 }
