@@ -25,7 +25,7 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const BIN = path.join(root, "target/release/askbridge");
 const SESSIONS = Number(process.env.SESSIONS ?? 1000);
-const CONCURRENCY = 16;
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16); // requests in flight at once
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 600);
 const MESSAGE = "park this question"; // the scenario's "park" turn: one line, then a question
 
