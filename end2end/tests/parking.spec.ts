@@ -113,11 +113,6 @@ test.describe("with --park-after 1s", () => {
   });
 
   test("a turn with two questions, each parked, goes on after the second", async ({ page }) => {
-    test.fail(
-      true,
-      "known bug: resumed at its second parked question, the scripted agent starts again at the turn's first " +
-        "question and asks the second one again (resume_point counts the tool calls of the last reply only)",
-    );
     const session = await startSession(page, "ask me twice");
     const port = card(page).getByRole("radiogroup", { name: "Which port?" });
     await expect(port.getByRole("radio", { name: "8080" })).toBeEnabled();

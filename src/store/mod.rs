@@ -318,20 +318,39 @@ impl Store {
         let Append { session_id, event, messages, turn, interactions } = append;
         let seq = event.seq as i64;
         let mut tx = self.pool.begin().await?;
-        let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = ?")
-            .bind(session_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-        match stored {
-            None => return Err(StoreError::SessionNotFound(session_id.to_string())),
-            Some(stored) if stored != seq - 1 => {
-                return Err(StoreError::SequenceConflict {
+        // The session's row first: writing it takes the database's write lock at once (a read
+        // first would have to upgrade its lock later, which SQLite refuses under contention).
+        // Deltas do not move a session up the list; messages and turn changes do.
+        let touches = !event.body.is_delta();
+        let turn_json = turn.map(serde_json::to_string).transpose()?;
+        let updated = sqlx::query(
+            "UPDATE sessions SET last_seq = ?,
+               turn = COALESCE(?, turn),
+               updated_at_ms = CASE WHEN ? THEN ? ELSE updated_at_ms END
+             WHERE id = ? AND last_seq = ?",
+        )
+        .bind(seq)
+        .bind(turn_json)
+        .bind(touches)
+        .bind(event.at_ms)
+        .bind(session_id)
+        .bind(seq - 1)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
+            let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = ?")
+                .bind(session_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+            return Err(match stored {
+                None => StoreError::SessionNotFound(session_id.to_string()),
+                Some(stored) => StoreError::SequenceConflict {
                     session: session_id.to_string(),
                     seq: event.seq,
                     stored: stored as u64,
-                });
-            }
-            Some(_) => {}
+                },
+            });
         }
         sqlx::query("INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES (?, ?, ?, ?, ?)")
             .bind(session_id)
@@ -374,27 +393,6 @@ impl Store {
             .bind(seq)
             .execute(&mut *tx)
             .await?;
-        }
-        // Deltas do not move a session up the list; messages and turn changes do.
-        let touches = !matches!(event.body, EventBody::TextDelta { .. } | EventBody::ToolInputDelta { .. });
-        let turn_json = turn.map(serde_json::to_string).transpose()?;
-        let updated = sqlx::query(
-            "UPDATE sessions SET last_seq = ?,
-               turn = COALESCE(?, turn),
-               updated_at_ms = CASE WHEN ? THEN ? ELSE updated_at_ms END
-             WHERE id = ? AND last_seq = ?",
-        )
-        .bind(seq)
-        .bind(turn_json)
-        .bind(touches)
-        .bind(event.at_ms)
-        .bind(session_id)
-        .bind(seq - 1)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
-            // Written meanwhile by another connection: the transaction is dropped, nothing changes.
-            return Err(StoreError::SequenceConflict { session: session_id.to_string(), seq: event.seq, stored: 0 });
         }
         tx.commit().await?;
         Ok(())

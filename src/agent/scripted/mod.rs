@@ -244,15 +244,17 @@ struct ResumePoint {
     last_answer: Option<String>,
 }
 
-/// Finds the call a parked turn stopped at: the last tool call of the last reply that asked the
-/// person and got no result yet.
+/// Finds the call a parked turn stopped at: the last tool call, since the person's message, that
+/// asked the person and got no result yet. Its place among the calls of every reply since that
+/// message (a turn resumed twice has two) is its place among the turn's tool steps.
 fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
     use crate::thread::{Block, Role};
-    let message = history.iter().rev().find(|m| m.role == Role::User)?.text();
-    let reply = history.iter().rev().find(|m| m.role == Role::Assistant)?;
-    let calls: Vec<_> = reply
-        .blocks
+    let asked = history.iter().rposition(|m| m.role == Role::User)?;
+    let message = history[asked].text();
+    let calls: Vec<_> = history[asked + 1..]
         .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.blocks.iter())
         .filter_map(|block| match block {
             Block::ToolCall(call) => Some(call),
             Block::Text { .. } => None,
