@@ -11,7 +11,7 @@ use sqlx::{Row, SqlitePool};
 
 use crate::error::AppError;
 use crate::interaction::Interaction;
-use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
+use crate::thread::{Block, Change, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -465,6 +465,7 @@ fn role_from_str(role: &str) -> Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::thread::EventBody;
     use crate::thread::TurnOutcome;
 
     fn summary(id: &str, at: i64) -> SessionSummary {

@@ -142,12 +142,13 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         .enumerate()
         .map(|(index, suggestion)| view! { <button class="button" data-d=index>{suggestion.label.clone()}</button> })
         .collect_view();
-    let Approval { description, reason, blocked_path, shows, .. } = approval;
+    let Approval { description, reason, blocked_path, shows, asked_by, .. } = approval;
 
     let body = view! {
         <div class="ac-body" hidden=move || !plan && !open()>
             {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
             {shows_view(shows)}
+            {asked_by.map(|who| view! { <p class="ac-reason">"Asked by the subagent working on “" {who} "”"</p> })}
             {reason.map(|text| view! { <p class="ac-reason">"Why it asks: " {text}</p> })}
             {blocked_path.map(|path| view! { <p class="ac-reason">"Path: " <code>{path}</code></p> })}
         </div>

@@ -44,6 +44,8 @@ pub struct CardLife {
     pub calls: CallState,
     /// The server took this tab's answer; the outcome is on its way.
     sent: RwSignal<bool>,
+    /// Pending, and the agent let go of it: it is paused until the person answers.
+    pub parked: Memo<bool>,
 }
 
 impl CardLife {
@@ -65,7 +67,9 @@ impl CardLife {
             })
         });
         let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
-        Self { session, tool_use_id, phase, calls, sent }
+        let parked =
+            Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked)));
+        Self { session, tool_use_id, phase, calls, sent, parked }
     }
 
     /// For the `done` of a call that answers the card.
@@ -160,6 +164,9 @@ pub fn interaction_frame(
                 <span class="ic-status" role="status">{status}</span>
             </header>
             {body}
+            <p class="ic-paused" hidden=move || !life.parked.get()>
+                "The agent is paused until you answer. Your answer resumes it."
+            </p>
             <p class="ic-outcome" hidden=move || outcome().is_none()>{outcome}</p>
             <div class="ic-problem" role="alert" hidden=move || unsent().is_none()>
                 {format!("Your {sends} was not sent: ")}

@@ -141,6 +141,7 @@ fn turn_footer(thread: ThreadState) -> impl IntoView {
         thread.turn.with(|turn| match &turn.last_outcome {
             _ if turn.working && thread.waiting.get() => ("waiting", "Waiting for your answer…".to_string()),
             _ if turn.working => ("working", "Agent is working…".to_string()),
+            _ if thread.waiting.get() => ("waiting", "The agent is paused until you answer above.".to_string()),
             Some(TurnOutcome::Interrupted) => ("stopped", "Stopped. Send a message to go on.".to_string()),
             Some(TurnOutcome::Failed { error }) => ("failed", format!("The agent failed: {error}")),
             _ => ("", String::new()),

@@ -367,11 +367,20 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
             if turn.working {
                 return ("working", "Working…".to_string());
             }
+            // Not working, yet waiting: the agent let go of its question (parked).
+            if thread.waiting.get() {
+                return ("paused", "Paused until you answer".to_string());
+            }
             match &turn.last_outcome {
                 Some(TurnOutcome::Interrupted) => ("stopped", "Stopped".to_string()),
                 Some(TurnOutcome::Failed { .. }) => ("failed", "Failed".to_string()),
                 Some(TurnOutcome::Abandoned) => ("stopped", "Cut short".to_string()),
-                _ => ("idle", "Ready".to_string()),
+                // For an agent with a process: whether it still runs (your message starts it).
+                _ => match turn.agent_running {
+                    Some(true) => ("idle", "Ready · agent running".to_string()),
+                    Some(false) => ("idle", "Ready · agent stopped".to_string()),
+                    None => ("idle", "Ready".to_string()),
+                },
             }
         })
     };
