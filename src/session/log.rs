@@ -122,11 +122,7 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            let interaction = state
-                .thread
-                .tool_call(tool_use_id)
-                .and_then(|call| call.interaction.as_ref())
-                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+            let interaction = interaction_of(&state.thread, tool_use_id)?;
             if let Some(decided) = &interaction.outcome {
                 return Ok(Some(decided.clone()));
             }
@@ -147,11 +143,7 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            let interaction = state
-                .thread
-                .tool_call(tool_use_id)
-                .and_then(|call| call.interaction.as_ref())
-                .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })?;
+            let interaction = interaction_of(&state.thread, tool_use_id)?;
             let verdict = judge(interaction);
             if let Some(outcome) = &verdict.record {
                 let body =
@@ -164,6 +156,14 @@ impl Ledger for SessionLog {
             Ok(verdict)
         })
     }
+}
+
+/// The interaction of tool call `tool_use_id`, or why there is none.
+fn interaction_of<'t>(thread: &'t Thread, tool_use_id: &str) -> Result<&'t Interaction, AppError> {
+    thread
+        .tool_call(tool_use_id)
+        .and_then(|call| call.interaction.as_ref())
+        .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.to_string() })
 }
 
 impl SessionRuntime {

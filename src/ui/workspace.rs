@@ -271,6 +271,14 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
             <span class="session-meta">
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
                 <span class="agent-info">{move || thread.turn.with(|t| t.agent_info.clone())}</span>
+                // For an agent with a process: whether it runs now (a message starts it again).
+                <span class="agent-process">
+                    {move || thread.turn.with(|t| match t.agent_running {
+                        Some(true) => "running",
+                        Some(false) => "stopped",
+                        None => "",
+                    })}
+                </span>
                 <span class="session-cost" title="What this session has cost so far">
                     {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
                 </span>
@@ -375,12 +383,7 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
                 Some(TurnOutcome::Interrupted) => ("stopped", "Stopped".to_string()),
                 Some(TurnOutcome::Failed { .. }) => ("failed", "Failed".to_string()),
                 Some(TurnOutcome::Abandoned) => ("stopped", "Cut short".to_string()),
-                // For an agent with a process: whether it still runs (your message starts it).
-                _ => match turn.agent_running {
-                    Some(true) => ("idle", "Ready · agent running".to_string()),
-                    Some(false) => ("idle", "Ready · agent stopped".to_string()),
-                    None => ("idle", "Ready".to_string()),
-                },
+                _ => ("idle", "Ready".to_string()),
             }
         })
     };
