@@ -274,8 +274,8 @@ fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
                 // For an agent with a process: whether it runs now (a message starts it again).
                 <span class="agent-process">
                     {move || thread.turn.with(|t| match t.agent_running {
-                        Some(true) => "running",
-                        Some(false) => "stopped",
+                        Some(true) => "agent running",
+                        Some(false) => "agent stopped",
                         None => "",
                     })}
                 </span>
@@ -377,7 +377,7 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
             }
             // Not working, yet waiting: the agent let go of its question (parked).
             if thread.waiting.get() {
-                return ("paused", "Paused until you answer".to_string());
+                return ("paused", "Paused".to_string());
             }
             match &turn.last_outcome {
                 Some(TurnOutcome::Interrupted) => ("stopped", "Stopped".to_string()),
