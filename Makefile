@@ -9,7 +9,7 @@ export RUSTFLAGS := --cfg erase_components
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup release test-rust test-e2e size bench-parked clean
+.PHONY: run test setup release test-rust test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
@@ -42,6 +42,11 @@ test-e2e:
 
 size: release
 	scripts/size.sh
+
+# Not part of `make test`: what people feel and what the server costs, against the budgets of
+# issue 12 (BENCHMARKS.md). Prints a table and writes target/bench/summary.json; about 6 minutes.
+bench: release
+	node scripts/bench.mjs
 
 # Not part of `make test`: what a session waiting on a question costs the server (memory, processes),
 # with 1,000 parked sessions (SESSIONS=… to change). Loopback only; a few minutes at most.

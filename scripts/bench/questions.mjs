@@ -1,0 +1,191 @@
+// Section 3, question latency: the real Claude Code CLI (node_modules/.bin/claude, pinned) against
+// the bench's mock Messages API, through AskBridge and a browser, and alone.
+//
+// Through AskBridge (`--agent claude`, one server per answer path), each run is a cold page: a
+// person types a message on `/`; the mock answers with a single-select AskUserQuestion; the card
+// turns pending; after a short think time the person clicks an option, which answers it. Measured:
+// - tool_use → card: from the mock writing the end of the tool_use (content_block_stop,
+//   message_delta, message_stop in one write) to the card turning pending in the page (a
+//   MutationObserver mark). Split into the live event that opens it arriving in the page, and the
+//   page drawing it.
+// - click → tool_result: from the click event in the page to the mock having received the whole
+//   request that carries the question's tool_result. Split into the click → the POST to
+//   /api/submit_answers leaving the page (Resource Timing), and the rest.
+// Alone, the same CLI with the same flags, driven over stdio (claude-cli.mjs), in the same runs,
+// alternating with AskBridge's: tool_use → the CLI's hook_callback / can_use_tool line read from its
+// stdout; our control_response written → the next request at the mock.
+//
+// Page marks are brought to the bench's clock by `clockOffset`; the uncertainty of that offset (half
+// the tightest round trip, usually well under 1 ms) is kept with each run.
+
+import * as path from "node:path";
+
+import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./browser.mjs";
+import { ClaudeCli } from "./claude-cli.mjs";
+import { figure, spread, stats } from "./figures.mjs";
+import { MockApi, newToolResults, resultFor, textBlock, toolUseBlock } from "./mock-api.mjs";
+import { AskBridge, CLAUDE_BIN, claudeEnv, sleep, tempDir } from "./processes.mjs";
+
+const RUNS = Number(process.env.BENCH_QUESTION_RUNS ?? 7);
+const PATHS = (process.env.BENCH_ANSWER_PATHS ?? "hook,can-use-tool").split(",");
+/** How long the person looks at the card before clicking, here and in the CLI-alone runs alike. */
+const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
+const CARD_BUDGET_MS = 30;
+const ANSWER_SLACK_MS = 5;
+
+const QUESTION = "Which database should we use?";
+const INPUT = {
+  questions: [
+    {
+      question: QUESTION,
+      header: "Database",
+      multiSelect: false,
+      options: [
+        { label: "SQLite", description: "One file next to the app" },
+        { label: "Postgres", description: "A database server" },
+      ],
+    },
+  ],
+};
+
+export async function questions() {
+  // Every new user turn gets the question; the answer gets a short reply.
+  let asked = 0;
+  let latest = null;
+  const mock = await new MockApi((body, index) => {
+    if (newToolResults(body).length) return { blocks: [textBlock("Postgres it is. I will write the migration next.")] };
+    const id = `toolu_bench_${++asked}`;
+    latest = { id, index };
+    return { blocks: [textBlock("Before I start, one question."), toolUseBlock(id, "AskUserQuestion", INPUT)] };
+  }).start();
+  // The question of the run under way: its id, and when the mock finished sending its tool_use.
+  const lastQuestion = async () => {
+    const record = mock.requests[latest.index];
+    await record.sent.done;
+    return { id: latest.id, sentAt: record.sent.completeAt };
+  };
+
+  const servers = {};
+  const browser = await launchChromium();
+  try {
+    for (const answerPath of PATHS) {
+      const home = tempDir(`claude-${answerPath}`);
+      servers[answerPath] = await AskBridge.start({
+        name: `questions-${answerPath}`,
+        args: ["--agent", "claude", "--claude-bin", CLAUDE_BIN, "--workdir", path.join(home, "project"), "--answer-path", answerPath],
+        env: claudeEnv(home, mock.url),
+      });
+    }
+    const cliHome = tempDir("claude-alone");
+    const runs = Object.fromEntries(PATHS.map((p) => [p, { askbridge: [], alone: [] }]));
+    for (let run = 0; run < RUNS; run++) {
+      for (const answerPath of PATHS) {
+        runs[answerPath].askbridge.push(await throughAskBridge(browser, servers[answerPath], mock, lastQuestion, run));
+        runs[answerPath].alone.push(await alone(cliHome, mock, answerPath, lastQuestion));
+      }
+    }
+
+    const figures = [];
+    for (const answerPath of PATHS) {
+      const { askbridge, alone: cli } = runs[answerPath];
+      const of = (list, key) => stats(list.map((r) => r[key]));
+      const row = (name, s, options = {}) =>
+        figure("questions", `${answerPath}: ${name}`, s.median, "ms", { shown: spread(s, "ms", { p95: true }), ...options });
+      const cliAnswer = of(cli, "answerToRequest");
+      figures.push(
+        row("tool_use → card in page", of(askbridge, "toolUseToCard"), {
+          budget: { max: CARD_BUDGET_MS, text: `≤ ${CARD_BUDGET_MS} ms (median)` },
+        }),
+        row("  tool_use → live event in page", of(askbridge, "toolUseToLive")),
+        row("  live event → card pending", of(askbridge, "liveToCard")),
+        row("  (CLI alone: tool_use → CLI asks)", of(cli, "toolUseToAsk")),
+        row("click → API receives tool_result", of(askbridge, "clickToResult"), {
+          budget: {
+            max: cliAnswer.median + ANSWER_SLACK_MS,
+            text: `≤ CLI alone + ${ANSWER_SLACK_MS} ms = ${(cliAnswer.median + ANSWER_SLACK_MS).toFixed(1)} ms (median)`,
+          },
+        }),
+        row("  click → POST leaves the page", of(askbridge, "clickToPost")),
+        row("  POST leaves → API receives", of(askbridge, "postToResult")),
+        row("  (CLI alone: answer → API receives)", cliAnswer),
+      );
+    }
+    return { figures, details: { runs: RUNS, thinkMs: THINK_MS, answerPaths: PATHS, byPath: runs } };
+  } finally {
+    await browser.close();
+    for (const server of Object.values(servers)) await server.dispose();
+    await mock.close();
+  }
+}
+
+/** The request that brings the model the answer to `toolUseId`; fails if the answer is not "Postgres". */
+async function answerReached(mock, toolUseId) {
+  const request = await mock.request((r) => resultFor(r.body, toolUseId));
+  const { content } = resultFor(request.body, toolUseId);
+  const text = typeof content === "string" ? content : content.map((part) => part.text ?? "").join("\n");
+  if (!text.includes('="Postgres"')) throw new Error(`the model was sent "${text}", not the answer "Postgres"`);
+  return request;
+}
+
+/** One run through AskBridge and a cold page; the times in ms on the bench's clock. */
+async function throughAskBridge(browser, server, mock, lastQuestion, run) {
+  const { context, page } = await signedInPage(browser, server, { cards: true });
+  try {
+    await page.goto(`${server.url}/`);
+    await hydrated(page);
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill(`Set up the database for my app (run ${run + 1}). Ask me which one.`);
+    await box.press("Enter");
+    await page.waitForURL(/\/s\/[0-9a-f]+$/);
+    const session = page.url().split("/s/")[1];
+    await page.waitForFunction(() => window.__bench.cards.pending, null, { timeout: 60_000 });
+    const asked = await lastQuestion();
+    const clock = await clockOffset(page);
+    await sleep(THINK_MS);
+
+    await page.getByRole("radio", { name: "Postgres" }).click();
+    const result = await answerReached(mock, asked.id);
+    await page.locator('.question-card[data-state="answered"]').waitFor({ timeout: 30_000 });
+    await page.waitForFunction(() => performance.getEntriesByType("resource").some((r) => r.name.includes("/api/submit_answers")));
+    const post = await page.evaluate(() => {
+      const entry = performance.getEntriesByType("resource").find((r) => r.name.includes("/api/submit_answers"));
+      return performance.timeOrigin + entry.startTime;
+    });
+    const m = await marks(page);
+    const ours = (pageTime) => pageTime - clock.offset;
+    const card = ours(m.cards.pending);
+    const live = ours(m.liveOpened[0]);
+    const click = ours(m.clicks.find((t) => t > m.cards.pending));
+    await page.getByRole("article", { name: "Agent" }).last().filter({ hasText: "Postgres it is." }).waitFor({ timeout: 60_000 });
+    await page.locator(".turn-status", { hasText: "Ready" }).waitFor({ timeout: 60_000 });
+    await server.api("delete_session", { id: session });
+    return {
+      toolUseToCard: card - asked.sentAt,
+      toolUseToLive: live - asked.sentAt,
+      liveToCard: card - live,
+      clickToResult: result.receivedAt - click,
+      clickToPost: ours(post) - click,
+      postToResult: result.receivedAt - ours(post),
+      clockUncertainty: clock.uncertainty,
+    };
+  } finally {
+    await context.close();
+  }
+}
+
+/** One run of the CLI alone over stdio, answered after the same think time. */
+async function alone(home, mock, answerPath, lastQuestion) {
+  const cli = await ClaudeCli.start({ home, apiUrl: mock.url, answerPath });
+  try {
+    const from = cli.say("Set up the database for my app. Ask me which one.");
+    const ask = await cli.asked(from);
+    const asked = await lastQuestion();
+    await sleep(THINK_MS);
+    const answeredAt = cli.answer(ask, { [QUESTION]: "Postgres" });
+    const result = await answerReached(mock, asked.id);
+    await cli.turnEnded(from);
+    return { toolUseToAsk: ask.at - asked.sentAt, answerToRequest: result.receivedAt - answeredAt };
+  } finally {
+    await cli.close();
+  }
+}
