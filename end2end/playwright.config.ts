@@ -2,6 +2,7 @@
 // release server, started here with an empty data folder and the end-to-end scenario.
 import { defineConfig, devices } from "@playwright/test";
 import * as path from "node:path";
+import { claudeEnv } from "./tests/helpers";
 
 const port = Number(process.env.E2E_PORT ?? 3217);
 export const baseURL = `http://127.0.0.1:${port}`;
@@ -16,6 +17,13 @@ const apiMockPort = port + 4;
 export const anthropicURL = `http://127.0.0.1:${apiPort}`;
 export const apiMockURL = `http://127.0.0.1:${apiMockPort}`;
 const root = path.resolve(__dirname, "..");
+// Every server of the suite asks for this access token, given the documented way (ASKBRIDGE_TOKEN,
+// inherited by the servers started here and by the tests' own); the browser and the API client
+// send it as a bearer token. Fixed, so that every worker process agrees on it.
+process.env.ASKBRIDGE_TOKEN ??= "askbridge-e2e-token-5d1c0a7e";
+export const token = process.env.ASKBRIDGE_TOKEN;
+// The servers' logs (stderr, shown here) say only what went wrong.
+const quiet = { RUST_LOG: "askbridge=warn" };
 const claudeHome = path.join(root, "end2end/.claude-home");
 
 export default defineConfig({
@@ -29,6 +37,7 @@ export default defineConfig({
   outputDir: "test-results",
   use: {
     baseURL,
+    extraHTTPHeaders: { Authorization: `Bearer ${token}` },
     trace: "retain-on-failure",
     screenshot: "only-on-failure",
   },
@@ -64,6 +73,7 @@ export default defineConfig({
       timeout: 60_000,
       stdout: "ignore",
       stderr: "pipe",
+      env: quiet,
     },
     {
       command: `exec target/debug/examples/mock_anthropic end2end/fixtures/claude-mock.json --port ${mockPort}`,
@@ -87,19 +97,7 @@ export default defineConfig({
       timeout: 60_000,
       stdout: "ignore",
       stderr: "pipe",
-      env: {
-        HOME: claudeHome,
-        CLAUDE_CONFIG_DIR: `${claudeHome}/.claude`,
-        TMPDIR: `${claudeHome}/tmp`,
-        XDG_RUNTIME_DIR: `${claudeHome}/tmp`,
-        CLAUDE_CODE_TMPDIR: `${claudeHome}/tmp`,
-        ANTHROPIC_BASE_URL: mockURL,
-        ANTHROPIC_API_KEY: "dummy",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
-        DISABLE_TELEMETRY: "1",
-        DISABLE_AUTOUPDATER: "1",
-        DISABLE_ERROR_REPORTING: "1",
-      },
+      env: { ...claudeEnv(claudeHome, mockURL), ...quiet },
     },
     {
       command: `exec target/debug/examples/mock_anthropic end2end/fixtures/anthropic-mock.json --port ${apiMockPort}`,
@@ -120,7 +118,7 @@ export default defineConfig({
       timeout: 60_000,
       stdout: "ignore",
       stderr: "pipe",
-      env: { ANTHROPIC_API_KEY: "dummy" },
+      env: { ANTHROPIC_API_KEY: "dummy", ...quiet },
     },
   ],
 });

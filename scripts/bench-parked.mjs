@@ -86,7 +86,11 @@ class Server {
     for (const deadline = Date.now() + 30_000; Date.now() < deadline; await sleep(100)) {
       if (child.exitCode !== null) throw new Error(`askbridge exited at start:\n${this.log}`);
       // A bare connection: readiness without a request that would allocate (and skew the RSS).
-      if (await listening(this.port)) return;
+      if (await listening(this.port)) {
+        // Signed in as a script is: the token the server keeps in its data folder.
+        this.auth = { authorization: `Bearer ${fs.readFileSync(path.join(this.dataDir, "token"), "utf8").trim()}` };
+        return;
+      }
     }
     throw new Error(`askbridge did not answer within 30 s:\n${this.log}`);
   }
@@ -103,7 +107,7 @@ class Server {
   async api(name, body = {}) {
     const response = await fetch(`${this.url}/api/${name}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...this.auth },
       body: JSON.stringify(body),
     });
     const text = await response.text();
@@ -140,7 +144,7 @@ class Server {
 
   /** The first page (it lists every session); resolves with its size in bytes. */
   async page() {
-    const response = await fetch(`${this.url}/`);
+    const response = await fetch(`${this.url}/`, { headers: this.auth });
     if (!response.ok) throw new Error(`GET /: ${response.status}`);
     return (await response.arrayBuffer()).byteLength;
   }

@@ -14,13 +14,16 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 "$BIN" serve --addr "127.0.0.1:$port" --data-dir "$data" >"$data/server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do curl -fs -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
+# Signed in as a script is: the token the server made in its data folder, as a bearer token.
+for _ in $(seq 100); do [ -s "$data/token" ] && break; sleep 0.1; done
+auth="Authorization: Bearer $(cat "$data/token")"
+for _ in $(seq 100); do curl -fs -H "$auth" -o /dev/null "http://127.0.0.1:$port/" && break; sleep 0.1; done
 
 base="http://127.0.0.1:$port"
-wire() { curl -fs -H 'Accept-Encoding: br, gzip' -o /dev/null -w '%{size_download}' "$base$1"; }
-raw() { curl -fs -o /dev/null -w '%{size_download}' "$base$1"; }
+wire() { curl -fs -H "$auth" -H 'Accept-Encoding: br, gzip' -o /dev/null -w '%{size_download}' "$base$1"; }
+raw() { curl -fs -H "$auth" -o /dev/null -w '%{size_download}' "$base$1"; }
 
-page=$(curl -fs "$base/")
+page=$(curl -fs -H "$auth" "$base/")
 assets=$(grep -oE '(href|src)="/pkg/[^"]+"' <<<"$page" | sed -E 's/^(href|src)="//; s/"$//' | sort -u)
 # The hydration script imports the JS and WASM by name; they are preloaded in <head> too.
 total=0

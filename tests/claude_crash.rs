@@ -16,6 +16,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const AUTH: &str = "Which auth method should we use?";
+/// The access token the server is started with (`ASKBRIDGE_TOKEN`), sent as a bearer token.
+const TOKEN: &str = "crash-test-token-0123456789";
 
 /// One JSON POST to the server's API, as a script would send it.
 async fn post(port: u16, name: &str, body: Value) -> (u16, Value) {
@@ -23,7 +25,7 @@ async fn post(port: u16, name: &str, body: Value) -> (u16, Value) {
     let body = body.to_string();
     let request = format!(
         "POST /api/{name} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         Authorization: Bearer {TOKEN}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
@@ -52,6 +54,7 @@ async fn serve(home: &std::path::Path, mock: &MockAnthropic, port: u16) -> Serve
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
         .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path("data"), "--agent", "claude"])
         .args(["--claude-bin", &claude.display().to_string(), "--workdir", &path("project")])
+        .env("ASKBRIDGE_TOKEN", TOKEN)
         .env("HOME", path(""))
         .env("CLAUDE_CONFIG_DIR", path(".claude"))
         .env("TMPDIR", path("tmp"))

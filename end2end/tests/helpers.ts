@@ -84,13 +84,15 @@ export class OwnServer {
     readonly port: number,
     readonly dataDir: string,
     private readonly args: string[],
+    private readonly env: NodeJS.ProcessEnv,
   ) {
     this.url = `http://127.0.0.1:${port}`;
   }
 
-  static async start(args: string[] = []): Promise<OwnServer> {
+  /** `env` is added to this process's environment (for `--agent claude`, see `claudeEnv`). */
+  static async start(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<OwnServer> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-"));
-    const server = new OwnServer(await freePort(), dataDir, args);
+    const server = new OwnServer(await freePort(), dataDir, args, env);
     await server.start();
     return server;
   }
@@ -102,7 +104,7 @@ export class OwnServer {
       path.join(root, "target/release/askbridge"),
       ["serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir,
         "--scenario", "end2end/fixtures/scenario.toml", ...this.args],
-      { cwd: root, stdio: ["ignore", "ignore", "pipe"] },
+      { cwd: root, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...this.env } },
     );
     this.child = child;
     child.stderr!.on("data", (chunk) => (this.stderr = (this.stderr + chunk).slice(-8_000)));
@@ -117,7 +119,8 @@ export class OwnServer {
         throw new Error(`askbridge exited before it answered:\n${this.stderr}`);
       }
       try {
-        if ((await fetch(`${this.url}/`)).ok) return;
+        const signedIn = { headers: { Authorization: `Bearer ${process.env.ASKBRIDGE_TOKEN}` } };
+        if ((await fetch(`${this.url}/`, signedIn)).ok) return;
       } catch {
         // not listening yet
       }
@@ -150,5 +153,78 @@ export class OwnServer {
   /** What the server logged last (for failure messages). */
   log(): string {
     return this.stderr;
+  }
+}
+
+/**
+ * The environment the real Claude Code CLI runs offline in: its own HOME and config folder under
+ * `home`, the mock at `mockURL` as the API, and no traffic of its own
+ * (../shared/protocol/claude-cli.md §1). Makes the folders it names.
+ */
+export function claudeEnv(home: string, mockURL: string): Record<string, string> {
+  for (const dir of [".claude", "tmp", "project"]) {
+    fs.mkdirSync(path.join(home, dir), { recursive: true });
+  }
+  return {
+    HOME: home,
+    CLAUDE_CONFIG_DIR: path.join(home, ".claude"),
+    TMPDIR: path.join(home, "tmp"),
+    XDG_RUNTIME_DIR: path.join(home, "tmp"),
+    CLAUDE_CODE_TMPDIR: path.join(home, "tmp"),
+    ANTHROPIC_BASE_URL: mockURL,
+    ANTHROPIC_API_KEY: "dummy",
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+    DISABLE_TELEMETRY: "1",
+    DISABLE_AUTOUPDATER: "1",
+    DISABLE_ERROR_REPORTING: "1",
+  };
+}
+
+/**
+ * A mock Messages API of a test's own (`target/debug/examples/mock_anthropic`) playing `replies`
+ * in order (the format of `script_from_json` in tests/support/mock_anthropic.rs).
+ */
+export class OwnMock {
+  private constructor(
+    readonly url: string,
+    private readonly child: ChildProcess,
+    private readonly script: string,
+  ) {}
+
+  static async start(replies: unknown[]): Promise<OwnMock> {
+    const root = path.resolve(__dirname, "../..");
+    const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-mock-")), "script.json");
+    fs.writeFileSync(script, JSON.stringify(replies));
+    const child = spawn(path.join(root, "target/debug/examples/mock_anthropic"), [script], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    const killOnExit = () => child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    child.once("exit", () => process.removeListener("exit", killOnExit));
+    // It prints `mock-anthropic listening on http://127.0.0.1:PORT` once it listens.
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout!.on("data", (chunk) => {
+        out += chunk;
+        const found = out.match(/listening on (http:\/\/\S+)/);
+        if (found) resolve(found[1]);
+      });
+      child.once("exit", () => reject(new Error(`mock_anthropic exited: ${out}`)));
+    });
+    return new OwnMock(url, child, script);
+  }
+
+  /** What it was sent so far, oldest first. */
+  async requests(): Promise<any[]> {
+    return (await fetch(`${this.url}/_requests`)).json();
+  }
+
+  async kill(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill("SIGKILL");
+      await exited;
+    }
+    fs.rmSync(path.dirname(this.script), { recursive: true, force: true });
   }
 }

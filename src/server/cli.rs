@@ -30,7 +30,8 @@ pub enum Command {
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Anything but a loopback address needs --token.
+    /// Address to listen on. The access token is asked for on every address; --no-token is for
+    /// loopback only.
     #[arg(long, env = "ASKBRIDGE_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
 
@@ -93,15 +94,40 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_ANSWER_PATH", value_enum, default_value_t = AnswerPath::Hook)]
     pub answer_path: AnswerPath,
 
-    /// Never let a session switch Claude Code to bypassPermissions (by default the person can,
-    /// after confirming what it means).
+    /// Never let a session switch Claude Code to bypassPermissions (by default the person can on
+    /// a loopback address, after confirming what it means).
     #[arg(long, env = "ASKBRIDGE_NO_BYPASS")]
     pub no_bypass: bool,
 
-    /// Access token: required by every page, server function and event stream when set, and
-    /// required to listen on a non-loopback address. Open `http://HOST/?token=...` once to sign in.
+    /// Let sessions switch to bypassPermissions when listening on a network address (off there
+    /// by default: anyone holding the token could then run anything without a card).
+    #[arg(long, env = "ASKBRIDGE_ALLOW_BYPASS", conflicts_with = "no_bypass")]
+    pub allow_bypass: bool,
+
+    /// Session folders must be inside this folder (symlinks and `..` cannot leave it). Default:
+    /// your home folder when listening on a network address, anywhere on loopback.
+    #[arg(long, env = "ASKBRIDGE_WORKDIR_ROOT")]
+    pub workdir_root: Option<PathBuf>,
+
+    /// Access token, asked for by every page, server function and event stream. Default: the one
+    /// in the data folder's `token` file, made at first start. The sign-in link is printed at
+    /// start: open `http://HOST/?token=...` once per browser.
     #[arg(long, env = "ASKBRIDGE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+
+    /// No access token: anyone on this machine may use the server. Loopback addresses only.
+    #[arg(long, env = "ASKBRIDGE_NO_TOKEN", conflicts_with = "token")]
+    pub no_token: bool,
+
+    /// Mark the sign-in cookie Secure whatever the request came over (behind a TLS proxy that is
+    /// not a --trusted-proxy).
+    #[arg(long, env = "ASKBRIDGE_SECURE_COOKIES")]
+    pub secure_cookies: bool,
+
+    /// A reverse proxy whose X-Forwarded-Proto is believed (its IP address; repeat the flag or
+    /// separate with commas): the cookie is Secure when it says https.
+    #[arg(long, env = "ASKBRIDGE_TRUSTED_PROXY", value_delimiter = ',')]
+    pub trusted_proxy: Vec<std::net::IpAddr>,
 
     /// How long a question waits for an answer (e.g. 10m, 1h); when it passes, the card shows
     /// expired and the agent is told that nobody answered in time. Default: as long as the agent

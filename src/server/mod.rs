@@ -1,6 +1,7 @@
 //! The HTTP server: configuration from the command line, the axum router with the Leptos pages,
 //! server functions, the live stream and the built assets, and a graceful stop.
 
+pub mod access_token;
 pub mod cli;
 pub mod security;
 
@@ -30,11 +31,13 @@ use crate::api::WorkspaceData;
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::session::{SessionManager, Timeouts};
+use crate::approval::PermissionMode;
+use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::Store;
 use crate::ui::navigation::Page;
 use crate::ui::workspace::PageData;
 use cli::{AgentChoice, ServeArgs};
+use access_token::TokenSource;
 use security::Access;
 
 #[derive(Clone, FromRef)]
@@ -47,10 +50,12 @@ pub struct AppState {
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `askbridge serve`: runs until Ctrl-C or SIGTERM.
-pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
-    security::check_exposure(&args.addr, args.token.as_deref())?;
+pub async fn serve(mut args: ServeArgs) -> Result<(), BoxError> {
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|error| format!("cannot create the data folder {}: {error}", args.data_dir.display()))?;
+    let (token, token_source) =
+        access_token::resolve(args.token.as_deref(), args.no_token, &args.addr, &args.data_dir)?;
+    args.token = token;
     let db_path = args.data_dir.join("askbridge.db");
     let store = Store::open(&db_path).await.map_err(|error| format!("cannot open {}: {error}", db_path.display()))?;
     let agent = build_agent(&args)?;
@@ -59,7 +64,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         approval: args.approval_timeout,
         park_after: Some(args.park_after),
     };
-    let manager = SessionManager::with_timeouts(store, agent, timeouts);
+    let policy = session_policy(&args, agent.default_workdir().as_deref())?;
+    let manager = SessionManager::with_policy(store, agent, timeouts, policy);
     manager.recover_unfinished_turns().await?;
 
     let app = router(&args, manager.clone());
@@ -71,12 +77,19 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
         addr = %local,
         data = %db_path.display(),
         agent = manager.agent_name(),
-        token = args.token.is_some(),
+        token = ?token_source,
         "AskBridge is serving on http://{local}"
     );
+    // The link goes to the terminal, never to the log (a log may be kept or shipped elsewhere).
+    let link = access_token::sign_in_link(&local, args.token.as_deref());
+    match &token_source {
+        TokenSource::Off => println!("\n    AskBridge: {link}  (no access token: --no-token)\n"),
+        _ => println!("\n    AskBridge: open {link}\n"),
+    }
 
     let stopping = manager.clone();
-    axum::serve(listener, app)
+    // The peer address: for the limit on wrong tokens, and to know a --trusted-proxy.
+    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown_signal().await;
             info!("stopping: ending turns and closing live streams");
@@ -122,7 +135,7 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 model: args.model.clone(),
                 answer_path: args.answer_path,
                 env: Vec::new(),
-                allow_bypass: !args.no_bypass,
+                allow_bypass: bypass_refused(args).is_none(),
                 max_agents: args.max_agents.unwrap_or_else(ClaudeConfig::default_max_agents),
                 idle_exit: Some(args.idle_exit),
             })))
@@ -146,6 +159,52 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
             Ok(Arc::new(AnthropicAgent::new(config)?))
         }
     }
+}
+
+/// Why no session may switch to bypassPermissions on this server, if none may.
+fn bypass_refused(args: &ServeArgs) -> Option<String> {
+    if args.no_bypass {
+        Some("this server was started with --no-bypass, so bypassPermissions is not available".into())
+    } else if !args.addr.ip().is_loopback() && !args.allow_bypass {
+        Some(format!(
+            "bypassPermissions is off on a network address ({}): it lets anyone with the token run              anything without a card. Start the server with --allow-bypass to allow it.",
+            args.addr
+        ))
+    } else {
+        None
+    }
+}
+
+/// What sessions may do here: the folders they may work in (`--workdir-root`, by default the
+/// home folder on a network address), and whether bypassPermissions is allowed.
+fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<SessionPolicy, BoxError> {
+    let root = match &args.workdir_root {
+        Some(root) => Some(root.clone()),
+        None if !args.addr.ip().is_loopback() => {
+            Some(std::env::var_os("HOME").map(PathBuf::from).ok_or(
+                "on a network address, sessions are kept to your home folder, but HOME is not set: give --workdir-root",
+            )?)
+        }
+        None => None,
+    };
+    let workdir_root = match root {
+        Some(root) => Some(
+            root.canonicalize()
+                .map_err(|error| format!("--workdir-root {}: {error}", root.display()))?,
+        ),
+        None => None,
+    };
+    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args) };
+    // The agent's own default folder must obey the root too, or a session without one escapes it.
+    if let Some(dir) = default_workdir {
+        policy.check_workdir(&dir.display().to_string()).map_err(|error| format!("the agent's folder: {error}"))?;
+    }
+    if args.permission_mode == PermissionMode::BypassPermissions
+        && let Some(why) = &policy.bypass_refused
+    {
+        return Err(format!("--permission-mode bypassPermissions: {why}").into());
+    }
+    Ok(policy)
 }
 
 /// The API key from `--api-key-file` or `ANTHROPIC_API_KEY`, if either gives one.
@@ -269,7 +328,7 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
     if !args.site_root.join("pkg").is_dir() {
         warn!(site_root = %args.site_root.display(), "no built site here: pages will not hydrate (run `make run`)");
     }
-    let access = Access::new(args.token.clone());
+    let access = Access::new(args.token.clone()).with_cookies(args.secure_cookies, args.trusted_proxy.clone());
     let state = AppState { leptos_options: leptos_options.clone(), manager: manager.clone(), access: access.clone() };
 
     // What pages and server functions find in their context.
@@ -328,7 +387,10 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
         .layer(axum::middleware::map_response(typed_error_status))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(access, security::guard))
-        .layer(TraceLayer::new_for_http())
+        // Spans name the path, never the query: a sign-in link carries the token there.
+        .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
+            tracing::debug_span!("request", method = %request.method(), path = %request.uri().path())
+        }))
         .with_state(state)
 }
 
@@ -395,7 +457,14 @@ async fn shutdown_signal() {
 pub fn init_tracing() {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("askbridge=info,tower_http=warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    use std::io::IsTerminal;
+    // Logs to stderr (colored only on a terminal); stdout carries only the sign-in link.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
 }
 
 #[cfg(test)]
@@ -437,6 +506,42 @@ mod tests {
             home: Some(home.to_path_buf()),
             vars: vars.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect(),
         }
+    }
+
+    #[test]
+    fn on_loopback_any_folder_and_bypass_after_confirmation_are_allowed() {
+        let policy = session_policy(&args(&[]), None).unwrap();
+        assert_eq!(policy.workdir_root, None);
+        assert_eq!(policy.bypass_refused, None);
+        assert!(session_policy(&args(&["--no-bypass"]), None).unwrap().bypass_refused.unwrap().contains("--no-bypass"));
+    }
+
+    #[test]
+    fn on_a_network_address_bypass_needs_allow_bypass_and_folders_are_kept_to_a_root() {
+        let root = tempfile::tempdir().unwrap();
+        let root_flag = root.path().display().to_string();
+        let network = ["--addr", "0.0.0.0:3000", "--workdir-root", root_flag.as_str()];
+        let policy = session_policy(&args(&network), None).unwrap();
+        assert_eq!(policy.workdir_root, Some(root.path().canonicalize().unwrap()));
+        assert!(policy.bypass_refused.unwrap().contains("--allow-bypass"));
+        let allowed = session_policy(&args(&[&network[..], &["--allow-bypass"]].concat()), None).unwrap();
+        assert_eq!(allowed.bypass_refused, None);
+
+        // Bypass as the server's default mode is refused there, not left to fail later.
+        let default_bypass = [&network[..], &["--permission-mode", "bypassPermissions"]].concat();
+        assert!(session_policy(&args(&default_bypass), None).unwrap_err().to_string().contains("--allow-bypass"));
+        // The agent's own folder obeys the root too.
+        let outside = tempfile::tempdir().unwrap();
+        let error = session_policy(&args(&network), Some(outside.path())).unwrap_err().to_string();
+        assert!(error.contains("outside") && error.contains("--workdir-root"), "{error}");
+        assert!(session_policy(&args(&network), Some(root.path())).is_ok());
+    }
+
+    #[test]
+    fn on_a_network_address_the_root_defaults_to_the_home_folder() {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else { return };
+        let policy = session_policy(&args(&["--addr", "0.0.0.0:3000"]), None).unwrap();
+        assert_eq!(policy.workdir_root, Some(home.canonicalize().unwrap()));
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Who may use the server: the Host check that stops DNS rebinding on loopback, the Origin check
-//! that stops other sites from driving the agent, and the access token for exposed servers.
+//! that stops other sites from driving the agent, the access token (see `access_token` for which
+//! one), its cookie, and the limit on wrong tokens.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use axum::extract::{Form, Request, State};
+use axum::extract::ConnectInfo;
+
+use axum::extract::{Form, FromRequest, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
@@ -19,11 +25,29 @@ pub const MIN_TOKEN_CHARS: usize = 16;
 #[derive(Clone)]
 pub struct Access {
     token: Option<Arc<str>>,
+    /// The cookie is always `Secure` (`--secure-cookies`).
+    secure_cookies: bool,
+    /// Proxies whose `X-Forwarded-Proto` is believed (`--trusted-proxy`).
+    trusted_proxies: Arc<[IpAddr]>,
+    wrong_tokens: Arc<Mutex<WrongTokens>>,
 }
 
 impl Access {
     pub fn new(token: Option<String>) -> Self {
-        Self { token: token.map(Into::into) }
+        Self {
+            token: token.map(Into::into),
+            secure_cookies: false,
+            trusted_proxies: Arc::new([]),
+            wrong_tokens: Arc::default(),
+        }
+    }
+
+    /// Whether the sign-in cookie is `Secure`: always, or when the request came over HTTPS as a
+    /// trusted proxy says (AskBridge itself serves plain HTTP).
+    pub fn with_cookies(mut self, always_secure: bool, trusted_proxies: Vec<IpAddr>) -> Self {
+        self.secure_cookies = always_secure;
+        self.trusted_proxies = trusted_proxies.into();
+        self
     }
 
     fn token_matches(&self, candidate: &str) -> bool {
@@ -31,21 +55,99 @@ impl Access {
             .as_deref()
             .is_some_and(|token| constant_time_eq::constant_time_eq(token.as_bytes(), candidate.as_bytes()))
     }
+
+    fn cookie_is_secure(&self, request: &Request) -> bool {
+        if self.secure_cookies {
+            return true;
+        }
+        let peer = request.extensions().get::<ConnectInfo<SocketAddr>>().map(|info| info.0.ip());
+        let https = request
+            .headers()
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|protos| protos.split(',').next())
+            .is_some_and(|proto| proto.trim().eq_ignore_ascii_case("https"));
+        https && peer.is_some_and(|peer| self.trusted_proxies.contains(&peer))
+    }
+
+    fn blocked_for(&self, client: IpAddr) -> Option<Duration> {
+        self.wrong_tokens.lock().ok()?.blocked_for(client, Instant::now())
+    }
+
+    fn note_wrong_token(&self, request: &Request) {
+        let client = client_of(request);
+        tracing::warn!(%client, path = %request.uri().path(), "a wrong access token was presented");
+        self.note_wrong_token_from(client);
+    }
+
+    fn note_wrong_token_from(&self, client: IpAddr) {
+        if let Ok(mut wrong) = self.wrong_tokens.lock() {
+            wrong.note(client, Instant::now());
+        }
+    }
 }
 
-/// Refuses to listen where others can reach the server unless a token protects it.
-pub fn check_exposure(addr: &std::net::SocketAddr, token: Option<&str>) -> Result<(), String> {
-    match token {
-        Some(token) if token.chars().count() < MIN_TOKEN_CHARS => Err(format!(
-            "the access token is too short: use at least {MIN_TOKEN_CHARS} characters \
-             (for example the output of `openssl rand -hex 16`)"
-        )),
-        None if !addr.ip().is_loopback() => Err(format!(
-            "refusing to listen on {addr} without an access token: anyone who can reach it could \
-             drive your agent. Set --token (or ASKBRIDGE_TOKEN), or listen on 127.0.0.1."
-        )),
-        _ => Ok(()),
+/// Wrong tokens per client address: after `MAX_WRONG_TOKENS` within `WRONG_TOKEN_WINDOW`, the
+/// address is refused (429) until the window passes. A generated token cannot be guessed anyway;
+/// this guards the shorter ones people choose.
+///
+/// Hand-written rather than `governor`: a limiter there is asked by spending a cell, and here the
+/// question comes first ("is this address blocked?", before any comparison, so that a blocked
+/// guesser learns nothing) and the spending only on a failure.
+#[derive(Default)]
+struct WrongTokens {
+    by_client: HashMap<IpAddr, (u32, Instant)>,
+}
+
+pub const MAX_WRONG_TOKENS: u32 = 10;
+pub const WRONG_TOKEN_WINDOW: Duration = Duration::from_secs(60);
+/// Addresses remembered at most; those whose window passed are forgotten first.
+const MAX_CLIENTS_REMEMBERED: usize = 4096;
+
+impl WrongTokens {
+    fn blocked_for(&mut self, client: IpAddr, now: Instant) -> Option<Duration> {
+        let (count, since) = *self.by_client.get(&client)?;
+        let elapsed = now.duration_since(since);
+        if elapsed >= WRONG_TOKEN_WINDOW {
+            self.by_client.remove(&client);
+            return None;
+        }
+        (count >= MAX_WRONG_TOKENS).then(|| WRONG_TOKEN_WINDOW - elapsed)
     }
+
+    fn note(&mut self, client: IpAddr, now: Instant) {
+        if self.by_client.len() >= MAX_CLIENTS_REMEMBERED {
+            self.by_client.retain(|_, (_, since)| now.duration_since(*since) < WRONG_TOKEN_WINDOW);
+            if self.by_client.len() >= MAX_CLIENTS_REMEMBERED {
+                return; // a flood of addresses: each still meets the comparison, at full cost to it
+            }
+        }
+        let entry = self.by_client.entry(client).or_insert((0, now));
+        if now.duration_since(entry.1) >= WRONG_TOKEN_WINDOW {
+            *entry = (0, now);
+        }
+        entry.0 += 1;
+    }
+}
+
+/// The client's address: the socket's peer (behind a proxy, the proxy's).
+fn client_of(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::from([127, 0, 0, 1]), |info| info.0.ip())
+}
+
+/// 429 in the shape of every error the API sends (`error`, `message`), with `Retry-After`.
+fn too_many_wrong_tokens(retry_after: Duration) -> Response {
+    let seconds = retry_after.as_secs().max(1);
+    let body = serde_json::json!({
+        "error": "too_many_wrong_tokens",
+        "message": format!("Too many wrong access tokens from this address: try again in {seconds} s."),
+    });
+    let mut response = (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+    response
 }
 
 /// The middleware in front of every route.
@@ -67,22 +169,35 @@ pub async fn guard(State(access): State<Access>, request: Request, next: Next) -
         return next.run(request).await;
     }
 
-    if let Some(token) = token_from_query(request.uri()) {
+    let linked = token_from_query(request.uri());
+    let presented = bearer_token(headers).or_else(|| cookie_token(headers));
+    let signing_in = request.method() == Method::POST && request.uri().path() == LOGIN_PATH;
+    if linked.is_some() || presented.is_some() || signing_in {
+        // A blocked address learns nothing: its token is not even compared.
+        if let Some(retry_after) = access.blocked_for(client_of(&request)) {
+            return too_many_wrong_tokens(retry_after);
+        }
+    }
+    if let Some(token) = linked {
         return if access.token_matches(&token) {
             // Move the token from the link to a cookie, and take it out of the address bar.
             let mut response = redirect(&uri_without_token(request.uri()));
-            set_cookie(&mut response, &token);
+            set_cookie(&mut response, &token, access.cookie_is_secure(&request));
             response
         } else {
+            access.note_wrong_token(&request);
             login_page(StatusCode::UNAUTHORIZED, request.uri().path(), Some("That access token is not right."))
         };
     }
-    let presented = bearer_token(headers).or_else(|| cookie_token(headers));
     if presented.as_deref().is_some_and(|token| access.token_matches(token)) {
         return next.run(request).await;
     }
-    if request.method() == Method::POST && request.uri().path() == LOGIN_PATH {
+    if signing_in {
+        // `login` compares the form's token (and counts a wrong one).
         return next.run(request).await;
+    }
+    if presented.is_some() {
+        access.note_wrong_token(&request);
     }
     let wants_page = request.method() == Method::GET
         && headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/html"));
@@ -101,13 +216,20 @@ pub struct LoginForm {
 }
 
 /// `POST /login` from the sign-in page.
-pub async fn login(State(access): State<Access>, Form(form): Form<LoginForm>) -> Response {
+pub async fn login(State(access): State<Access>, request: Request) -> Response {
+    let secure = access.cookie_is_secure(&request);
+    let client = client_of(&request);
+    let Ok(Form(form)) = Form::<LoginForm>::from_request(request, &()).await else {
+        return login_page(StatusCode::BAD_REQUEST, "/", Some("The sign-in form could not be read."));
+    };
     let next = safe_next(&form.next);
     if access.token_matches(form.token.trim()) {
         let mut response = redirect(next);
-        set_cookie(&mut response, form.token.trim());
+        set_cookie(&mut response, form.token.trim(), secure);
         response
     } else {
+        tracing::warn!(%client, "a wrong access token was entered");
+        access.note_wrong_token_from(client);
         login_page(StatusCode::UNAUTHORIZED, next, Some("That access token is not right."))
     }
 }
@@ -195,8 +317,10 @@ fn cookie_token(headers: &HeaderMap) -> Option<String> {
     })
 }
 
-fn set_cookie(response: &mut Response, token: &str) {
-    let cookie = format!("{TOKEN_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000", percent_encode(token));
+fn set_cookie(response: &mut Response, token: &str, secure: bool) {
+    let secure = if secure { "; Secure" } else { "" };
+    let cookie =
+        format!("{TOKEN_COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000{secure}", percent_encode(token));
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
@@ -386,14 +510,99 @@ mod tests {
         assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
     }
 
+    fn app_with(access: Access) -> Router {
+        Router::new()
+            .route("/", get(|| async { "home" }))
+            .route(LOGIN_PATH, post(login))
+            .layer(axum::middleware::from_fn_with_state(access.clone(), guard))
+            .with_state(access)
+    }
+
+    fn from(request: axum::http::request::Builder, peer: &str) -> axum::http::Request<Body> {
+        let peer: SocketAddr = peer.parse().unwrap();
+        request.extension(ConnectInfo(peer)).body(Body::empty()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn wrong_tokens_from_one_address_are_refused_for_a_while_even_the_right_one_then() {
+        let app = app_with(Access::new(Some(TOKEN.into())));
+        let guess = |token: &str, peer: &str| {
+            from(request("GET", "/").header(header::AUTHORIZATION, format!("Bearer {token}")), peer)
+        };
+        for attempt in 0..MAX_WRONG_TOKENS {
+            let response = send(app.clone(), guess(&format!("wrong-{attempt}"), "10.0.0.7:5000")).await;
+            assert_eq!(response.status(), StatusCode::UNAUTHORIZED, "attempt {attempt}");
+        }
+        // The guesser learns nothing more, not even from the right token.
+        let blocked = send(app.clone(), guess(TOKEN, "10.0.0.7:5001")).await;
+        assert_eq!(blocked.status(), StatusCode::TOO_MANY_REQUESTS);
+        let retry_after: u64 = blocked.headers()[header::RETRY_AFTER].to_str().unwrap().parse().unwrap();
+        assert!((1..=WRONG_TOKEN_WINDOW.as_secs()).contains(&retry_after));
+        let link = send(app.clone(), from(request("GET", &format!("/?token={TOKEN}")), "10.0.0.7:5002")).await;
+        assert_eq!(link.status(), StatusCode::TOO_MANY_REQUESTS);
+        // Another address is not held back by it.
+        assert_eq!(send(app.clone(), guess(TOKEN, "10.0.0.8:5000")).await.status(), StatusCode::OK);
+    }
+
     #[test]
-    fn exposure_needs_a_long_enough_token() {
-        let lan: std::net::SocketAddr = "0.0.0.0:3000".parse().unwrap();
-        let local: std::net::SocketAddr = "127.0.0.1:3000".parse().unwrap();
-        assert!(check_exposure(&lan, None).is_err());
-        assert!(check_exposure(&lan, Some("short")).is_err());
-        assert!(check_exposure(&lan, Some(TOKEN)).is_ok());
-        assert!(check_exposure(&local, None).is_ok());
+    fn a_blocked_address_is_let_go_when_its_window_passes() {
+        let mut wrong = WrongTokens::default();
+        let client: IpAddr = "10.0.0.7".parse().unwrap();
+        let start = Instant::now();
+        for _ in 0..MAX_WRONG_TOKENS {
+            wrong.note(client, start);
+        }
+        assert!(wrong.blocked_for(client, start + Duration::from_secs(1)).is_some());
+        assert_eq!(wrong.blocked_for(client, start + WRONG_TOKEN_WINDOW), None);
+        assert!(wrong.by_client.is_empty());
+    }
+
+    #[test]
+    fn the_memory_of_wrong_tokens_is_bounded() {
+        let mut wrong = WrongTokens::default();
+        let now = Instant::now();
+        for n in 0..(MAX_CLIENTS_REMEMBERED as u32 + 100) {
+            wrong.note(IpAddr::from(n.to_be_bytes()), now);
+        }
+        assert_eq!(wrong.by_client.len(), MAX_CLIENTS_REMEMBERED);
+    }
+
+    #[tokio::test]
+    async fn wrong_tokens_at_the_sign_in_form_count_too() {
+        let app = app_with(Access::new(Some(TOKEN.into())));
+        let form = |token: &str| {
+            let request = request("POST", LOGIN_PATH)
+                .header(header::ORIGIN, "http://127.0.0.1:3000")
+                .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .extension(ConnectInfo("10.0.0.9:4000".parse::<SocketAddr>().unwrap()));
+            request.body(Body::from(format!("token={token}&next=/"))).unwrap()
+        };
+        for _ in 0..MAX_WRONG_TOKENS {
+            assert_eq!(send(app.clone(), form("nope-nope-nope")).await.status(), StatusCode::UNAUTHORIZED);
+        }
+        assert_eq!(send(app.clone(), form(TOKEN)).await.status(), StatusCode::TOO_MANY_REQUESTS);
+    }
+
+    fn cookie_of(response: &Response) -> String {
+        response.headers()[header::SET_COOKIE].to_str().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn the_cookie_is_secure_over_https_from_a_trusted_proxy_or_when_forced() {
+        let link = format!("/?token={TOKEN}");
+        let proxied = |peer: &str| from(request("GET", &link).header("x-forwarded-proto", "https"), peer);
+        let plain = app_with(Access::new(Some(TOKEN.into())));
+        assert!(!cookie_of(&send(plain.clone(), proxied("10.0.0.1:1")).await).contains("Secure"));
+
+        let behind_proxy = app_with(Access::new(Some(TOKEN.into())).with_cookies(false, vec!["10.0.0.1".parse().unwrap()]));
+        assert!(cookie_of(&send(behind_proxy.clone(), proxied("10.0.0.1:1")).await).contains("; Secure"));
+        // Anyone else saying https is not believed, and plain HTTP through the proxy is plain.
+        assert!(!cookie_of(&send(behind_proxy.clone(), proxied("10.0.0.2:1")).await).contains("Secure"));
+        let http = from(request("GET", &link).header("x-forwarded-proto", "http"), "10.0.0.1:1");
+        assert!(!cookie_of(&send(behind_proxy, http).await).contains("Secure"));
+
+        let forced = app_with(Access::new(Some(TOKEN.into())).with_cookies(true, Vec::new()));
+        assert!(cookie_of(&send(forced, from(request("GET", &link), "127.0.0.1:1")).await).contains("; Secure"));
     }
 
     #[test]

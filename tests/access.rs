@@ -1,0 +1,139 @@
+//! The access token, with the real `askbridge` binary as a person starts it: a token is made at
+//! first start and kept private in the data folder, the sign-in link is printed (and never
+//! logged), every page and server function asks for it, and `--no-token` is for loopback only.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+struct Server {
+    child: Child,
+    url: String,
+    /// The link printed at start.
+    link: String,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn askbridge(data: &Path, log: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_askbridge"));
+    command
+        .args(["serve", "--agent", "scripted", "--data-dir"])
+        .arg(data)
+        .args(args)
+        .env_remove("ASKBRIDGE_TOKEN")
+        .env_remove("ASKBRIDGE_NO_TOKEN")
+        // Everything the server logs, requests included, to look for the token in.
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap())
+        .kill_on_drop(true);
+    command
+}
+
+/// Starts the server and reads the sign-in link it prints once it listens.
+async fn start(data: &Path, log: &Path, args: &[&str]) -> Server {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = askbridge(data, log, &[&["--addr", &addr], args].concat()).spawn().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let link = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(at) = line.find("http://") {
+                return line[at..].split_whitespace().next().unwrap().to_string();
+            }
+        }
+        panic!("the server ended without printing its link: {}", std::fs::read_to_string(log).unwrap());
+    })
+    .await
+    .expect("the sign-in link within 30 s");
+    Server { child, url: format!("http://{addr}"), link }
+}
+
+fn client() -> reqwest::Client {
+    // reqwest is built without a default crypto provider (see the Messages API client).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+#[tokio::test]
+async fn a_token_is_made_at_first_start_and_every_route_asks_for_it_but_the_log_never_shows_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (data, log) = (home.path().join("data"), home.path().join("server.log"));
+    let mut server = start(&data, &log, &[]).await;
+
+    // The token is in the data folder, readable by its owner only, and in the printed link.
+    let token = std::fs::read_to_string(data.join("token")).unwrap().trim().to_string();
+    assert_eq!(token.len(), 64, "{token}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data.join("token")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    assert_eq!(server.link, format!("{}/?token={token}", server.url));
+
+    let http = client();
+    let page = http.get(format!("{}/", server.url)).header("Accept", "text/html").send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::UNAUTHORIZED);
+    assert!(page.text().await.unwrap().contains("access token"), "the sign-in page");
+    let api = http.post(format!("{}/api/list_sessions", server.url)).json(&serde_json::json!({})).send().await.unwrap();
+    assert_eq!(api.status(), StatusCode::UNAUTHORIZED);
+    let live = http.get(format!("{}/api/live?session=x", server.url)).send().await.unwrap();
+    assert_eq!(live.status(), StatusCode::UNAUTHORIZED);
+
+    // The link signs in: the token moves to a cookie, out of the address bar.
+    let signed_in = http.get(&server.link).send().await.unwrap();
+    assert_eq!(signed_in.status(), StatusCode::SEE_OTHER);
+    assert_eq!(signed_in.headers()[LOCATION], "/");
+    let cookie = signed_in.headers()[SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
+    let page = http.get(format!("{}/", server.url)).header(COOKIE, &cookie).send().await.unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let api = http
+        .post(format!("{}/api/list_sessions", server.url))
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status(), StatusCode::OK);
+
+    // The next start asks for the same token.
+    server.child.kill().await.unwrap();
+    let mut again = start(&data, &log, &[]).await;
+    assert_eq!(again.link, format!("{}/?token={token}", again.url));
+    again.child.kill().await.unwrap();
+
+    // Requests were logged (at debug), the link's among them; the token never was.
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("path=/api/list_sessions"), "requests are in the log: {logged}");
+    assert!(!logged.contains(&token), "the token is in the log");
+}
+
+#[tokio::test]
+async fn no_token_opens_loopback_only_and_a_network_address_refuses_it() {
+    let home = tempfile::tempdir().unwrap();
+    let (data, log) = (home.path().join("data"), home.path().join("server.log"));
+    let mut server = start(&data, &log, &["--no-token"]).await;
+    assert_eq!(server.link, format!("{}/", server.url));
+    assert!(!data.join("token").exists(), "no token file is made with --no-token");
+    let api =
+        client().post(format!("{}/api/list_sessions", server.url)).json(&serde_json::json!({})).send().await.unwrap();
+    assert_eq!(api.status(), StatusCode::OK);
+    server.child.kill().await.unwrap();
+
+    let refused = askbridge(&data, &log, &["--no-token", "--addr", &format!("0.0.0.0:{}", free_port())])
+        .status()
+        .await
+        .unwrap();
+    assert!(!refused.success());
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("--no-token is for loopback addresses only"), "{said}");
+}
