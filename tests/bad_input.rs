@@ -248,6 +248,35 @@ async fn bad_approval_decisions_and_modes_are_explained_and_change_nothing() {
     assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Default), "every session starts with a mode");
 }
 
+#[tokio::test]
+async fn bypass_needs_the_persons_confirmation_in_the_request() {
+    let h = harness().await;
+    let id = h.session_with_history().await;
+    let (status, body) = h.post_json("set_permission_mode", json!({"session": id, "mode": "bypassPermissions"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let AppError::BadRequest { detail } = error(&body) else { panic!() };
+    assert!(detail.contains("confirm_bypass"), "{detail}");
+    let (status, _) = h
+        .post_json("set_permission_mode", json!({"session": id, "mode": "bypassPermissions", "confirm_bypass": false}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (_, thread) = h.manager.snapshot(&id).await.unwrap();
+    assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Default), "the mode did not change");
+    let (status, _) = h.post_json("create_session", json!({"permission_mode": "bypassPermissions"})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(h.manager.list_sessions().await.unwrap().len(), 1, "no session was made");
+
+    let (status, body) = h
+        .post_json("set_permission_mode", json!({"session": id, "mode": "bypassPermissions", "confirm_bypass": true}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let (_, thread) = h.manager.snapshot(&id).await.unwrap();
+    assert_eq!(thread.turn.permission_mode, Some(PermissionMode::BypassPermissions));
+    // Other modes need no confirmation.
+    let (status, _) = h.post_json("set_permission_mode", json!({"session": id, "mode": "plan"})).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
 // Every server function, sent bodies in any state: cut short, bytes changed, or noise. The answer
 // is a typed error (or success), never a 5xx or a panic, and a session's history stays intact.
 const BODIES: &[(&str, &str)] = &[

@@ -3,6 +3,7 @@
 //! log; questions and approvals through the bridge.
 
 use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -27,8 +28,60 @@ pub struct SessionManager {
     log: Arc<SessionLog>,
     bridge: Arc<InteractionBridge>,
     agent: Arc<dyn AgentBackend>,
+    policy: SessionPolicy,
     shutdown: CancellationToken,
     pub(super) turns: TaskTracker,
+}
+
+/// What sessions may do on this server, beyond what their agent allows.
+#[derive(Debug, Clone, Default)]
+pub struct SessionPolicy {
+    /// Session folders must be inside this one (`--workdir-root`), canonical: symlinks and `..`
+    /// are resolved before the comparison.
+    pub workdir_root: Option<PathBuf>,
+    /// Why no session may switch to bypassPermissions here, if none may.
+    pub bypass_refused: Option<String>,
+}
+
+impl SessionPolicy {
+    /// The folder `dir` (as a person typed it) as the agent will work in it: an existing folder,
+    /// canonical, inside the root.
+    pub fn check_workdir(&self, dir: &str) -> Result<PathBuf, AppError> {
+        let refuse = |why: String| Err(AppError::BadRequest { detail: why });
+        let path = Path::new(dir);
+        if !path.is_absolute() {
+            return refuse(format!("“{dir}” is not a full path: give the folder's full path, from /"));
+        }
+        let canonical = match path.canonicalize() {
+            Ok(canonical) => canonical,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return refuse(format!("there is no folder “{dir}” on the server"));
+            }
+            Err(error) => return refuse(format!("the folder “{dir}” cannot be used: {error}")),
+        };
+        if !canonical.is_dir() {
+            return refuse(format!("“{dir}” is a file, not a folder"));
+        }
+        if let Some(root) = &self.workdir_root
+            && !canonical.starts_with(root)
+        {
+            return refuse(format!(
+                "“{dir}” is outside {}, the folder sessions may work in on this server (--workdir-root)",
+                root.display()
+            ));
+        }
+        Ok(canonical)
+    }
+
+    fn check_mode(&self, mode: PermissionMode) -> Result<(), AppError> {
+        if !mode.is_choosable() {
+            return Err(AppError::BadRequest { detail: format!("a session cannot be switched to the {mode} mode here") });
+        }
+        match &self.bypass_refused {
+            Some(why) if mode == PermissionMode::BypassPermissions => Err(AppError::BadRequest { detail: why.clone() }),
+            _ => Ok(()),
+        }
+    }
 }
 
 impl SessionManager {
@@ -37,12 +90,22 @@ impl SessionManager {
     }
 
     pub fn with_timeouts(store: Store, agent: Arc<dyn AgentBackend>, timeouts: Timeouts) -> Arc<Self> {
+        Self::with_policy(store, agent, timeouts, SessionPolicy::default())
+    }
+
+    pub fn with_policy(
+        store: Store,
+        agent: Arc<dyn AgentBackend>,
+        timeouts: Timeouts,
+        policy: SessionPolicy,
+    ) -> Arc<Self> {
         let log = Arc::new(SessionLog::new(store));
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let manager = Arc::new(Self {
             bridge: Arc::new(bridge),
             log,
             agent,
+            policy,
             shutdown: CancellationToken::new(),
             turns: TaskTracker::new(),
         });
@@ -182,19 +245,14 @@ impl SessionManager {
         mode: Option<PermissionMode>,
     ) -> Result<SessionSummary, AppError> {
         if let Some(mode) = mode {
-            check_mode(mode)?;
+            self.policy.check_mode(mode)?;
             // Refused now rather than when the agent starts (bypass where it is not allowed).
             self.agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         }
-        let workdir = workdir.map(str::trim).filter(|w| !w.is_empty());
-        if let Some(dir) = workdir {
-            let path = std::path::Path::new(dir);
-            if !path.is_absolute() || !path.is_dir() {
-                return Err(AppError::BadRequest {
-                    detail: format!("“{dir}” is not a folder on the server (give its full path)"),
-                });
-            }
-        }
+        let workdir = match workdir.map(str::trim).filter(|w| !w.is_empty()) {
+            Some(dir) => Some(self.policy.check_workdir(dir)?.display().to_string()),
+            None => None,
+        };
         let now = now_ms();
         let summary = SessionSummary {
             id: new_id(),
@@ -204,7 +262,7 @@ impl SessionManager {
             updated_at_ms: now,
             working: false,
             waiting: false,
-            workdir: workdir.map(str::to_string),
+            workdir,
         };
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.
@@ -250,6 +308,8 @@ impl SessionManager {
         if state.thread.is_waiting() {
             return Err(AppError::WaitingForAnswer);
         }
+        // Before the message is stored: a turn that cannot start should not leave it behind.
+        let workdir = self.session_workdir(session_id).await?;
         let first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
         let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
         let history = state.thread.messages.clone();
@@ -257,7 +317,7 @@ impl SessionManager {
         if first_message {
             self.store().set_automatic_title(session_id, &title_from_message(&text)).await?;
         }
-        self.start_turn(&runtime, &mut state, history, text).await
+        self.start_turn(&runtime, &mut state, history, text, workdir).await
     }
 
     /// Resumes a session whose agent parked, once nothing it left waits for the person any more.
@@ -269,7 +329,17 @@ impl SessionManager {
         }
         info!(session = %session_id, "resuming the agent with the person's answers");
         let history = state.thread.messages.clone();
-        self.start_turn(&runtime, &mut state, history, String::new()).await
+        let workdir = self.session_workdir(session_id).await?;
+        self.start_turn(&runtime, &mut state, history, String::new(), workdir).await
+    }
+
+    /// The session's folder as its agent will work in it, checked again at every start: it may
+    /// have gone, or become a link out of the root.
+    async fn session_workdir(&self, session_id: &str) -> Result<Option<PathBuf>, AppError> {
+        match self.store().session(session_id).await?.workdir {
+            Some(dir) => Ok(Some(self.policy.check_workdir(&dir)?)),
+            None => Ok(None),
+        }
     }
 
     /// Records the turn's start and runs it; `text` is the person's message, empty to resume.
@@ -279,9 +349,9 @@ impl SessionManager {
         state: &mut RuntimeState,
         history: Vec<crate::thread::Message>,
         text: String,
+        workdir: Option<PathBuf>,
     ) -> Result<(), AppError> {
         let session_id = runtime.id();
-        let workdir = self.store().session(session_id).await?.workdir.map(std::path::PathBuf::from);
         runtime.append_locked(self.store(), state, EventBody::TurnStarted).await?;
         let cancel = self.shutdown.child_token();
         state.turn = Some(cancel.clone());
@@ -371,7 +441,7 @@ impl SessionManager {
     /// Switches the session's permission mode: recorded for the next start, and sent to the
     /// agent now if it runs.
     pub async fn set_permission_mode(&self, session_id: &str, mode: PermissionMode) -> Result<(), AppError> {
-        check_mode(mode)?;
+        self.policy.check_mode(mode)?;
         let runtime = self.runtime(session_id).await?;
         // The agent may refuse (bypass not allowed here); a running one switches now.
         self.agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
@@ -434,14 +504,6 @@ impl SessionManager {
 }
 
 /// A person may put a session in the modes the UI offers, not Claude Code's others.
-fn check_mode(mode: PermissionMode) -> Result<(), AppError> {
-    if mode.is_choosable() {
-        Ok(())
-    } else {
-        Err(AppError::BadRequest { detail: format!("a session cannot be switched to the {mode} mode here") })
-    }
-}
-
 /// A title from the first message: its first line, cut at a word near 60 characters.
 pub(super) fn title_from_message(text: &str) -> String {
     const MAX: usize = 60;

@@ -10,4 +10,4 @@ mod tests;
 
 pub use crate::bridge::Timeouts;
 pub use log::{SessionLog, SessionRuntime};
-pub use manager::SessionManager;
+pub use manager::{SessionManager, SessionPolicy};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::manager::title_from_message;
-use super::{SessionManager, Timeouts};
+use super::{SessionManager, SessionPolicy, Timeouts};
 use crate::agent::scripted::fixtures::ASKS_WHICH_AUTH;
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::approval::{Approval, Decision, MAX_DENIAL_CHARS, PermissionMode};
@@ -92,8 +92,54 @@ async fn a_session_folder_must_exist_on_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().display().to_string();
     let session = manager.create_session(Some(&folder)).await.unwrap();
-    assert_eq!(manager.store().session(&session.id).await.unwrap().workdir, Some(folder));
+    let canonical = dir.path().canonicalize().unwrap().display().to_string();
+    assert_eq!(manager.store().session(&session.id).await.unwrap().workdir, Some(canonical));
     assert_eq!(manager.create_session(Some("  ")).await.unwrap().workdir, None);
+    let Err(AppError::BadRequest { detail }) = manager.create_session(Some("/nonexistent/folder")).await else {
+        panic!()
+    };
+    assert_eq!(detail, "there is no folder “/nonexistent/folder” on the server");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_session_folder_stays_inside_the_workdir_root_whatever_links_and_dots_say() {
+    let outside = tempfile::tempdir().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let inside = root.path().join("project");
+    std::fs::create_dir(&inside).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
+    std::fs::write(root.path().join("notes.txt"), "").unwrap();
+    let policy = SessionPolicy { workdir_root: Some(root.path().canonicalize().unwrap()), bypass_refused: None };
+    let agent = Arc::new(ScriptedAgent::new(quick_scenario()));
+    let manager =
+        SessionManager::with_policy(Store::open_in_memory().await.unwrap(), agent, Timeouts::default(), policy);
+
+    let session = manager.create_session(Some(&inside.display().to_string())).await.unwrap();
+    let dotted = format!("{}/project/../project/.", root.path().display());
+    assert!(manager.create_session(Some(&dotted)).await.is_ok(), "dots that stay inside are fine");
+    let refused = [
+        (root.path().join("escape").display().to_string(), "outside"),
+        (format!("{}/project/../..", root.path().display()), "outside"),
+        (outside.path().display().to_string(), "outside"),
+        (root.path().join("notes.txt").display().to_string(), "is a file"),
+        (root.path().join("gone").display().to_string(), "there is no folder"),
+    ];
+    for (dir, why) in refused {
+        let Err(AppError::BadRequest { detail }) = manager.create_session(Some(&dir)).await else { panic!("{dir}") };
+        assert!(detail.contains(why), "{dir}: {detail}");
+    }
+
+    // The folder is swapped for a link out of the root after the session was made: the next turn
+    // is refused, and says why.
+    std::fs::remove_dir(&inside).unwrap();
+    std::os::unix::fs::symlink(outside.path(), &inside).unwrap();
+    let Err(AppError::BadRequest { detail }) = manager.send_message(&session.id, "hello".into()).await else {
+        panic!()
+    };
+    assert!(detail.contains("outside"), "{detail}");
+    let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+    assert!(!thread.turn.working && thread.messages.is_empty(), "no turn started, no message left behind");
 }
 
 #[tokio::test]

@@ -51,6 +51,8 @@ impl Workspace {
         let input = CreateSession {
             workdir: options.and_then(|o| o.workdir).map(|w| w.get_untracked()),
             permission_mode: options.map(|o| o.mode.get_untracked()),
+            // The mode select asked the person before bypass could be chosen.
+            confirm_bypass: true,
         };
         self.opening.dispatch(input, move |summary| {
             this.just_opened.set_value(Some(summary.id.clone()));

@@ -308,7 +308,9 @@ fn mode_switcher(thread: ThreadState) -> impl IntoView {
     let redraw = RwSignal::new(0u32);
     let session = thread.session_id;
     let switch = move |chosen: PermissionMode| {
-        call.dispatch_then(SetPermissionMode { session: session.get_value(), mode: chosen }, move |result| {
+        // `mode_select` asked the person before bypass could be chosen.
+        let input = SetPermissionMode { session: session.get_value(), mode: chosen, confirm_bypass: true };
+        call.dispatch_then(input, move |result| {
             if result.is_err() {
                 redraw.update(|n| *n += 1);
             }
