@@ -2,7 +2,20 @@
 // server, so each runs its own (the release build with the scripted agent, on a free port and a
 // fresh data folder), started and killed by the `server` fixture whatever the test's outcome.
 import { test as base, expect, type Page } from "@playwright/test";
-import { agentReplies, call, composerHint, OwnServer, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import {
+  agentReplies,
+  call,
+  claudeEnv,
+  composerHint,
+  OwnMock,
+  OwnServer,
+  startSession,
+  waitForHydration,
+  waitForTurnEnd,
+} from "./helpers";
 
 const test = base.extend<{ serverArgs: string[]; server: OwnServer }>({
   serverArgs: [[], { option: true }],
@@ -141,4 +154,84 @@ test("a question not yet parked when the server is killed is cancelled after the
   await expect(logsQuestion(page).getByRole("radio", { name: "Files" })).toBeDisabled();
   await expect(page.getByText("The server stopped while the agent was working, so that turn was cut short.")).toBeVisible();
   expect(await stored(page, session)).toEqual({ parked: false, pending: false, turn: "abandoned" });
+});
+
+// The real Claude Code CLI answers a waiting call by itself when AskBridge dies under it (its stdin
+// closes). After the restart the card says what it was told, and the person can still answer: the
+// answer goes to the agent as a message, never as the tool's result.
+test("a question lost in a crash can still be answered, as a message to the agent", async ({ page }) => {
+  const auth = "Which auth method should we use?";
+  const mock = await OwnMock.start([
+    {
+      content: [
+        {
+          type: "tool_use",
+          id: "toolu_lost",
+          name: "AskUserQuestion",
+          input: {
+            questions: [
+              {
+                question: auth,
+                header: "Auth",
+                multiSelect: false,
+                options: [
+                  { label: "JWT", description: "Stateless tokens" },
+                  { label: "Sessions", description: "Server-side" },
+                ],
+              },
+            ],
+          },
+        },
+      ],
+    },
+    "ack",
+    "Thanks, JWT then.",
+  ]);
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-claude-"));
+  const server = await OwnServer.start(
+    ["--agent", "claude", "--claude-bin", path.resolve(__dirname, "../../node_modules/.bin/claude"),
+      "--workdir", path.join(home, "project")],
+    claudeEnv(home, mock.url),
+  );
+  try {
+    await page.goto(server.url);
+    await waitForHydration(page);
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("Set up auth; ask me which.");
+    await box.press("Enter");
+    const question = card(page).getByRole("radiogroup", { name: auth });
+    await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 30_000 });
+
+    await server.crash();
+    // The CLI told the model something else when its stdin closed.
+    await expect.poll(async () => (await mock.requests()).length, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    await server.start();
+    await page.reload();
+    await waitForHydration(page);
+    await expect(card(page)).toHaveAttribute("data-state", "lost");
+    await expect(card(page).getByRole("status")).toHaveText("Not answered");
+    await expect(card(page)).toContainText("You can still answer, as a message.");
+
+    // Picking does not send: the message goes on purpose.
+    await question.getByRole("radio", { name: "JWT" }).click();
+    await expect(question.getByRole("radio", { name: "JWT" })).toBeChecked();
+    await card(page).getByRole("button", { name: "Send my answer as a message" }).click();
+
+    await expect(page.getByRole("article", { name: "You" }).last()).toContainText(
+      'My answer: "Which auth method should we use?"="JWT".',
+    );
+    await expect(agentReplies(page).last()).toContainText("Thanks, JWT then.", { timeout: 30_000 });
+    await expect(card(page).getByRole("button", { name: "Send my answer as a message" })).toBeHidden();
+    await expect(question.getByRole("radio", { name: "Sessions" })).toBeDisabled();
+    const sent = JSON.stringify((await mock.requests()).at(-1).messages);
+    expect(sent).toContain("my answer did not reach you then. My answer:");
+    // Sent once: the pick itself sent nothing.
+    await expect(page.getByRole("article", { name: "You" })).toHaveCount(2);
+    // The card still says what happened: the answer was never the tool's result.
+    await expect(card(page)).toHaveAttribute("data-state", "lost");
+  } finally {
+    await server.kill();
+    await mock.kill();
+    fs.rmSync(home, { recursive: true, force: true });
+  }
 });

@@ -82,6 +82,11 @@ impl CardLife {
         }
     }
 
+    /// The server took this tab's answer (tracked).
+    pub fn was_sent(&self) -> bool {
+        self.sent.get()
+    }
+
     pub fn is_open_untracked(&self) -> bool {
         self.phase.with_untracked(Phase::is_open)
     }

@@ -88,16 +88,24 @@ struct Card {
 
 impl Card {
     fn editable(&self) -> bool {
-        self.life.phase.with(Phase::is_open)
+        // A lost one until this tab sent its answer.
+        self.life.phase.with(Phase::is_open) || (self.is_lost() && !self.life.was_sent())
     }
 
     fn editable_untracked(&self) -> bool {
-        self.life.is_open_untracked()
+        untrack(|| self.editable())
     }
 
-    /// One single-select question: a click answers it.
+    /// The agent was told something else when the server died while it waited; the person may
+    /// still answer, and the answer goes to the agent as a message.
+    fn is_lost(&self) -> bool {
+        self.life.phase.with(|p| matches!(p, Phase::Done(InteractionOutcome::Lost { .. })))
+    }
+
+    /// One single-select question: a click answers it. A lost one waits for its button: a message
+    /// to the agent is sent on purpose, not by picking.
     fn auto_submits(&self) -> bool {
-        self.questions.with(|q| q.len() == 1 && !q[0].multi_select)
+        self.questions.with(|q| q.len() == 1 && !q[0].multi_select) && !self.is_lost()
     }
 
     fn unanswered(&self) -> usize {
@@ -151,13 +159,18 @@ impl Card {
             self.drafts.with_untracked(|drafts| questions.iter().zip(drafts).map(|(q, d)| d.answer(q)).collect())
         });
         let life = self.life;
-        let input =
-            SubmitAnswers { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), answers };
+        let input = SubmitAnswers {
+            session: life.session.get_value(),
+            tool_use_id: life.tool_use_id.get_value(),
+            answers,
+            // A lost question's answer goes to the agent as a message.
+            as_message: untrack(|| self.is_lost()),
+        };
         self.answer.dispatch_then(input, move |result| life.settle(result));
     }
 
     fn decline(&self) {
-        if !self.editable() {
+        if !self.life.is_open_untracked() {
             return;
         }
         let life = self.life;
@@ -306,11 +319,11 @@ impl Status {
                 Some(format!("Cancelled: {reason}. The agent is no longer waiting for an answer.")),
             ),
             Phase::Done(InteractionOutcome::Lost { told }) => (
-                "cancelled",
+                "lost",
                 "Not answered",
                 Some(format!(
-                    "The server stopped before your answer could be kept, and the agent was told: “{told}”. \
-                     It did not get an answer from you."
+                    "The server stopped before you answered, and the agent was told: “{told}”. \
+                     You can still answer, as a message."
                 )),
             ),
             Phase::Done(InteractionOutcome::Failed { error }) | Phase::Unreadable(error) => (
@@ -428,18 +441,18 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         </details>
         <fieldset
             class="qc-actions"
-            hidden=move || !matches!(status.with(|s| s.key), "pending" | "submitting" | "error")
-            disabled=move || status.with(|s| s.key == "submitting")
+            hidden=move || !(matches!(status.with(|s| s.key), "pending" | "submitting" | "error") || card.editable())
+            disabled=move || status.with(|s| s.key == "submitting") || card.life.calls.pending.get()
         >
             <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
-            <button class="button" on:click=move |_| card.decline()>"Skip"</button>
+            <button class="button" hidden=move || card.is_lost() on:click=move |_| card.decline()>"Skip"</button>
             <button
                 class="button primary"
                 hidden=move || card.auto_submits() && !card.drafts.with(|d| d.first().is_some_and(|d| d.other_on))
                 disabled=move || { card.unanswered() > 0 }
                 on:click=move |_| card.submit()
             >
-                "Submit"
+                {move || if card.is_lost() { "Send my answer as a message" } else { "Submit" }}
             </button>
         </fieldset>
     };
