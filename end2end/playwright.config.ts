@@ -23,7 +23,7 @@ const root = path.resolve(__dirname, "..");
 process.env.ASKBRIDGE_TOKEN ??= "askbridge-e2e-token-5d1c0a7e";
 export const token = process.env.ASKBRIDGE_TOKEN;
 // The servers' logs (stderr, shown here) say only what went wrong.
-const quiet = { RUST_LOG: "askbridge=warn" };
+const quiet = { RUST_LOG: "warn" };
 const claudeHome = path.join(root, "end2end/.claude-home");
 
 export default defineConfig({
@@ -83,6 +83,7 @@ export default defineConfig({
       timeout: 30_000,
       stdout: "ignore",
       stderr: "pipe",
+      env: quiet,
     },
     {
       // The CLI runs offline: its own HOME and config folder, the mock as the API, and no
@@ -107,6 +108,7 @@ export default defineConfig({
       timeout: 30_000,
       stdout: "ignore",
       stderr: "pipe",
+      env: quiet,
     },
     {
       command:

@@ -38,3 +38,20 @@ test("the whole loop with the real Claude Code CLI: message, card, click, the mo
   );
   await expect(page.locator(".turn-status")).toHaveText("Ready", { timeout: 30_000 });
 });
+
+test("a working folder that does not exist is explained on the new-session page, and nothing is started", async ({
+  page,
+  request,
+}) => {
+  await page.goto("/");
+  await expect(page.getByRole("button", { name: "New session", exact: true })).toBeEnabled();
+  const before = (await (await request.post("/api/list_sessions", { data: {} })).json()).length;
+  await page.getByRole("textbox", { name: "Working folder" }).fill("/no/such/folder");
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill("Work in that folder, please.");
+  await box.press("Enter");
+  await expect(page.locator("#composer-hint")).toContainText("there is no folder “/no/such/folder” on the server");
+  await expect(page).toHaveURL(/\/$/);
+  await expect(box).toHaveValue("Work in that folder, please.");
+  expect((await (await request.post("/api/list_sessions", { data: {} })).json()).length).toBe(before);
+});
