@@ -9,8 +9,23 @@
 //! `escape`, and the only tags are the ones written here. Raw HTML is shown as text, links may
 //! only go to http(s) or mailto (or stay on this site) and open in a new tab, and images become
 //! links, so a page never loads a remote image because an agent wrote one.
+//!
+//! The work is linear in the text, whatever the text: a search ahead for a closing `]`, backtick
+//! run or emphasis is answered from what `Inline` learned once per run of text, and structures
+//! nest at most `MAX_NESTING` deep. Searching ahead per opener made 60,000 unclosed `[` take
+//! ~600 ms on every page load. The tests count the work (`work`) to keep it so.
 
 use leptos::prelude::*;
+
+/// How deep quotes, list items, emphasis and links may nest in one another; what is deeper is
+/// shown as text. Each level reads its content again, so this bounds the work per character (and
+/// the recursion, which a line of 100,000 `>` overflowed). Agents nest a few levels, not sixteen.
+const MAX_NESTING: usize = 16;
+
+/// A table row shorter than its header gets empty cells up to the header's width, so the width
+/// multiplies the output of every row (a wide header over rows of one `|` each grew the output
+/// with the square of the text); a wider table is shown as text.
+const MAX_TABLE_COLUMNS: usize = 32;
 
 /// Markdown, re-rendered when the text changes (each streamed word).
 pub fn markdown(text: Signal<String>) -> impl IntoView {
@@ -21,23 +36,43 @@ pub fn markdown(text: Signal<String>) -> impl IntoView {
 pub fn render_markdown(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let mut out = String::with_capacity(text.len() + text.len() / 2);
-    blocks(&lines, &mut out);
+    blocks(&lines, 0, &mut out);
     out
+}
+
+// Counts characters read, for the tests that prove the work linear; nothing outside tests.
+#[cfg(test)]
+thread_local!(static WORK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) });
+
+#[inline(always)]
+fn work(_characters: usize) {
+    #[cfg(test)]
+    WORK.with(|work| work.set(work.get() + _characters));
 }
 
 // ---- Blocks ----
 
-fn blocks(lines: &[&str], out: &mut String) {
+/// The blocks of `lines`, inside `depth` quotes and list items; inside `MAX_NESTING` of them,
+/// the lines as they are written.
+fn blocks(lines: &[&str], depth: usize, out: &mut String) {
+    if depth >= MAX_NESTING {
+        if !lines.is_empty() {
+            out.push_str("<p>");
+            inline_lines(lines, depth, out);
+            out.push_str("</p>");
+        }
+        return;
+    }
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i];
-        if line.trim().is_empty() {
+        if is_blank(line) {
             i += 1;
         } else if let Some((fence, info)) = fence_open(line) {
             i = code_block(lines, i, fence, info, out);
         } else if let Some((level, title)) = heading(line) {
             out.push_str(&format!("<h{level}>"));
-            inline(title, out);
+            inline(title, depth, out);
             out.push_str(&format!("</h{level}>"));
             i += 1;
         } else if is_rule(line) {
@@ -47,28 +82,36 @@ fn blocks(lines: &[&str], out: &mut String) {
             let start = i;
             let mut inner = Vec::new();
             while let Some(rest) = lines.get(i).and_then(|l| quote_line(l)) {
+                work(rest.len() + 1);
                 inner.push(rest);
                 i += 1;
             }
             debug_assert!(i > start);
             out.push_str("<blockquote>");
-            blocks(&inner, out);
+            blocks(&inner, depth + 1, out);
             out.push_str("</blockquote>");
         } else if list_marker(line).is_some() {
-            i = list(lines, i, out);
+            i = list(lines, i, depth, out);
         } else if let Some(columns) = table_start(lines, i) {
-            i = table(lines, i, columns, out);
+            i = table(lines, i, columns, depth, out);
         } else {
             let start = i;
             i += 1;
-            while i < lines.len() && !lines[i].trim().is_empty() && !interrupts_paragraph(lines[i]) {
+            while i < lines.len() && !is_blank(lines[i]) && !interrupts_paragraph(lines[i]) {
                 i += 1;
             }
             out.push_str("<p>");
-            inline_lines(&lines[start..i], out);
+            inline_lines(&lines[start..i], depth, out);
             out.push_str("</p>");
         }
     }
+}
+
+/// Every loop over lines asks this of each line it takes up, so it also counts the line as read:
+/// what the loop then does with the line reads it a bounded number of times.
+fn is_blank(line: &str) -> bool {
+    work(line.len() + 1);
+    line.trim().is_empty()
 }
 
 fn interrupts_paragraph(line: &str) -> bool {
@@ -115,6 +158,7 @@ fn code_block(lines: &[&str], start: usize, fence: &str, info: &str, out: &mut S
     }
     let mut i = start + 1;
     while i < lines.len() {
+        work(lines[i].len() + 1);
         let closing = unindent(lines[i]).is_some_and(|rest| {
             let rest = rest.trim_end();
             rest.starts_with(fence) && rest.chars().all(|c| Some(c) == fence.chars().next())
@@ -170,8 +214,12 @@ struct Marker {
     indent: usize,
 }
 
+fn indentation(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
 fn list_marker(line: &str) -> Option<Marker> {
-    let indent = line.len() - line.trim_start_matches(' ').len();
+    let indent = indentation(line);
     let rest = &line[indent..];
     let (ordered, number, width) = if let Some(c) = rest.chars().next().filter(|c| matches!(c, '-' | '*' | '+')) {
         (false, 0, c.len_utf8())
@@ -192,7 +240,7 @@ fn list_marker(line: &str) -> Option<Marker> {
 }
 
 /// A list and its items; an item holds the lines indented under it, rendered as blocks.
-fn list(lines: &[&str], start: usize, out: &mut String) -> usize {
+fn list(lines: &[&str], start: usize, depth: usize, out: &mut String) -> usize {
     let first = list_marker(lines[start]).expect("a list starts at a marker");
     let ordered = first.ordered;
     if ordered && first.number != 1 {
@@ -202,6 +250,7 @@ fn list(lines: &[&str], start: usize, out: &mut String) -> usize {
     }
     let mut i = start;
     while i < lines.len() {
+        work(lines[i].len() + 1);
         let Some(marker) = list_marker(lines[i]).filter(|m| m.ordered == ordered && m.indent <= first.indent + 1)
         else {
             break;
@@ -211,15 +260,19 @@ fn list(lines: &[&str], start: usize, out: &mut String) -> usize {
         let mut blank_inside = false;
         while i < lines.len() {
             let line = lines[i];
-            let indent = line.len() - line.trim_start_matches(' ').len();
-            if line.trim().is_empty() {
-                // A blank line continues the item only if indented content follows.
-                let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
-                match next {
-                    Some(next) if next.len() - next.trim_start_matches(' ').len() >= marker.content => {
+            let indent = indentation(line);
+            if is_blank(line) {
+                // Blank lines continue the item only if indented content follows. They are
+                // taken together: looking past each one to that content was quadratic.
+                let mut next = i + 1;
+                while next < lines.len() && is_blank(lines[next]) {
+                    next += 1;
+                }
+                match lines.get(next) {
+                    Some(next_line) if indentation(next_line) >= marker.content => {
                         blank_inside = true;
-                        item.push("");
-                        i += 1;
+                        item.extend(std::iter::repeat_n("", next - i));
+                        i = next;
                     }
                     _ => break,
                 }
@@ -234,11 +287,11 @@ fn list(lines: &[&str], start: usize, out: &mut String) -> usize {
             }
         }
         out.push_str("<li>");
-        list_item(&item, blank_inside, out);
+        list_item(&item, blank_inside, depth + 1, out);
         out.push_str("</li>");
         // Blank lines between items of the same list.
         let mut j = i;
-        while j < lines.len() && lines[j].trim().is_empty() {
+        while j < lines.len() && is_blank(lines[j]) {
             j += 1;
         }
         if j > i && j < lines.len() && list_marker(lines[j]).is_some_and(|m| m.ordered == ordered) {
@@ -251,10 +304,10 @@ fn list(lines: &[&str], start: usize, out: &mut String) -> usize {
 
 /// A paragraph inside an item goes on over unindented lines that start no other block.
 fn lazy_continuation(item: &[&str], line: &str) -> bool {
-    item.last().is_some_and(|last| !last.trim().is_empty()) && !interrupts_paragraph(line)
+    item.last().is_some_and(|last| !is_blank(last)) && !interrupts_paragraph(line)
 }
 
-fn list_item(lines: &[&str], loose: bool, out: &mut String) {
+fn list_item(lines: &[&str], loose: bool, depth: usize, out: &mut String) {
     let mut lines = lines.to_vec();
     if let Some(first) = lines.first_mut() {
         let task = first
@@ -271,12 +324,12 @@ fn list_item(lines: &[&str], loose: bool, out: &mut String) {
         }
     }
     // A tight item is one paragraph, maybe followed by a nested list: no <p> around its text.
-    let text_end = lines.iter().position(|l| l.trim().is_empty() || interrupts_paragraph(l)).unwrap_or(lines.len());
+    let text_end = lines.iter().position(|l| is_blank(l) || interrupts_paragraph(l)).unwrap_or(lines.len());
     if !loose && text_end > 0 {
-        inline_lines(&lines[..text_end], out);
-        blocks(&lines[text_end..], out);
+        inline_lines(&lines[..text_end], depth, out);
+        blocks(&lines[text_end..], depth, out);
     } else {
-        blocks(&lines, out);
+        blocks(&lines, depth, out);
     }
 }
 
@@ -301,6 +354,7 @@ fn table_row(line: &str) -> Vec<&str> {
 fn table_start(lines: &[&str], i: usize) -> Option<Vec<&'static str>> {
     let header = lines[i];
     let delimiter = lines.get(i + 1)?;
+    work(delimiter.len() + 1);
     if !header.contains('|') || !delimiter.contains('-') {
         return None;
     }
@@ -320,16 +374,16 @@ fn table_start(lines: &[&str], i: usize) -> Option<Vec<&'static str>> {
             })
         })
         .collect::<Option<Vec<_>>>()?;
-    (aligns.len() == table_row(header).len()).then_some(aligns)
+    (aligns.len() <= MAX_TABLE_COLUMNS && aligns.len() == table_row(header).len()).then_some(aligns)
 }
 
-fn table(lines: &[&str], start: usize, aligns: Vec<&str>, out: &mut String) -> usize {
+fn table(lines: &[&str], start: usize, aligns: Vec<&str>, depth: usize, out: &mut String) -> usize {
     let cells = |line: &str, tag: &str, out: &mut String| {
         out.push_str("<tr>");
         let row = table_row(line);
         for (index, align) in aligns.iter().enumerate() {
             out.push_str(&format!("<{tag}{align}>"));
-            inline(row.get(index).copied().unwrap_or(""), out);
+            inline(row.get(index).copied().unwrap_or(""), depth, out);
             out.push_str(&format!("</{tag}>"));
         }
         out.push_str("</tr>");
@@ -338,7 +392,7 @@ fn table(lines: &[&str], start: usize, aligns: Vec<&str>, out: &mut String) -> u
     cells(lines[start], "th", out);
     out.push_str("</thead><tbody>");
     let mut i = start + 2;
-    while i < lines.len() && lines[i].contains('|') && !lines[i].trim().is_empty() {
+    while i < lines.len() && lines[i].contains('|') && !is_blank(lines[i]) {
         cells(lines[i], "td", out);
         i += 1;
     }
@@ -350,9 +404,10 @@ fn table(lines: &[&str], start: usize, aligns: Vec<&str>, out: &mut String) -> u
 
 /// The lines of a paragraph: soft breaks stay newlines; two trailing spaces or a backslash make
 /// a hard break.
-fn inline_lines(lines: &[&str], out: &mut String) {
+fn inline_lines(lines: &[&str], depth: usize, out: &mut String) {
     let mut text = String::new();
     for (index, line) in lines.iter().enumerate() {
+        work(line.len() + 1);
         let last = index + 1 == lines.len();
         let line = line.trim_start();
         if !last && (line.ends_with("  ") || line.ends_with('\\')) {
@@ -365,88 +420,325 @@ fn inline_lines(lines: &[&str], out: &mut String) {
             }
         }
     }
-    inline(&text, out);
+    inline(&text, depth, out);
 }
 
-fn inline(text: &str, out: &mut String) {
+fn inline(text: &str, depth: usize, out: &mut String) {
     let chars: Vec<char> = text.chars().collect();
-    inline_chars(&chars, out);
+    work(chars.len());
+    inline_chars(&chars, depth, out);
 }
 
-fn inline_chars(s: &[char], out: &mut String) {
-    let mut i = 0;
-    while i < s.len() {
-        let c = s[i];
-        match c {
-            '\u{0}' => {
-                out.push_str("<br>");
+/// Inline text inside `depth` structures; inside `MAX_NESTING` of them, as it is written.
+fn inline_chars(s: &[char], depth: usize, out: &mut String) {
+    if depth >= MAX_NESTING {
+        work(s.len());
+        for c in s {
+            match c {
+                '\u{0}' => out.push_str("<br>"),
+                c => escape_char(*c, out),
+            }
+        }
+    } else {
+        Inline::new(s, depth).render(out);
+    }
+}
+
+/// A run of inline text, and what was learned about it once so that no search ahead repeats
+/// per opener.
+struct Inline<'a> {
+    s: &'a [char],
+    depth: usize,
+    /// For a `[`, its `]`; for a backtick run (or what is left of one after an escaped first
+    /// backtick), where the next run of the same length starts: the end of its code span.
+    /// 0, which no partner can be, when there is none. Empty until first asked (`partner`).
+    partner: Vec<usize>,
+    /// For each position, the searches for an emphasis closer that passed it: a bit for each
+    /// delimiter and run length. A search that comes to a position another one passed fails as
+    /// that one did, for from there on it goes the same way; one that succeeded ends before any
+    /// later opener. Empty until the first search.
+    passed: Vec<u8>,
+}
+
+impl<'a> Inline<'a> {
+    fn new(s: &'a [char], depth: usize) -> Self {
+        Self { s, depth, partner: Vec::new(), passed: Vec::new() }
+    }
+
+    /// `partner` at `i`, built on first asking: most text has no `[` or backtick.
+    fn partner(&mut self, i: usize) -> usize {
+        let s = self.s;
+        if self.partner.is_empty() {
+            work(2 * s.len());
+            self.partner = vec![0; s.len()];
+            // Brackets pair as a stack; a backslash hides the character after it.
+            let mut open = Vec::new();
+            let mut i = 0;
+            while i < s.len() {
+                match s[i] {
+                    '\\' => i += 1,
+                    '[' => open.push(i),
+                    ']' => {
+                        if let Some(opener) = open.pop() {
+                            self.partner[opener] = i;
+                        }
+                    }
+                    _ => {}
+                }
                 i += 1;
             }
-            '\\' if s.get(i + 1).is_some_and(|n| n.is_ascii_punctuation()) => {
-                escape_char(s[i + 1], out);
-                i += 2;
+            // Backtick runs from the right, remembering the nearest run of each length.
+            let mut nearest = Vec::new();
+            let mut i = s.len();
+            while i > 0 {
+                let end = i;
+                while i > 0 && s[i - 1] == '`' {
+                    i -= 1;
+                }
+                if i == end {
+                    i -= 1;
+                    continue;
+                }
+                let run = end - i;
+                if nearest.len() <= run {
+                    nearest.resize(run + 1, 0);
+                }
+                self.partner[i] = nearest[run];
+                if run > 1 {
+                    self.partner[i + 1] = nearest[run - 1];
+                }
+                nearest[run] = i;
             }
-            '`' => i = code_span(s, i, out),
-            '*' | '_' | '~' => i = emphasis(s, i, out),
-            '!' if s.get(i + 1) == Some(&'[') => match link(s, i + 1) {
-                Some((text, dest, title, end)) => {
-                    out.push_str(&link_open(&dest, &title));
-                    let alt: String = text.iter().collect();
-                    escape(if alt.is_empty() { "image" } else { &alt }, out);
-                    out.push_str("</a>");
-                    i = end;
-                }
-                None => {
-                    out.push('!');
+        }
+        self.partner[i]
+    }
+
+    fn render(&mut self, out: &mut String) {
+        let s = self.s;
+        let mut i = 0;
+        while i < s.len() {
+            work(1);
+            let c = s[i];
+            match c {
+                '\u{0}' => {
+                    out.push_str("<br>");
                     i += 1;
                 }
-            },
-            '[' => match link(s, i) {
-                Some((text, dest, title, end)) => {
-                    out.push_str(&link_open(&dest, &title));
-                    inline_chars(&text, out);
-                    out.push_str("</a>");
-                    i = end;
+                '\\' if s.get(i + 1).is_some_and(|n| n.is_ascii_punctuation()) => {
+                    escape_char(s[i + 1], out);
+                    i += 2;
                 }
-                None => {
-                    out.push('[');
-                    i += 1;
-                }
-            },
-            '<' => match autolink(s, i) {
-                Some((url, end)) => {
-                    out.push_str(&link_open(&url, ""));
-                    escape(&url, out);
-                    out.push_str("</a>");
-                    i = end;
-                }
-                None => {
-                    out.push_str("&lt;");
-                    i += 1;
-                }
-            },
-            'h' if starts_with(s, i, "http://") || starts_with(s, i, "https://") => {
-                let at_word_start = i == 0 || !s[i - 1].is_alphanumeric();
-                match bare_url(s, i).filter(|_| at_word_start) {
-                    Some(end) => {
-                        let url: String = s[i..end].iter().collect();
+                '`' => i = self.code_span(i, out),
+                '*' | '_' | '~' => i = self.emphasis(i, out),
+                '!' if s.get(i + 1) == Some(&'[') => match self.link(i + 1) {
+                    Some((close, dest, title, end)) => {
+                        out.push_str(&link_open(&dest, &title));
+                        let alt: String = s[i + 2..close].iter().collect();
+                        escape(if alt.is_empty() { "image" } else { &alt }, out);
+                        out.push_str("</a>");
+                        i = end;
+                    }
+                    None => {
+                        out.push('!');
+                        i += 1;
+                    }
+                },
+                '[' => match self.link(i) {
+                    Some((close, dest, title, end)) => {
+                        out.push_str(&link_open(&dest, &title));
+                        inline_chars(&s[i + 1..close], self.depth + 1, out);
+                        out.push_str("</a>");
+                        i = end;
+                    }
+                    None => {
+                        out.push('[');
+                        i += 1;
+                    }
+                },
+                '<' => match autolink(s, i) {
+                    Some((url, end)) => {
                         out.push_str(&link_open(&url, ""));
                         escape(&url, out);
                         out.push_str("</a>");
                         i = end;
                     }
                     None => {
-                        out.push('h');
+                        out.push_str("&lt;");
                         i += 1;
                     }
+                },
+                'h' if (i == 0 || !s[i - 1].is_alphanumeric())
+                    && (starts_with(s, i, "http://") || starts_with(s, i, "https://")) =>
+                {
+                    match bare_url(s, i) {
+                        Some(end) => {
+                            let url: String = s[i..end].iter().collect();
+                            out.push_str(&link_open(&url, ""));
+                            escape(&url, out);
+                            out.push_str("</a>");
+                            i = end;
+                        }
+                        None => {
+                            out.push('h');
+                            i += 1;
+                        }
+                    }
                 }
-            }
-            _ => {
-                escape_char(c, out);
-                i += 1;
+                _ => {
+                    escape_char(c, out);
+                    i += 1;
+                }
             }
         }
     }
+
+    fn code_span(&mut self, start: usize, out: &mut String) -> usize {
+        let s = self.s;
+        let run = run_length(s, start, '`');
+        let close = self.partner(start);
+        if close == 0 {
+            // No closing run: the backticks are text.
+            for _ in 0..run {
+                out.push('`');
+            }
+            return start + run;
+        }
+        work(close - start);
+        let mut content: String = s[start + run..close].iter().map(|c| if *c == '\n' { ' ' } else { *c }).collect();
+        if content.len() >= 2 && content.starts_with(' ') && content.ends_with(' ') && !content.trim().is_empty() {
+            content = content[1..content.len() - 1].to_string();
+        }
+        out.push_str("<code>");
+        escape(&content, out);
+        out.push_str("</code>");
+        close + run
+    }
+
+    /// `*em*`, `**strong**`, `***both***`, `_em_`, `__strong__`, `~~deleted~~`. An `_` inside a
+    /// word (snake_case) is never emphasis.
+    fn emphasis(&mut self, start: usize, out: &mut String) -> usize {
+        let s = self.s;
+        let c = s[start];
+        let run = run_length(s, start, c);
+        let literal = |out: &mut String| {
+            for _ in 0..run {
+                out.push(c);
+            }
+            start + run
+        };
+        let before = start.checked_sub(1).map(|i| s[i]);
+        let after = s.get(start + run).copied();
+        let opens = after.is_some_and(|a| !a.is_whitespace())
+            && !(c == '_' && before.is_some_and(char::is_alphanumeric))
+            && (c != '~' || run == 2);
+        if !opens || run > 3 {
+            return literal(out);
+        }
+        let Some(close) = self.find_closer(start + run, c, run) else { return literal(out) };
+        let (open_tags, close_tags) = match (c, run) {
+            ('~', _) => ("<del>", "</del>"),
+            (_, 1) => ("<em>", "</em>"),
+            (_, 2) => ("<strong>", "</strong>"),
+            _ => ("<em><strong>", "</strong></em>"),
+        };
+        out.push_str(open_tags);
+        inline_chars(&s[start + run..close], self.depth + 1, out);
+        out.push_str(close_tags);
+        close + run
+    }
+
+    fn find_closer(&mut self, from: usize, c: char, run: usize) -> Option<usize> {
+        let s = self.s;
+        let kind = match c {
+            '*' => run - 1,
+            '_' => run + 2,
+            _ => 6,
+        };
+        let search = 1 << kind;
+        if self.passed.is_empty() {
+            work(s.len());
+            self.passed = vec![0; s.len()];
+        }
+        let mut i = from;
+        while i < s.len() && self.passed[i] & search == 0 {
+            work(1);
+            self.passed[i] |= search;
+            match s[i] {
+                '\\' => i += 2,
+                // Code spans hide delimiters.
+                '`' => {
+                    let open = run_length(s, i, '`');
+                    i = match self.partner(i) {
+                        0 => i + open,
+                        close => close + open,
+                    };
+                }
+                x if x == c => {
+                    let found = run_length(s, i, c);
+                    let before = s[i - 1];
+                    let after = s.get(i + found).copied();
+                    let closes = !before.is_whitespace() && !(c == '_' && after.is_some_and(char::is_alphanumeric));
+                    if found == run && closes && i > from {
+                        return Some(i);
+                    }
+                    i += found;
+                }
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    /// `[text](destination "title")` starting at the `[`; returns where the text closes, the
+    /// destination, the title and where the link ends.
+    fn link(&mut self, start: usize) -> Option<(usize, String, String, usize)> {
+        let s = self.s;
+        let close = self.partner(start);
+        if close == 0 || s.get(close + 1) != Some(&'(') {
+            return None;
+        }
+        // A destination or title never runs over the `](` of another link, so no two links'
+        // searches read the same characters (`[](a` repeated was quadratic).
+        let another_link = |i: usize| s[i] == ']' && s.get(i + 1) == Some(&'(');
+        let mut i = skip(s, close + 2, |i| s[i] == ' ');
+        let dest: String;
+        if s.get(i) == Some(&'<') {
+            let end = skip(s, i + 1, |j| s[j] != '>' && s[j] != '\n' && !another_link(j));
+            s.get(end).filter(|c| **c == '>')?;
+            dest = s[i + 1..end].iter().collect();
+            i = end + 1;
+        } else {
+            let mut parens = 0;
+            let end = skip(s, i, |j| {
+                let c = s[j];
+                if c.is_whitespace() || (c == ')' && parens == 0) || another_link(j) {
+                    return false;
+                }
+                parens += (c == '(') as i32 - (c == ')') as i32;
+                true
+            });
+            dest = s[i..end].iter().collect();
+            i = end;
+        }
+        i = skip(s, i, |j| s[j].is_whitespace());
+        let mut title = String::new();
+        if let Some(&quote) = s.get(i).filter(|c| matches!(c, '"' | '\'')) {
+            let end = skip(s, i + 1, |j| s[j] != quote && !another_link(j));
+            s.get(end)?;
+            title = s[i + 1..end].iter().collect();
+            i = skip(s, end + 1, |j| s[j].is_whitespace());
+        }
+        (s.get(i) == Some(&')')).then_some((close, dest, title, i + 1))
+    }
+}
+
+/// The first position from `i` on where `go` is false, or the end.
+fn skip(s: &[char], mut i: usize, mut go: impl FnMut(usize) -> bool) -> usize {
+    while i < s.len() && go(i) {
+        work(1);
+        i += 1;
+    }
+    i
 }
 
 fn starts_with(s: &[char], at: usize, prefix: &str) -> bool {
@@ -461,184 +753,13 @@ fn starts_with(s: &[char], at: usize, prefix: &str) -> bool {
 }
 
 fn run_length(s: &[char], at: usize, c: char) -> usize {
-    s[at..].iter().take_while(|x| **x == c).count()
-}
-
-fn code_span(s: &[char], start: usize, out: &mut String) -> usize {
-    let run = run_length(s, start, '`');
-    let mut i = start + run;
-    while i < s.len() {
-        if s[i] == '`' {
-            let close = run_length(s, i, '`');
-            if close == run {
-                let mut content: String = s[start + run..i].iter().map(|c| if *c == '\n' { ' ' } else { *c }).collect();
-                if content.len() >= 2
-                    && content.starts_with(' ')
-                    && content.ends_with(' ')
-                    && !content.trim().is_empty()
-                {
-                    content = content[1..content.len() - 1].to_string();
-                }
-                out.push_str("<code>");
-                escape(&content, out);
-                out.push_str("</code>");
-                return i + run;
-            }
-            i += close;
-        } else {
-            i += 1;
-        }
-    }
-    // No closing run: the backticks are text.
-    for _ in 0..run {
-        out.push('`');
-    }
-    start + run
-}
-
-/// `*em*`, `**strong**`, `***both***`, `_em_`, `__strong__`, `~~deleted~~`. An `_` inside a word
-/// (snake_case) is never emphasis.
-fn emphasis(s: &[char], start: usize, out: &mut String) -> usize {
-    let c = s[start];
-    let run = run_length(s, start, c);
-    let literal = |out: &mut String| {
-        for _ in 0..run {
-            out.push(c);
-        }
-        start + run
-    };
-    let before = start.checked_sub(1).map(|i| s[i]);
-    let after = s.get(start + run).copied();
-    let opens = after.is_some_and(|a| !a.is_whitespace())
-        && !(c == '_' && before.is_some_and(char::is_alphanumeric))
-        && (c != '~' || run == 2);
-    if !opens || run > 3 {
-        return literal(out);
-    }
-    let Some(close) = find_closer(s, start + run, c, run) else { return literal(out) };
-    let inner = &s[start + run..close];
-    let (open_tags, close_tags) = match (c, run) {
-        ('~', _) => ("<del>", "</del>"),
-        (_, 1) => ("<em>", "</em>"),
-        (_, 2) => ("<strong>", "</strong>"),
-        _ => ("<em><strong>", "</strong></em>"),
-    };
-    out.push_str(open_tags);
-    inline_chars(inner, out);
-    out.push_str(close_tags);
-    close + run
-}
-
-fn find_closer(s: &[char], from: usize, c: char, run: usize) -> Option<usize> {
-    let mut i = from;
-    while i < s.len() {
-        match s[i] {
-            '\\' => i += 2,
-            '`' => {
-                // Code spans hide delimiters.
-                let open = run_length(s, i, '`');
-                let mut j = i + open;
-                let mut end = None;
-                while j < s.len() {
-                    if s[j] == '`' {
-                        let close = run_length(s, j, '`');
-                        if close == open {
-                            end = Some(j + close);
-                            break;
-                        }
-                        j += close;
-                    } else {
-                        j += 1;
-                    }
-                }
-                i = end.unwrap_or(i + open);
-            }
-            x if x == c => {
-                let found = run_length(s, i, c);
-                let before = s[i - 1];
-                let after = s.get(i + found).copied();
-                let closes = !before.is_whitespace() && !(c == '_' && after.is_some_and(char::is_alphanumeric));
-                if found == run && closes && i > from {
-                    return Some(i);
-                }
-                i += found;
-            }
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// `[text](destination "title")` starting at the `[`; returns the text, destination, title and
-/// where the link ends.
-fn link(s: &[char], start: usize) -> Option<(Vec<char>, String, String, usize)> {
-    let mut depth = 0;
-    let mut i = start;
-    let close = loop {
-        match s.get(i)? {
-            '\\' => i += 1,
-            '[' => depth += 1,
-            ']' => {
-                depth -= 1;
-                if depth == 0 {
-                    break i;
-                }
-            }
-            '\n' if s.get(i + 1) == Some(&'\n') => return None,
-            _ => {}
-        }
-        i += 1;
-    };
-    if s.get(close + 1) != Some(&'(') {
-        return None;
-    }
-    let mut i = close + 2;
-    while s.get(i).is_some_and(|c| *c == ' ') {
-        i += 1;
-    }
-    let mut dest = String::new();
-    if s.get(i) == Some(&'<') {
-        i += 1;
-        while let Some(c) = s.get(i).filter(|c| **c != '>' && **c != '\n') {
-            dest.push(*c);
-            i += 1;
-        }
-        s.get(i).filter(|c| **c == '>')?;
-        i += 1;
-    } else {
-        let mut parens = 0;
-        while let Some(&c) = s.get(i) {
-            if c.is_whitespace() || (c == ')' && parens == 0) {
-                break;
-            }
-            parens += (c == '(') as i32 - (c == ')') as i32;
-            dest.push(c);
-            i += 1;
-        }
-    }
-    while s.get(i).is_some_and(|c| c.is_whitespace()) {
-        i += 1;
-    }
-    let mut title = String::new();
-    if let Some(&quote) = s.get(i).filter(|c| matches!(c, '"' | '\'')) {
-        i += 1;
-        while let Some(&c) = s.get(i).filter(|c| **c != quote) {
-            title.push(c);
-            i += 1;
-        }
-        s.get(i)?;
-        i += 1;
-        while s.get(i).is_some_and(|c| c.is_whitespace()) {
-            i += 1;
-        }
-    }
-    (s.get(i) == Some(&')')).then(|| (s[start + 1..close].to_vec(), dest, title, i + 1))
+    skip(s, at, |i| s[i] == c) - at
 }
 
 /// `<https://example.com>` or `<someone@example.com>`.
 fn autolink(s: &[char], start: usize) -> Option<(String, usize)> {
-    let end = s[start + 1..].iter().position(|c| *c == '>' || c.is_whitespace() || *c == '<')? + start + 1;
-    if s[end] != '>' {
+    let end = skip(s, start + 1, |i| s[i] != '>' && !s[i].is_whitespace() && s[i] != '<');
+    if s.get(end) != Some(&'>') {
         return None;
     }
     let inner: String = s[start + 1..end].iter().collect();
@@ -654,15 +775,21 @@ fn autolink(s: &[char], start: usize) -> Option<(String, usize)> {
 
 /// A bare `https://…` runs to whitespace; trailing punctuation and unbalanced `)` stay text.
 fn bare_url(s: &[char], start: usize) -> Option<usize> {
-    let mut end = start;
-    while end < s.len() && !s[end].is_whitespace() && s[end] != '<' && s[end] != '\u{0}' {
-        end += 1;
+    let mut end = skip(s, start, |i| !s[i].is_whitespace() && s[i] != '<' && s[i] != '\u{0}');
+    // Parentheses are counted once, not again per trimmed character (quadratic on a run of dots).
+    work(2 * (end - start));
+    let (mut open, mut close) = (0, 0);
+    for c in &s[start..end] {
+        match c {
+            '(' => open += 1,
+            ')' => close += 1,
+            _ => {}
+        }
     }
     loop {
         let last = s[end - 1];
-        let open = s[start..end].iter().filter(|c| **c == '(').count();
-        let close = s[start..end].iter().filter(|c| **c == ')').count();
         if ".,:;!?*_~'\"".contains(last) || (last == ')' && close > open) {
+            close -= (last == ')') as usize;
             end -= 1;
         } else {
             break;
@@ -830,6 +957,192 @@ mod tests {
         assert_eq!(md("one  \ntwo\\\nthree"), "<p>one<br>two<br>three</p>");
     }
 
+    /// Renders `text` and returns how many characters were read doing it.
+    fn work_for(text: &str) -> usize {
+        WORK.with(|work| work.set(0));
+        render_markdown(text);
+        WORK.with(|work| work.get())
+    }
+
+    /// The bound on characters read per character of text, from the code. At each nesting level
+    /// a character is read at most
+    /// - 8 times by block rules: a loop takes up a line at most 6 times (as a block's start, its
+    ///   end, the next block's start, a table's delimiter, an item's blank or lazy line) and a
+    ///   paragraph's lines are read again to join them, and again to find where an item's text ends;
+    /// - 27 times by inline rules: 1 to collect it, 3 to pair brackets and backtick runs, 1 to walk
+    ///   it, 2 for each of the 7 kinds of emphasis search (its position and the delimiter run
+    ///   there, passed by one search of a kind only), 2 for link tails (which never overlap, but an
+    ///   image's is read twice), 1 for autolinks, 3 for a bare URL and 1 for a code span.
+    ///
+    /// A character is inside at most `MAX_NESTING` levels, plus the one where it is shown as text.
+    /// Measured: at most about 97 (links nested 16 deep, each opening every kind of emphasis).
+    const WORK_PER_CHARACTER: usize = (8 + 27) * (MAX_NESTING + 1);
+
+    /// The most HTML per character of text: a table row of a single `|` gets `MAX_TABLE_COLUMNS`
+    /// empty cells of up to 35 bytes (`<td style="text-align:center"></td>`) for two bytes.
+    const HTML_PER_CHARACTER: usize = 18 * MAX_TABLE_COLUMNS;
+
+    fn assert_linear(text: &str) {
+        let work = work_for(text);
+        let per_character = work as f64 / text.len().max(1) as f64;
+        assert!(
+            work <= WORK_PER_CHARACTER * (text.len() + 1),
+            "{work} characters read for {} of text ({per_character:.1} each): {:.60?}…",
+            text.len(),
+            text
+        );
+        let html = render_markdown(text);
+        assert!(html.len() <= HTML_PER_CHARACTER * (text.len() + 1), "{} bytes of HTML for {}", html.len(), text.len());
+    }
+
+    #[test]
+    fn unclosed_brackets_are_read_a_bounded_number_of_times() {
+        assert_eq!(md("[[[ a"), "<p>[[[ a</p>");
+        for text in [
+            "[".repeat(60_000),
+            format!("[{}", "a".repeat(60_000)),
+            "[a ".repeat(20_000),
+            "![".repeat(30_000),
+            format!("{}{}", "[".repeat(30_000), "]".repeat(30_000)),
+            format!("{}{}", "[".repeat(30_000), "](".repeat(15_000)),
+            "](".repeat(30_000),
+            "[](a".repeat(15_000),
+            "[](<".repeat(15_000),
+            "[](a \"".repeat(10_000),
+            "[](a '".repeat(10_000),
+            format!("{}{}", "[](a".repeat(10_000), " ".repeat(20_000)),
+            "[a](".repeat(15_000),
+            "(".repeat(60_000),
+            format!("[a]({}", "(".repeat(60_000)),
+        ] {
+            assert_linear(&text);
+        }
+    }
+
+    #[test]
+    fn unclosed_emphasis_is_read_a_bounded_number_of_times() {
+        assert_eq!(md("*a *a *a"), "<p>*a *a *a</p>");
+        for text in [
+            "*a ".repeat(20_000),
+            "_a ".repeat(20_000),
+            "**a ".repeat(15_000),
+            "***a ".repeat(12_000),
+            "~~a ".repeat(15_000),
+            "a*".repeat(30_000),
+            "*a **a ***a _a __a ___a ~~a ".repeat(2_000),
+            format!("*a **a ***a _a __a ___a ~~a {}", "x ".repeat(30_000)),
+            "*".repeat(60_000),
+            "*`".repeat(30_000),
+            "*\\".repeat(30_000),
+            // Every level of nesting opens all seven kinds of emphasis and closes none.
+            format!("{}{}{}", "*a **a ***a _a __a ___a ~~a [".repeat(20), "x ".repeat(30_000), "](/)".repeat(20)),
+            format!(
+                "{}{}{}",
+                "*a **a ***a _a __a ___a ~~a `` > - [".repeat(20),
+                "x ".repeat(30_000),
+                "](/)".repeat(20)
+            ),
+        ] {
+            assert_linear(&text);
+        }
+    }
+
+    #[test]
+    fn unclosed_code_spans_are_read_a_bounded_number_of_times() {
+        // Runs of every length up to 340, each without a partner: 58,000 characters.
+        let lengths: String = (1..=340).rev().map(|n| format!("{} ", "`".repeat(n))).collect();
+        for text in [
+            "`a ".repeat(20_000),
+            "``a `".repeat(12_000),
+            "\\``".repeat(20_000),
+            lengths,
+            format!("*{}", "`a`` ".repeat(12_000)),
+        ] {
+            assert_linear(&text);
+        }
+    }
+
+    #[test]
+    fn urls_and_autolinks_are_read_a_bounded_number_of_times() {
+        for text in [
+            format!("https://a.b{}", ".".repeat(60_000)),
+            format!("https://a.b{}", ")".repeat(60_000)),
+            "ahttps://a".repeat(6_000),
+            "<".repeat(60_000),
+            "<a".repeat(30_000),
+        ] {
+            assert_linear(&text);
+        }
+    }
+
+    #[test]
+    fn blocks_are_read_a_bounded_number_of_times() {
+        for text in [
+            "> ".repeat(30_000),
+            ">".repeat(60_000),
+            "- ".repeat(30_000),
+            "1. ".repeat(20_000),
+            format!("- a\n{}  b", "\n".repeat(60_000)),
+            (0..300).map(|n| format!("{}- a\n", " ".repeat(2 * n))).collect(),
+            "# a\n".repeat(15_000),
+            "```\n".repeat(15_000),
+            "- a\n\n".repeat(10_000),
+            "> - ".repeat(15_000),
+            format!("{}\n{}\n{}", "a|".repeat(32), "-|".repeat(32), "|\n".repeat(30_000)),
+            "a|b\n-|-\n".repeat(7_000),
+        ] {
+            assert_linear(&text);
+        }
+    }
+
+    #[test]
+    fn structures_nest_sixteen_deep_and_deeper_ones_are_text() {
+        let html = md(&">".repeat(100_000));
+        assert_eq!(html.matches("<blockquote>").count(), MAX_NESTING);
+        assert!(html.contains("&gt;&gt;&gt;"), "{:.300}", html);
+        let html = md(&format!("{}*x*{}", "[".repeat(20), "](/)".repeat(20)));
+        assert_eq!(html.matches("<a ").count(), MAX_NESTING);
+        assert!(html.contains(">[[[[*x*](/)](/)](/)](/)</a>"), "{html}");
+        let html = md(&format!("{}*x*{}", "[".repeat(10), "](/)".repeat(10)));
+        assert!(html.contains("<em>x</em>"), "{html}");
+    }
+
+    #[test]
+    fn a_table_wider_than_the_cap_is_text() {
+        let html = md(&format!("{}\n{}", "a|".repeat(MAX_TABLE_COLUMNS + 1), "-|".repeat(MAX_TABLE_COLUMNS + 1)));
+        assert!(!html.contains("<table>"), "{html}");
+        let html = md(&format!("{}\n{}", "a|".repeat(MAX_TABLE_COLUMNS), "-|".repeat(MAX_TABLE_COLUMNS)));
+        assert!(html.contains("<table>"), "{html}");
+    }
+
+    #[test]
+    fn a_link_destination_stops_at_another_link() {
+        assert_eq!(
+            md("[a](b [c](d)"),
+            format!("<p>[a](b {}</p>", "<a href=\"d\" target=\"_blank\" rel=\"noopener noreferrer nofollow\">c</a>")
+        );
+        assert!(md("[a](b](c))").starts_with("<p>[a](b]"));
+    }
+
+    /// Text made to defeat searching ahead: runs of openers without closers, closers without
+    /// openers, halves of links, block markers, and openers around a middle with closers after it.
+    fn adversarial_text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            proptest::sample::select(vec![
+                "[", "]", "(", ")", "`", "``", "*", "_", "~~", "**", "***", "__", "!", "\\", "<", ">", "\"", "'",
+                "[](a", "[](<", "[](a \"", "](", "[a", "*a ", "_a ", "a*", "`a", "\\`", "http://a", ".", "<a", "> ",
+                "- ", "1. ", "  ", "\n", "\n\n", "|", "|-|", "```", "# ", "a", " ",
+            ])
+            .prop_map(str::to_string),
+            "[\\[\\]()*_`~<>!\\\\ a\n|#-]{1,6}",
+        ];
+        let runs = proptest::collection::vec((piece.clone(), 1..4_000usize), 1..6)
+            .prop_map(|runs| runs.iter().map(|(piece, times)| piece.repeat(*times)).collect::<String>());
+        let nested = (piece.clone(), runs.clone(), piece, 1..4_000usize)
+            .prop_map(|(open, middle, close, times)| format!("{}{middle}{}", open.repeat(times), close.repeat(times)));
+        prop_oneof![runs, nested]
+    }
+
     /// The tags and attributes the renderer may write; anything else came from the input.
     fn only_our_markup(html: &str) -> Result<(), String> {
         const TAGS: &[&str] = &[
@@ -922,6 +1235,15 @@ mod tests {
             let text: String = parts.concat();
             let html = render_markdown(&text);
             prop_assert!(only_our_markup(&html).is_ok(), "{:?} -> {html}: {:?}", text, only_our_markup(&html));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_text_is_read_a_bounded_number_of_times_per_character(text in adversarial_text()) {
+            assert_linear(&text);
         }
     }
 }
