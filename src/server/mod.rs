@@ -48,6 +48,16 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `askbridge serve`: runs until Ctrl-C or SIGTERM.
 pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
+    serve_until(args, None, shutdown_signal()).await
+}
+
+/// What `serve` does, on `listener` when one is given (else on `--addr`), until `stop` completes:
+/// how a test runs the whole server in-process, on a port of its own (`127.0.0.1:0`).
+pub async fn serve_until(
+    args: ServeArgs,
+    listener: Option<tokio::net::TcpListener>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BoxError> {
     security::check_exposure(&args.addr, args.token.as_deref())?;
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|error| format!("cannot create the data folder {}: {error}", args.data_dir.display()))?;
@@ -63,10 +73,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     manager.recover_unfinished_turns().await?;
 
     let app = router(&args, manager.clone());
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|error| format!("cannot listen on {}: {error}", args.addr))?;
+    let listener = match listener {
+        Some(listener) => listener,
+        None => tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|error| format!("cannot listen on {}: {error}", args.addr))?,
+    };
     let local = listener.local_addr()?;
+    // A listener from the caller is held to the same rule as `--addr`.
+    security::check_exposure(&local, args.token.as_deref())?;
     info!(
         addr = %local,
         data = %db_path.display(),
@@ -78,7 +93,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
     let stopping = manager.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
+            stop.await;
             info!("stopping: ending turns and closing live streams");
             stopping.shut_down().await;
         })
