@@ -6,7 +6,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
@@ -37,7 +37,7 @@ impl SessionManager {
     }
 
     pub fn with_timeouts(store: Store, agent: Arc<dyn AgentBackend>, timeouts: Timeouts) -> Arc<Self> {
-        let log = Arc::new(SessionLog::new(store));
+        let log = SessionLog::new(store);
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let manager = Arc::new(Self {
             bridge: Arc::new(bridge),
@@ -100,9 +100,10 @@ impl SessionManager {
         Ok(self.store().list_sessions().await?)
     }
 
-    /// Notified whenever the session list changes.
-    pub fn subscribe_list(&self) -> broadcast::Receiver<()> {
-        self.log.subscribe_list()
+    /// The session list as JSON, for the tabs' live streams: now, and again after each change
+    /// (read once for all of them, at most every 250 ms).
+    pub fn watch_list(&self) -> watch::Receiver<Option<Arc<str>>> {
+        self.log.watch_list()
     }
 
     /// Ends the turns that a previous run of the server left unfinished, saying so in the thread.
