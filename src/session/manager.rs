@@ -46,14 +46,20 @@ impl SessionManager {
             shutdown: CancellationToken::new(),
             turns: TaskTracker::new(),
         });
-        // A parked interaction was settled: its session's agent may go on.
+        // A parked interaction was settled: its session's agent may go on. Each session resumes
+        // on its own task: one after the other, under load, the last of many parked sessions
+        // waited for every other one's reads and writes (issue 13, `tests/load.rs`). Two resumes
+        // of one session are one: the second finds its turn started (`resume` checks under the
+        // session's lock).
         let weak = Arc::downgrade(&manager);
         tokio::spawn(async move {
             while let Some(session) = resumes.recv().await {
                 let Some(manager) = weak.upgrade() else { return };
-                if let Err(error) = manager.resume(&session).await {
-                    warn!(%session, %error, "could not resume the agent");
-                }
+                tokio::spawn(async move {
+                    if let Err(error) = manager.resume(&session).await {
+                        warn!(%session, %error, "could not resume the agent");
+                    }
+                });
             }
         });
         manager
