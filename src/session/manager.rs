@@ -430,8 +430,11 @@ impl SessionManager {
             state.thread.turn.last_outcome = Some(outcome);
         }
         let answered_meanwhile = !state.thread.is_waiting();
-        drop(state);
+        // Under the session's lock, before the next turn can start: forgotten after it, the
+        // next turn's first question could lose its waiter, and the answer found it cancelled
+        // (seen in `tests/load.rs` when this task is slow to get here).
         self.bridge.forget_session(runtime.id());
+        drop(state);
         self.log.list_changed();
         if parked && answered_meanwhile {
             // The answers came while the turn was ending: nobody else will resume it.
