@@ -7,9 +7,9 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::session::{SessionManager, SessionRuntime};
+use crate::session::SessionRuntime;
 use crate::store::Store;
-use crate::thread::{SessionEvent, SessionSummary};
+use crate::thread::SessionEvent;
 
 /// Events read from the store at a time while catching up.
 const CATCH_UP_PAGE: u32 = 500;
@@ -77,35 +77,11 @@ async fn catch_up(
     }
 }
 
-/// The session list now, then again each time it changes.
-pub fn follow_list(manager: Arc<SessionManager>, shutdown: CancellationToken) -> mpsc::Receiver<Vec<SessionSummary>> {
-    let (tx, rx) = mpsc::channel(4);
-    let mut changes = manager.subscribe_list();
-    tokio::spawn(async move {
-        loop {
-            let Ok(list) = manager.list_sessions().await else { return };
-            if tx.send(list).await.is_err() {
-                return;
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tx.closed() => return,
-                changed = changes.recv() => match changed {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return,
-                },
-            }
-            // Several changes at once (a turn's start and its title) make one update.
-            while changes.try_recv().is_ok() {}
-        }
-    });
-    rx
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::scripted::{Scenario, ScriptedAgent};
+    use crate::session::SessionManager;
     use crate::testing::wait_until;
     use std::time::Duration;
 

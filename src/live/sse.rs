@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
-use super::hub::{follow_list, follow_session};
+use super::hub::follow_session;
 use super::{HEARTBEAT_EVENT, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
 use crate::error::AppError;
 use crate::session::SessionManager;
@@ -46,7 +46,9 @@ async fn open(
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     let (tx, rx) = mpsc::channel::<Event>(64);
     let shutdown = manager.shutdown_token();
-    let mut list = follow_list(manager.clone(), shutdown.clone());
+    let mut list = manager.watch_list();
+    // The list as it is now comes first.
+    list.mark_changed();
     let mut events = match &session {
         None => None,
         Some(id) => match manager.runtime(id).await {
@@ -63,7 +65,11 @@ async fn open(
             let next = tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tx.closed() => return,
-                Some(list) = list.recv() => Event::default().event(SESSIONS_EVENT).json_data(list),
+                Ok(()) = list.changed() => match list.borrow_and_update().clone() {
+                    // JSON already: the same bytes for every tab.
+                    Some(json) => Ok(Event::default().event(SESSIONS_EVENT).data(&*json)),
+                    None => continue,
+                },
                 event = next_event(&mut events) => match event {
                     Some(event) => Event::default().event(SESSION_EVENT).id(event.seq.to_string()).json_data(&*event),
                     None => {

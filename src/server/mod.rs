@@ -50,7 +50,21 @@ pub struct AppState {
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// `askbridge serve`: runs until Ctrl-C or SIGTERM.
-pub async fn serve(mut args: ServeArgs) -> Result<(), BoxError> {
+pub async fn serve(args: ServeArgs) -> Result<(), BoxError> {
+    serve_until(args, None, shutdown_signal()).await
+}
+
+/// What `serve` does, on `listener` when one is given (else on `--addr`), until `stop` completes:
+/// how a test runs the whole server in-process, on a port of its own (`127.0.0.1:0`).
+pub async fn serve_until(
+    mut args: ServeArgs,
+    listener: Option<tokio::net::TcpListener>,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), BoxError> {
+    // A listener from the caller is held to the same rules as `--addr` (token, bypass, folders).
+    if let Some(listener) = &listener {
+        args.addr = listener.local_addr()?;
+    }
     std::fs::create_dir_all(&args.data_dir)
         .map_err(|error| format!("cannot create the data folder {}: {error}", args.data_dir.display()))?;
     let (token, token_source) =
@@ -69,9 +83,12 @@ pub async fn serve(mut args: ServeArgs) -> Result<(), BoxError> {
     manager.recover_unfinished_turns().await?;
 
     let app = router(&args, manager.clone());
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|error| format!("cannot listen on {}: {error}", args.addr))?;
+    let listener = match listener {
+        Some(listener) => listener,
+        None => tokio::net::TcpListener::bind(args.addr)
+            .await
+            .map_err(|error| format!("cannot listen on {}: {error}", args.addr))?,
+    };
     let local = listener.local_addr()?;
     info!(
         addr = %local,
@@ -91,7 +108,7 @@ pub async fn serve(mut args: ServeArgs) -> Result<(), BoxError> {
     // The peer address: for the limit on wrong tokens, and to know a --trusted-proxy.
     axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
-            shutdown_signal().await;
+            stop.await;
             info!("stopping: ending turns and closing live streams");
             stopping.shut_down().await;
         })

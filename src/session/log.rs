@@ -5,10 +5,12 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 use crate::bridge::{Ledger, Verdict};
 use crate::error::AppError;
@@ -20,10 +22,17 @@ use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
 /// Live events kept for slow tabs before they must catch up from the store.
 const CHANNEL_CAPACITY: usize = 1024;
 
+/// The session list is read again at most this often, however fast it changes. Every tab gets
+/// it whole, so with many sessions busy at once this bounds what the tabs cost; the list read
+/// after the last change always follows.
+const LIST_INTERVAL: Duration = Duration::from_millis(250);
+
 pub struct SessionLog {
     store: Store,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     list_changes: broadcast::Sender<()>,
+    /// The session list as JSON, the same for every tab (`None` until it is first read).
+    list: watch::Sender<Option<Arc<str>>>,
 }
 
 /// A loaded session: its thread as of its last event, and its live channel.
@@ -40,22 +49,61 @@ pub(super) struct RuntimeState {
 }
 
 impl SessionLog {
-    pub fn new(store: Store) -> Self {
-        Self { store, runtimes: Mutex::new(HashMap::new()), list_changes: broadcast::channel(64).0 }
+    /// The log of the sessions in `store`, and the task that keeps its session list read.
+    pub fn new(store: Store) -> Arc<Self> {
+        let log = Arc::new(Self {
+            store,
+            runtimes: Mutex::new(HashMap::new()),
+            list_changes: broadcast::channel(64).0,
+            list: watch::channel(None).0,
+        });
+        log.keep_list_read();
+        log
     }
 
     pub fn store(&self) -> &Store {
         &self.store
     }
 
-    /// Notified whenever the session list changes (a session created, renamed, deleted, started
-    /// or finished working, began or stopped waiting for the person).
-    pub fn subscribe_list(&self) -> broadcast::Receiver<()> {
-        self.list_changes.subscribe()
+    /// The session list as JSON, now and after each change.
+    pub fn watch_list(&self) -> watch::Receiver<Option<Arc<str>>> {
+        self.list.subscribe()
     }
 
+    /// Says that the session list changed (a session created, renamed, deleted, started or
+    /// finished working, began or stopped waiting for the person).
     pub fn list_changed(&self) {
         let _ = self.list_changes.send(());
+    }
+
+    /// Reads the session list after each change, once for every tab that follows it. A read and
+    /// an encoding per tab, with 200 tabs open while their sessions changed, took most of the
+    /// server's time and database connections (issue 13, `tests/load.rs`: 402 of its 1,000
+    /// rounds in two minutes). Ends when the log is dropped.
+    fn keep_list_read(self: &Arc<Self>) {
+        let log = Arc::downgrade(self);
+        // Subscribed before the first read: a change after it is read again.
+        let mut changes = self.list_changes.subscribe();
+        tokio::spawn(async move {
+            loop {
+                let Some(this) = log.upgrade() else { return };
+                let read = this.store.list_sessions().await.map_err(|error| error.to_string());
+                match read.and_then(|list| serde_json::to_string(&list).map_err(|error| error.to_string())) {
+                    Ok(json) => {
+                        this.list.send_replace(Some(json.into()));
+                    }
+                    Err(error) => warn!(%error, "could not read the session list"),
+                }
+                drop(this);
+                tokio::time::sleep(LIST_INTERVAL).await;
+                match changes.recv().await {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+                // Several changes at once (a turn's start and its title) make one read.
+                while changes.try_recv().is_ok() {}
+            }
+        });
     }
 
     /// The session's runtime, loading the session if needed.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use futures::FutureExt;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
@@ -99,7 +99,7 @@ impl SessionManager {
         timeouts: Timeouts,
         policy: SessionPolicy,
     ) -> Arc<Self> {
-        let log = Arc::new(SessionLog::new(store));
+        let log = SessionLog::new(store);
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let manager = Arc::new(Self {
             bridge: Arc::new(bridge),
@@ -109,14 +109,20 @@ impl SessionManager {
             shutdown: CancellationToken::new(),
             turns: TaskTracker::new(),
         });
-        // A parked interaction was settled: its session's agent may go on.
+        // A parked interaction was settled: its session's agent may go on. Each session resumes
+        // on its own task: one after the other, under load, the last of many parked sessions
+        // waited for every other one's reads and writes (issue 13, `tests/load.rs`). Two resumes
+        // of one session are one: the second finds its turn started (`resume` checks under the
+        // session's lock).
         let weak = Arc::downgrade(&manager);
         tokio::spawn(async move {
             while let Some(session) = resumes.recv().await {
                 let Some(manager) = weak.upgrade() else { return };
-                if let Err(error) = manager.resume(&session).await {
-                    warn!(%session, %error, "could not resume the agent");
-                }
+                tokio::spawn(async move {
+                    if let Err(error) = manager.resume(&session).await {
+                        warn!(%session, %error, "could not resume the agent");
+                    }
+                });
             }
         });
         manager
@@ -163,9 +169,10 @@ impl SessionManager {
         Ok(self.store().list_sessions().await?)
     }
 
-    /// Notified whenever the session list changes.
-    pub fn subscribe_list(&self) -> broadcast::Receiver<()> {
-        self.log.subscribe_list()
+    /// The session list as JSON, for the tabs' live streams: now, and again after each change
+    /// (read once for all of them, at most every 250 ms).
+    pub fn watch_list(&self) -> watch::Receiver<Option<Arc<str>>> {
+        self.log.watch_list()
     }
 
     /// Ends the turns that a previous run of the server left unfinished, saying so in the thread.
@@ -493,8 +500,11 @@ impl SessionManager {
             state.thread.turn.last_outcome = Some(outcome);
         }
         let answered_meanwhile = !state.thread.is_waiting();
-        drop(state);
+        // Under the session's lock, before the next turn can start: forgotten after it, the
+        // next turn's first question could lose its waiter, and the answer found it cancelled
+        // (seen in `tests/load.rs` when this task is slow to get here).
         self.bridge.forget_session(runtime.id());
+        drop(state);
         self.log.list_changed();
         if parked && answered_meanwhile {
             // The answers came while the turn was ending: nobody else will resume it.

@@ -1,0 +1,586 @@
+//! Load with nothing lost (issue 13): the whole server on a real loopback port, 200 sessions at
+//! once, 1,000 messages and 1,000 answers, while each session's tab drops its live stream and
+//! comes back with `after=seq`. Then every event is stored once, in order, with no gap; every
+//! answer is applied exactly once (a different answer sent at the same moment is refused as
+//! already answered, the same answer again changes nothing); and every tab got exactly what the
+//! store holds, no repeat and no gap, across all its reconnections.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use askbridge::error::AppError;
+use askbridge::interaction::InteractionOutcome;
+use askbridge::question::QuestionAnswer;
+use askbridge::server::cli::{Cli, Command};
+use askbridge::store::Store;
+use askbridge::thread::{EventBody, Role, SessionEvent, Thread, TurnOutcome};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+/// Rounds (a message answered and its reply ended) done so far, for the message of a timeout.
+static ROUNDS_DONE: AtomicUsize = AtomicUsize::new(0);
+const SESSIONS: usize = 200;
+/// Messages per session, each answered by one question: 1,000 messages and 1,000 answers.
+const ROUNDS: usize = 5;
+/// In this round every session waits until its question is parked before answering it, so that
+/// answers also go the way that resumes an agent which let go.
+const PARKED_ROUND: usize = 2;
+const PARK_AFTER: &str = "1s";
+/// The whole test, server start and stop included, ends within this or fails saying so.
+const BOUND: Duration = Duration::from_secs(120);
+/// The longest a tab waits for one event before it says what it waited for.
+const WAIT: Duration = Duration::from_secs(60);
+const TOKEN: &str = "load-test-token-not-a-secret-0123456789";
+const QUESTION: &str = "Which auth?";
+const LABELS: [&str; 2] = ["JWT", "Sessions"];
+
+/// Every message asks one question and then quotes the answer it got (`{{answer}}`), which
+/// shows what reached the agent.
+const SCENARIO: &str = r#"
+name = "load"
+pace = 2000
+[[turn]]
+[[turn.step]]
+ask = "AskFollowupQuestion"
+input = { question = "Which auth?", options = ["JWT", "Sessions"] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn load_with_nothing_lost() {
+    if tokio::time::timeout(BOUND, load()).await.is_err() {
+        panic!(
+            "the load test did not finish within {BOUND:?} ({} of {} rounds done): something is stuck",
+            ROUNDS_DONE.load(Ordering::Relaxed),
+            SESSIONS * ROUNDS
+        );
+    }
+}
+
+async fn load() {
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path()).await;
+    let api = server.api();
+
+    let mut sessions = tokio::task::JoinSet::new();
+    for index in 0..SESSIONS {
+        sessions.spawn(run_session(api.clone(), index));
+    }
+    let mut runs = Vec::with_capacity(SESSIONS);
+    while let Some(run) = sessions.join_next().await {
+        match run {
+            Ok(run) => runs.push(run),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => panic!("a session's task failed: {error}"),
+        }
+    }
+    let loaded = started.elapsed();
+
+    futures::future::join_all(runs.iter().map(|run| check_served(&api, run))).await;
+    drop(api);
+    let data = server.stop().await;
+
+    // The store is the truth: every tab got exactly it, and every rule held in it.
+    let store = Store::open(&data.join("askbridge.db")).await.unwrap();
+    let (mut events, mut reconnections) = (0, 0);
+    for run in &runs {
+        let stored = store.events_after(&run.id, 0, u32::MAX).await.unwrap();
+        assert!(
+            stored.iter().enumerate().all(|(i, event)| event.seq == i as u64 + 1),
+            "session {}: the stored log has a gap or a repeat: {:?}",
+            run.id,
+            stored.iter().map(|e| e.seq).collect::<Vec<_>>()
+        );
+        assert_eq!(stored, run.tab.log, "session {}: the tab's events are not the stored ones", run.id);
+        assert_eq!(store.load_thread(&run.id).await.unwrap(), fold(&stored), "session {}: stored thread", run.id);
+        check_log(run, &stored);
+        events += stored.len();
+        reconnections += run.tab.connections - 1;
+    }
+    assert_eq!(store.list_sessions().await.unwrap().len(), SESSIONS);
+    eprintln!(
+        "{SESSIONS} sessions, {} messages and as many answers, {events} events, {reconnections} reconnections: \
+         {loaded:.1?} under load, {:.1?} in all",
+        SESSIONS * ROUNDS,
+        started.elapsed()
+    );
+}
+
+/// What the history API and a tab that opens now (from the first event) say of a session: the
+/// same as its tab, which dropped its stream all along.
+async fn check_served(api: &Api, run: &SessionRun) {
+    let view = api.call("load_session", json!({"id": run.id})).await.unwrap();
+    let thread: Thread = serde_json::from_value(view["thread"].clone()).unwrap();
+    assert_eq!(thread.seq, run.tab.last(), "session {}: the history API and the tab disagree", run.id);
+    assert_eq!(fold(&run.tab.log), thread, "session {}: the tab's events do not make the served thread", run.id);
+    let mut fresh = Tab::new(api.clone(), &run.id, None);
+    while fresh.last() < thread.seq {
+        fresh.next().await;
+    }
+    assert_eq!(fresh.log, run.tab.log, "session {}: a new tab replays other events", run.id);
+}
+
+/// What one session did: its id, its tab (every event it received), the message taken in each
+/// round and the answer that won it.
+struct SessionRun {
+    id: String,
+    tab: Tab,
+    messages: Vec<String>,
+    answers: Vec<(String, &'static str)>,
+}
+
+/// One session, as a person with a flaky connection uses it: each round sends two messages at
+/// once (one is taken), answers the question twice at once with different answers (one wins),
+/// sends both again, and waits for the reply to end. The tab drops its stream now and then, and
+/// in every other round it is away while the answer lands.
+async fn run_session(api: Api, index: usize) -> SessionRun {
+    let summary = api.call("create_session", json!({})).await.unwrap();
+    let id = summary["id"].as_str().unwrap().to_string();
+    let mut tab = Tab::new(api.clone(), &id, Some(index as u64));
+    let (mut messages, mut answers) = (Vec::new(), Vec::new());
+    for round in 0..ROUNDS {
+        // Two messages at once: exactly one starts the turn; the other finds the agent busy.
+        let texts = [format!("session {index} round {round} a"), format!("session {index} round {round} b")];
+        let (a, b) = tokio::join!(api.send(&id, &texts[0]), api.send(&id, &texts[1]));
+        let taken = match (a, b) {
+            (Ok(_), Err(AppError::AgentBusy)) => 0,
+            (Err(AppError::AgentBusy), Ok(_)) => 1,
+            other => panic!("session {id} round {round}: two messages at once gave {other:?}"),
+        };
+        messages.push(texts[taken].clone());
+
+        let tool_use_id = tab
+            .until("the question", |event| match &event.body {
+                EventBody::InteractionOpened { tool_use_id, .. } => Some(tool_use_id.clone()),
+                _ => None,
+            })
+            .await;
+        if round == PARKED_ROUND {
+            tab.until("the question to be parked", |event| {
+                matches!(&event.body, EventBody::InteractionParked { tool_use_id: parked } if *parked == tool_use_id)
+                    .then_some(())
+            })
+            .await;
+            // Parked, the session takes no message before the answer.
+            assert_eq!(api.send(&id, "overtaking").await.err(), Some(AppError::WaitingForAnswer), "session {id}");
+        }
+        if round % 2 == 1 {
+            tab.disconnect();
+        }
+
+        // Two different answers at once: exactly one is applied.
+        let (jwt, sessions) =
+            tokio::join!(api.answer(&id, &tool_use_id, LABELS[0]), api.answer(&id, &tool_use_id, LABELS[1]));
+        let (winner, loser) = match (jwt, sessions) {
+            (Ok(()), Err(AppError::AlreadyAnswered)) => (LABELS[0], LABELS[1]),
+            (Err(AppError::AlreadyAnswered), Ok(())) => (LABELS[1], LABELS[0]),
+            other => panic!("session {id} round {round}: two answers at once gave {other:?}"),
+        };
+        // The same answer again is accepted (and changes nothing); the other is still refused.
+        assert_eq!(api.answer(&id, &tool_use_id, winner).await, Ok(()), "session {id} round {round}");
+        assert_eq!(api.answer(&id, &tool_use_id, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+        answers.push((tool_use_id.clone(), winner));
+
+        tab.until("the reply to end", |event| {
+            matches!(&event.body, EventBody::TurnEnded { outcome: TurnOutcome::Completed, .. }).then_some(())
+        })
+        .await;
+        ROUNDS_DONE.fetch_add(1, Ordering::Relaxed);
+        // Once the turn is over, a late answer is refused all the same.
+        assert_eq!(api.answer(&id, &tool_use_id, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+    }
+    SessionRun { id, tab, messages, answers }
+}
+
+/// The rules of one session's stored log: each message stored once and in its round's order,
+/// each question answered once with the answer that won, the agent told exactly that once, and
+/// every turn started once and ended once.
+fn check_log(run: &SessionRun, log: &[SessionEvent]) {
+    let id = &run.id;
+    let bodies: Vec<&EventBody> = log.iter().map(|event| &event.body).collect();
+    let messages: Vec<&str> = bodies
+        .iter()
+        .filter_map(|body| match body {
+            EventBody::UserMessage { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(messages, run.messages, "session {id}: the messages stored");
+    let opened: Vec<&str> = bodies
+        .iter()
+        .filter_map(|body| match body {
+            EventBody::InteractionOpened { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let asked: Vec<&str> = run.answers.iter().map(|(tool_use_id, _)| tool_use_id.as_str()).collect();
+    assert_eq!(opened, asked, "session {id}: each question opened once, in order");
+    for (tool_use_id, winner) in &run.answers {
+        let resolved: Vec<&InteractionOutcome> = bodies
+            .iter()
+            .filter_map(|body| match body {
+                EventBody::InteractionResolved { tool_use_id: t, outcome } if t == tool_use_id => Some(outcome),
+                _ => None,
+            })
+            .collect();
+        let answer = QuestionAnswer::new(QUESTION, &[winner], None, None);
+        assert_eq!(
+            resolved,
+            [&InteractionOutcome::Answered { answers: vec![answer] }],
+            "session {id}: {tool_use_id} is answered once, with the answer that won"
+        );
+        let results = bodies
+            .iter()
+            .filter(|body| matches!(body, EventBody::ToolResult { tool_use_id: t, .. } if t == tool_use_id))
+            .count();
+        assert_eq!(results, 1, "session {id}: the agent got the answer to {tool_use_id} once");
+    }
+    // Turns neither overlap nor end twice; each round's ends as completed (a parked one resumes).
+    let mut working = false;
+    let mut completed = 0;
+    for body in &bodies {
+        match body {
+            EventBody::TurnStarted => {
+                assert!(!working, "session {id}: a turn started inside another");
+                working = true;
+            }
+            EventBody::TurnEnded { outcome, .. } => {
+                assert!(working, "session {id}: a turn ended twice");
+                assert!(matches!(outcome, TurnOutcome::Completed | TurnOutcome::Parked), "session {id}: {outcome:?}");
+                completed += usize::from(*outcome == TurnOutcome::Completed);
+                working = false;
+            }
+            _ => {}
+        }
+    }
+    assert!(!working && completed == ROUNDS, "session {id}: {completed} turns completed");
+    // What the agent said it got is the answer that won, round by round.
+    let thread = fold(log);
+    let replies: Vec<String> = thread
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant)
+        .map(|message| message.text().trim().to_string())
+        .filter(|text| !text.is_empty())
+        .collect();
+    let expected: Vec<String> =
+        run.answers.iter().map(|(_, winner)| format!("got \"{QUESTION}\"=\"{winner}\"")).collect();
+    assert_eq!(replies, expected, "session {id}: what the agent was told");
+}
+
+/// A thread folded from its events, as every tab folds them.
+fn fold(events: &[SessionEvent]) -> Thread {
+    let mut thread = Thread::default();
+    for event in events {
+        thread.apply(event);
+    }
+    thread
+}
+
+/// The server, in this process, on a port of its own.
+struct Server {
+    base: String,
+    data: PathBuf,
+    stop: oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<Result<(), String>>,
+}
+
+impl Server {
+    async fn start(dir: &Path) -> Self {
+        let scenario = dir.join("scenario.toml");
+        std::fs::write(&scenario, SCENARIO).unwrap();
+        let data = dir.join("data");
+        let path = |p: &Path| p.display().to_string();
+        let flags = [
+            "askbridge",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            &path(&data),
+            "--agent",
+            "scripted",
+            "--scenario",
+            &path(&scenario),
+            "--token",
+            TOKEN,
+            "--park-after",
+            PARK_AFTER,
+            "--site-root",
+            &path(&dir.join("site")),
+        ];
+        let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(flags).unwrap().command;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = tokio::spawn(async move {
+            let stopped = async move {
+                let _ = stopped.await;
+            };
+            askbridge::server::serve_until(args, Some(listener), stopped).await.map_err(|e| e.to_string())
+        });
+        Self { base, data, stop, serving }
+    }
+
+    fn api(&self) -> Api {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        Api { http, base: self.base.clone() }
+    }
+
+    /// Stops it as Ctrl-C would, and returns its data folder.
+    async fn stop(self) -> PathBuf {
+        let _ = self.stop.send(());
+        self.serving.await.unwrap().unwrap();
+        self.data
+    }
+}
+
+/// The server's HTTP face, as a script or the browser uses it, with the access token.
+#[derive(Clone)]
+struct Api {
+    http: reqwest::Client,
+    base: String,
+}
+
+impl Api {
+    /// A server function: its JSON result, or the typed error it answered with (whose HTTP
+    /// status must be the error's own).
+    async fn call(&self, function: &str, body: Value) -> Result<Value, AppError> {
+        let response = self
+            .http
+            .post(format!("{}/api/{function}", self.base))
+            .bearer_auth(TOKEN)
+            .header("accept", "application/json")
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("{function}: {error}"));
+        let status = response.status().as_u16();
+        let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{function}: {error}"));
+        if status == 200 {
+            return Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null));
+        }
+        let error: AppError = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            panic!("{function}: {status} is not a typed error ({e}): {}", String::from_utf8_lossy(&bytes))
+        });
+        assert_eq!(status, error.status(), "{function}: {error:?}");
+        Err(error)
+    }
+
+    async fn send(&self, session: &str, text: &str) -> Result<(), AppError> {
+        self.call("send_message", json!({"session": session, "text": text})).await.map(drop)
+    }
+
+    async fn answer(&self, session: &str, tool_use_id: &str, label: &str) -> Result<(), AppError> {
+        let answers = [QuestionAnswer::new(QUESTION, &[label], None, None)];
+        self.call("submit_answers", json!({"session": session, "tool_use_id": tool_use_id, "answers": answers}))
+            .await
+            .map(drop)
+    }
+}
+
+/// One live stream, read as Server-Sent Events: only as far as AskBridge writes them (`event`,
+/// `id` and `data` fields, a blank line ends an event). Lines are found by the C library's
+/// `memchr` (through `BufRead`), since every tab gets the whole session list every time it
+/// changes, and a parser written byte by byte, unoptimized as tests are built, took most of the
+/// test's time reading those lists.
+struct Events {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+    /// Where the next line starts in `buffer`.
+    start: usize,
+}
+
+/// One SSE event: its name (`message` when unnamed), id and data.
+struct Frame {
+    event: String,
+    id: String,
+    data: Vec<u8>,
+}
+
+impl Events {
+    /// The next event, or `None` when the server ends the stream.
+    async fn next(&mut self) -> Result<Option<Frame>, String> {
+        let mut frame = Frame { event: String::new(), id: String::new(), data: Vec::new() };
+        let mut has_data = false;
+        loop {
+            let mut line = Vec::new();
+            std::io::BufRead::read_until(&mut &self.buffer[self.start..], b'\n', &mut line).unwrap();
+            if line.last() != Some(&b'\n') {
+                // Not a whole line yet: read on.
+                self.buffer.drain(..self.start);
+                self.start = 0;
+                match self.response.chunk().await.map_err(|error| error.to_string())? {
+                    Some(bytes) => self.buffer.extend_from_slice(&bytes),
+                    None => return Ok(None),
+                }
+                continue;
+            }
+            self.start += line.len();
+            line.pop();
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            if line.is_empty() {
+                if has_data {
+                    if frame.event.is_empty() {
+                        frame.event = "message".to_string();
+                    }
+                    return Ok(Some(frame));
+                }
+                // An event without data (the heartbeat) is not one.
+                frame = Frame { event: String::new(), id: String::new(), data: Vec::new() };
+                continue;
+            }
+            let colon = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+            let mut value = line.get(colon + 1..).unwrap_or_default();
+            if value.first() == Some(&b' ') {
+                value = &value[1..];
+            }
+            let text = || String::from_utf8_lossy(value).into_owned();
+            match &line[..colon] {
+                b"event" => frame.event = text(),
+                b"id" => frame.id = text(),
+                b"data" => {
+                    if has_data {
+                        frame.data.push(b'\n');
+                    }
+                    frame.data.extend_from_slice(value);
+                    has_data = true;
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// A browser tab on one session: it follows the live stream, drops it every few events (or when
+/// told), and reconnects from the last event it saw — `?after=seq`, or every third time the
+/// standard `Last-Event-ID` header. Each event it gets must be the one after the last.
+struct Tab {
+    api: Api,
+    session: String,
+    stream: Option<Events>,
+    /// Every session event received, over all connections.
+    log: Vec<SessionEvent>,
+    connections: usize,
+    /// Events until the stream is dropped.
+    drop_in: u64,
+    /// Where the drops come from (`None`: the stream is never dropped).
+    seed: Option<u64>,
+}
+
+impl Tab {
+    fn new(api: Api, session: &str, seed: Option<u64>) -> Self {
+        let mut tab =
+            Self { api, session: session.to_string(), stream: None, log: Vec::new(), connections: 0, drop_in: 0, seed };
+        tab.drop_in = tab.next_drop();
+        tab
+    }
+
+    fn last(&self) -> u64 {
+        self.log.last().map_or(0, |event| event.seq)
+    }
+
+    /// 1 to 24 events from now (splitmix64 on the seed: the same every run).
+    fn next_drop(&mut self) -> u64 {
+        let Some(seed) = &mut self.seed else { return u64::MAX };
+        *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        1 + (z ^ (z >> 31)) % 24
+    }
+
+    fn disconnect(&mut self) {
+        self.stream = None;
+    }
+
+    async fn connect(&mut self) {
+        let after = self.last();
+        let mut url = format!("{}/api/live?session={}", self.api.base, self.session);
+        let request = if self.connections % 3 == 2 {
+            self.api.http.get(&url).header("last-event-id", after.to_string())
+        } else {
+            url.push_str(&format!("&after={after}"));
+            self.api.http.get(&url)
+        };
+        let request = request.bearer_auth(TOKEN);
+        let response = request.send().await.unwrap_or_else(|error| panic!("{url}: {error}"));
+        assert_eq!(response.status(), 200, "{url}");
+        self.stream = Some(Events { response, buffer: Vec::new(), start: 0 });
+        self.connections += 1;
+    }
+
+    /// The session's next event: exactly the one after the last this tab saw.
+    async fn next(&mut self) -> SessionEvent {
+        loop {
+            if self.stream.is_none() {
+                self.connect().await;
+            }
+            let stream = self.stream.as_mut().unwrap();
+            let event = match stream.next().await {
+                Ok(Some(event)) => event,
+                Err(error) => panic!("session {}: the live stream broke: {error}", self.session),
+                Ok(None) => panic!("session {}: the server ended the live stream", self.session),
+            };
+            match event.event.as_str() {
+                "session" => {}
+                "sessions" | "ping" => continue,
+                other => {
+                    panic!(
+                        "session {}: unexpected {other} event: {}",
+                        self.session,
+                        String::from_utf8_lossy(&event.data)
+                    )
+                }
+            }
+            let received: SessionEvent = serde_json::from_slice(&event.data).unwrap();
+            assert_eq!(event.id, received.seq.to_string(), "session {}: the SSE id is the seq", self.session);
+            assert_eq!(
+                received.seq,
+                self.last() + 1,
+                "session {}: after event {} came event {} (connection {}, {:?})",
+                self.session,
+                self.last(),
+                received.seq,
+                self.connections,
+                received.body
+            );
+            self.log.push(received.clone());
+            self.drop_in -= 1;
+            if self.drop_in == 0 {
+                self.disconnect();
+                self.drop_in = self.next_drop();
+            }
+            return received;
+        }
+    }
+
+    /// Reads events until `found` picks one out.
+    async fn until<T>(&mut self, what: &str, found: impl Fn(&SessionEvent) -> Option<T>) -> T {
+        loop {
+            let Ok(event) = tokio::time::timeout(WAIT, self.next()).await else {
+                panic!(
+                    "session {}: waited {WAIT:?} for {what}; the last event was {:?}",
+                    self.session,
+                    self.log.last()
+                );
+            };
+            if let Some(value) = found(&event) {
+                return value;
+            }
+            if let EventBody::TurnEnded {
+                outcome: outcome @ (TurnOutcome::Failed { .. } | TurnOutcome::Interrupted | TurnOutcome::Abandoned),
+                ..
+            } = &event.body
+            {
+                panic!("session {}: waiting for {what}, the turn ended {outcome:?}", self.session);
+            }
+        }
+    }
+}
