@@ -78,6 +78,26 @@ async fn serve(home: &std::path::Path, mock: &MockAnthropic, port: u16) -> Serve
     Server { child, port }
 }
 
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|child| {
+            std::fs::read_to_string(format!("/proc/{child}/stat")).is_ok_and(|stat| {
+                // After the command's name in parentheses: state, then the parent's pid.
+                stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())
+                    == Some(pid)
+            })
+        })
+        .collect()
+}
+
+/// A process's environment, one `NAME=value` per line.
+fn environment_of(pid: u32) -> String {
+    String::from_utf8_lossy(&std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default()).replace('\0', "\n")
+}
+
 /// The tool call `tool_use_id` of the session, as the server has it.
 async fn tool_call(port: u16, session: &str, tool_use_id: &str) -> Option<Value> {
     let (_, view) = post(port, "load_session", json!({"id": session})).await;
@@ -113,6 +133,15 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
         (call["interaction"]["outcome"].is_null() && call["interaction"].is_object()).then_some(())
     })
     .await;
+
+    // The CLI runs with the server's environment, but not with the access token.
+    let server_pid = server.child.id().unwrap();
+    let cli_environments = children_of(server_pid).into_iter().map(environment_of).collect::<Vec<_>>();
+    assert!(!cli_environments.is_empty(), "the CLI runs, as a child of the server");
+    for environment in cli_environments {
+        assert!(environment.contains("ANTHROPIC_BASE_URL="), "the CLI's environment was read");
+        assert!(!environment.contains("ASKBRIDGE_TOKEN") && !environment.contains(TOKEN), "the token reached the agent");
+    }
 
     // SIGKILL: no chance to park. The CLI, in its own process group, sees its stdin close.
     server.child.kill().await.unwrap();
