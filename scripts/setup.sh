@@ -48,6 +48,14 @@ if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! [ -x /usr/bin/chromium ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 fi
 
+# PostgreSQL for the store's tests on Postgres: each test process starts a private server of its
+# own (src/testing/postgres.rs) from these binaries; Debian's cluster is not used.
+if ! [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  say "installing Debian postgresql"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+fi
+
 # npm packages: wasm-opt (binaryen), Playwright, and the pinned Claude Code CLI.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages"

@@ -1,5 +1,7 @@
 //! For tests of the server, unit and integration alike: waiting until something is true, with a
-//! deadline and a message that says what never happened.
+//! deadline and a message that says what never happened; a private Postgres server (`postgres`).
+
+pub mod postgres;
 
 use std::future::Future;
 use std::time::Duration;
