@@ -1,17 +1,58 @@
-//! Durable storage: sessions, their messages and their event logs, in SQLite through sqlx.
+//! Durable storage: sessions, their messages and their event logs, in SQLite or Postgres through
+//! sqlx. One code path serves both databases; where their SQL differs, the two statements sit
+//! side by side (`Sql`).
 //!
-//! Migrations are embedded in the binary and run at start. Every event is written, together with
-//! the message it changed, before anything is sent to a browser.
+//! Migrations (`migrations/sqlite`, `migrations/postgres`) are embedded in the binary and run at
+//! start. Every event is written, together with the message it changed, before anything is sent
+//! to a browser. Several servers may share one Postgres: a lease says which of them runs a
+//! session's turns (`leases`), and notifications tell the others what changed (`notices`).
 
 use std::path::Path;
 use std::str::FromStr;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
+use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgPool, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteError, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::types::Json;
+use sqlx::SqlitePool;
 
 use crate::error::AppError;
 use crate::interaction::Interaction;
-use crate::thread::{Block, Change, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
+use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, SessionSummary, Thread, TurnState};
+
+/// Runs `$body` with `$pool` bound to the store's pool and `$dialect` to its database: one code
+/// path, compiled once for each.
+macro_rules! on_pool {
+    ($store:expr, |$pool:ident, $dialect:ident| $body:expr) => {
+        match &$store.pool {
+            crate::store::Pool::Sqlite($pool) => {
+                #[allow(unused_variables)]
+                let $dialect = crate::store::Dialect::Sqlite;
+                $body
+            }
+            crate::store::Pool::Postgres($pool) => {
+                #[allow(unused_variables)]
+                let $dialect = crate::store::Dialect::Postgres;
+                $body
+            }
+        }
+    };
+}
+
+/// Sends `$notice` from within the transaction `$tx` on Postgres (delivered at its commit); on
+/// SQLite, with a single server, there is no one to tell.
+macro_rules! notify_in {
+    ($tx:expr, $dialect:expr, $notice:expr) => {
+        if $dialect == Dialect::Postgres {
+            sqlx::query(notices::NOTIFY).bind(serde_json::to_string($notice)?).execute($tx).await?;
+        }
+    };
+}
+mod leases;
+mod notices;
+#[cfg(test)]
+mod tests;
+
+pub use notices::{Listener, Notice};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -19,7 +60,7 @@ pub enum StoreError {
     Database(sqlx::Error),
     #[error("the disk is full")]
     DiskFull,
-    #[error("the database cannot be written (read-only file or file system)")]
+    #[error("the database cannot be written (a read-only file, file system or database)")]
     ReadOnly,
     #[error(
         "{path} is not a database, or it is damaged. AskBridge does not overwrite it: move it away (or \
@@ -28,9 +69,11 @@ pub enum StoreError {
     NotADatabase { path: String },
     #[error(
         "{path} is another program's database (it has the tables {tables} and none of AskBridge's). AskBridge \
-         does not change it: choose another --data-dir"
+         does not change it: choose another --data-dir or database"
     )]
     Foreign { path: String, tables: String },
+    #[error("{0} is not a database URL AskBridge knows: use sqlite://PATH or postgres://…")]
+    UnknownUrl(String),
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored JSON is unreadable: {0}")]
@@ -44,14 +87,24 @@ pub enum StoreError {
 
 impl From<sqlx::Error> for StoreError {
     fn from(error: sqlx::Error) -> Self {
-        // SQLite's primary result codes (https://sqlite.org/rescode.html), extended codes folded.
-        let code = error.as_database_error().and_then(|e| e.code()).and_then(|c| c.parse::<i32>().ok());
-        match code.map(|code| code & 0xff) {
-            Some(13) => Self::DiskFull,
-            Some(8) => Self::ReadOnly,
-            Some(26) => Self::NotADatabase { path: String::new() },
-            _ => Self::Database(error),
+        let Some(database) = error.as_database_error() else { return Self::Database(error) };
+        if let Some(postgres) = database.try_downcast_ref::<PgDatabaseError>() {
+            // SQLSTATE (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+            match postgres.code() {
+                "53100" => return Self::DiskFull,
+                "25006" => return Self::ReadOnly,
+                _ => {}
+            }
+        } else if database.try_downcast_ref::<SqliteError>().is_some() {
+            // SQLite's primary result codes (https://sqlite.org/rescode.html), extended codes folded.
+            match database.code().and_then(|c| c.parse::<i32>().ok()).map(|code| code & 0xff) {
+                Some(13) => return Self::DiskFull,
+                Some(8) => return Self::ReadOnly,
+                Some(26) => return Self::NotADatabase { path: String::new() },
+                _ => {}
+            }
         }
+        Self::Database(error)
     }
 }
 
@@ -109,14 +162,75 @@ impl<'a> Append<'a> {
 
 #[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
     /// Fails every write while set: how tests inject a storage failure.
     failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
+#[derive(Clone)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// One statement in each database's SQL, for where they differ. Both take `$1`-style parameters
+/// in the same order. Times are milliseconds in SQLite and `timestamptz` in Postgres, converted
+/// in the statement: the API speaks milliseconds on both.
+struct Sql {
+    sqlite: &'static str,
+    postgres: &'static str,
+}
+
+impl Sql {
+    fn on(&self, dialect: Dialect) -> &'static str {
+        match dialect {
+            Dialect::Sqlite => self.sqlite,
+            Dialect::Postgres => self.postgres,
+        }
+    }
+}
+
 impl Store {
-    /// Opens (creating if needed) the database file and brings its schema up to date. A file
-    /// that is not a database, or is another program's, is refused and left as it is.
+    /// Opens the database at `url` and brings its schema up to date: `sqlite://PATH` (or
+    /// `sqlite:PATH`; `sqlite::memory:` for a private one) as `open` does, or `postgres://…` /
+    /// `postgresql://…`. A database that has tables but none of AskBridge's is refused as it is.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Self::connect_postgres(url).await;
+        }
+        match url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+            Some(":memory:") => Self::open_in_memory().await,
+            Some(path) if !path.is_empty() => Self::open(Path::new(path)).await,
+            _ => Err(StoreError::UnknownUrl(without_password(url))),
+        }
+    }
+
+    async fn connect_postgres(url: &str) -> StoreResult<Self> {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new().max_connections(8).connect_with(options).await?;
+        // Tables, but none of ours: someone else's database, which the migrations would change.
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'
+             ORDER BY table_name",
+        )
+        .fetch_all(&pool)
+        .await?;
+        if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
+            return Err(StoreError::Foreign { path: without_password(url), tables: tables.join(", ") });
+        }
+        // Several servers starting at once: sqlx takes an advisory lock around the migrations.
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(Self { pool: Pool::Postgres(pool), failing: Default::default() })
+    }
+
+    /// Opens (creating if needed) the SQLite database file and brings its schema up to date. A
+    /// file that is not a database, or is another program's, is refused and left as it is.
     pub async fn open(path: &Path) -> StoreResult<Self> {
         Self::open_with_page_limit(path, None).await
     }
@@ -149,7 +263,31 @@ impl Store {
         if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
             return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
         }
-        Self::migrated(pool).await
+        Self::migrated_sqlite(pool).await
+    }
+
+    /// A private SQLite database that lives as long as the store: for tests.
+    pub async fn open_in_memory() -> StoreResult<Self> {
+        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
+        // One connection: each in-memory connection would otherwise be its own database.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(options)
+            .await?;
+        Self::migrated_sqlite(pool).await
+    }
+
+    async fn migrated_sqlite(pool: SqlitePool) -> StoreResult<Self> {
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        Ok(Self { pool: Pool::Sqlite(pool), failing: Default::default() })
+    }
+
+    /// Whether other servers may share this database (Postgres): then leases and notifications
+    /// matter. SQLite has one server, which holds every session.
+    pub fn is_shared(&self) -> bool {
+        matches!(self.pool, Pool::Postgres(_))
     }
 
     /// Makes every write fail (as a failing disk would) until called with `false`: for tests.
@@ -162,144 +300,170 @@ impl Store {
         if self.failing.load(std::sync::atomic::Ordering::SeqCst) { Err(StoreError::ReadOnly) } else { Ok(()) }
     }
 
-    /// A private database that lives as long as the store: for tests.
-    pub async fn open_in_memory() -> StoreResult<Self> {
-        let options = SqliteConnectOptions::from_str("sqlite::memory:")?.foreign_keys(true);
-        // One connection: each in-memory connection would otherwise be its own database.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options)
-            .await?;
-        Self::migrated(pool).await
-    }
-
-    async fn migrated(pool: SqlitePool) -> StoreResult<Self> {
-        sqlx::migrate!("./migrations").run(&pool).await?;
-        Ok(Self { pool, failing: Default::default() })
-    }
-
     pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
         self.check_writable()?;
-        sqlx::query(
-            "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir) VALUES (?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&summary.id)
-        .bind(&summary.title)
-        .bind(&summary.agent)
-        .bind(summary.created_at_ms)
-        .bind(summary.updated_at_ms)
-        .bind(&summary.workdir)
-        .execute(&self.pool)
-        .await?;
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir)
+                             VALUES ($1, $2, $3, $4, $5, $6)",
+                    postgres: "INSERT INTO sessions (id, title, agent, created_at, updated_at, workdir)
+                               VALUES ($1, $2, $3, to_timestamp($4 / 1000.0), to_timestamp($5 / 1000.0), $6)",
+                }
+                .on(dialect),
+            )
+            .bind(&summary.id)
+            .bind(&summary.title)
+            .bind(&summary.agent)
+            .bind(summary.created_at_ms)
+            .bind(summary.updated_at_ms)
+            .bind(&summary.workdir)
+            .execute(&mut *tx)
+            .await?;
+            notify_in!(&mut *tx, dialect, &Notice::ListChanged);
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// Every session, the most recently active first.
     pub async fn list_sessions(&self) -> StoreResult<Vec<SessionSummary>> {
-        let rows = sqlx::query(&format!("{SUMMARY} ORDER BY updated_at_ms DESC, created_at_ms DESC"))
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter().map(summary_from_row).collect()
+        let rows: Vec<SummaryRow> = on_pool!(self, |pool, dialect| {
+            sqlx::query_as(&format!("{} ORDER BY updated_at_ms DESC, created_at_ms DESC", SUMMARY.on(dialect)))
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows.into_iter().map(SessionSummary::from).collect())
     }
 
     pub async fn session(&self, id: &str) -> StoreResult<SessionSummary> {
-        let row = sqlx::query(&format!("{SUMMARY} WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
-        summary_from_row(&row)
+        let row: Option<SummaryRow> = on_pool!(self, |pool, dialect| {
+            sqlx::query_as(&format!("{} WHERE id = $1", SUMMARY.on(dialect))).bind(id).fetch_optional(pool).await?
+        });
+        row.map(SessionSummary::from).ok_or_else(|| StoreError::SessionNotFound(id.to_string()))
     }
 
     /// Renames a session; from then on its title no longer follows its first message.
     pub async fn rename_session(&self, id: &str, title: &str) -> StoreResult<()> {
-        let done = sqlx::query("UPDATE sessions SET title = ?, title_is_auto = 0 WHERE id = ?")
-            .bind(title)
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::SessionNotFound(id.to_string()));
-        }
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            let done = sqlx::query("UPDATE sessions SET title = $1, title_is_auto = FALSE WHERE id = $2")
+                .bind(title)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::SessionNotFound(id.to_string()));
+            }
+            notify_in!(&mut *tx, dialect, &Notice::ListChanged);
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// Titles a session after its first message, unless the person has named it.
     pub async fn set_automatic_title(&self, id: &str, title: &str) -> StoreResult<()> {
-        sqlx::query("UPDATE sessions SET title = ?, title_is_auto = 0 WHERE id = ? AND title_is_auto = 1")
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            let done = sqlx::query(
+                "UPDATE sessions SET title = $1, title_is_auto = FALSE WHERE id = $2 AND title_is_auto = TRUE",
+            )
             .bind(title)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+            if done.rows_affected() > 0 {
+                notify_in!(&mut *tx, dialect, &Notice::ListChanged);
+            }
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// Deletes a session with its messages and log.
     pub async fn delete_session(&self, id: &str) -> StoreResult<()> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?").bind(id).execute(&self.pool).await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::SessionNotFound(id.to_string()));
-        }
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            let done = sqlx::query("DELETE FROM sessions WHERE id = $1").bind(id).execute(&mut *tx).await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::SessionNotFound(id.to_string()));
+            }
+            notify_in!(&mut *tx, dialect, &Notice::ListChanged);
+            tx.commit().await?;
+        });
         Ok(())
+    }
+
+    /// The sequence number of the session's last stored event (0 before the first).
+    pub async fn last_seq(&self, id: &str) -> StoreResult<u64> {
+        let stored: Option<i64> = on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1").bind(id).fetch_optional(pool).await?
+        });
+        stored.map(|seq| seq as u64).ok_or_else(|| StoreError::SessionNotFound(id.to_string()))
     }
 
     /// The thread as of the session's last stored event.
     pub async fn load_thread(&self, id: &str) -> StoreResult<Thread> {
-        // One read transaction, so the messages and `last_seq` describe the same moment.
-        let mut tx = self.pool.begin().await?;
-        let head = sqlx::query("SELECT last_seq, turn FROM sessions WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
-        let rows = sqlx::query(
-            "SELECT id, role, blocks, streaming, created_at_ms, updated_seq FROM messages
-             WHERE session_id = ? ORDER BY position",
-        )
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
-        // The deltas a streaming message got since its row was last written.
-        let since =
-            rows.iter().filter(|row| row.get::<bool, _>("streaming")).map(|row| row.get::<i64, _>("updated_seq")).min();
-        let deltas = match since {
-            Some(since) => {
-                sqlx::query(
-                    "SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ?
-                     AND kind IN ('text_delta', 'tool_input_delta') ORDER BY seq",
-                )
-                .bind(id)
-                .bind(since)
-                .fetch_all(&mut *tx)
-                .await?
+        let (head, rows, deltas) = on_pool!(self, |pool, dialect| {
+            // One read transaction, so the messages and `last_seq` describe the same moment
+            // (Postgres reads each statement at its own moment unless asked for one snapshot).
+            let mut tx = pool.begin().await?;
+            if dialect == Dialect::Postgres {
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
             }
-            None => Vec::new(),
-        };
-        tx.commit().await?;
-
-        let mut written_at = Vec::with_capacity(rows.len());
-        let messages = rows
-            .iter()
-            .map(|row| {
-                written_at.push(row.get::<i64, _>("updated_seq") as u64);
-                Ok(Message {
-                    id: row.get("id"),
-                    role: role_from_str(row.get("role")),
-                    blocks: serde_json::from_str::<Vec<Block>>(row.get("blocks"))?,
-                    streaming: row.get("streaming"),
-                    created_at_ms: row.get("created_at_ms"),
-                })
-            })
-            .collect::<StoreResult<Vec<_>>>()?;
-        let mut thread = Thread { messages, turn: serde_json::from_str(head.get("turn"))?, seq: 0 };
-        for row in deltas {
-            let event = SessionEvent {
-                seq: row.get::<i64, _>("seq") as u64,
-                at_ms: row.get("at_ms"),
-                body: serde_json::from_str(row.get("body"))?,
+            let head: HeadRow = sqlx::query_as("SELECT last_seq, turn FROM sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+            let rows: Vec<MessageRow> = sqlx::query_as(
+                Sql {
+                    sqlite: "SELECT id, role, blocks, streaming, created_at_ms, updated_seq FROM messages
+                             WHERE session_id = $1 ORDER BY position",
+                    postgres: "SELECT id, role, blocks, streaming,
+                                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms, updated_seq
+                               FROM messages WHERE session_id = $1 ORDER BY position",
+                }
+                .on(dialect),
+            )
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+            // The deltas a streaming message got since its row was last written.
+            let since = rows.iter().filter(|row| row.streaming).map(|row| row.updated_seq).min();
+            let deltas: Vec<EventRow> = match since {
+                Some(since) => {
+                    sqlx::query_as(&format!(
+                        "{} WHERE session_id = $1 AND seq > $2 AND kind IN ('text_delta', 'tool_input_delta')
+                         ORDER BY seq",
+                        EVENT.on(dialect)
+                    ))
+                    .bind(id)
+                    .bind(since)
+                    .fetch_all(&mut *tx)
+                    .await?
+                }
+                None => Vec::new(),
             };
+            tx.commit().await?;
+            (head, rows, deltas)
+        });
+
+        let written_at: Vec<u64> = rows.iter().map(|row| row.updated_seq as u64).collect();
+        let messages = rows
+            .into_iter()
+            .map(|row| Message {
+                id: row.id,
+                role: role_from_str(&row.role),
+                blocks: row.blocks.0,
+                streaming: row.streaming,
+                created_at_ms: row.created_at_ms,
+            })
+            .collect();
+        let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
+        for row in deltas {
+            let event = SessionEvent::from(row);
             // Only onto a message whose row was written before this delta.
             let target = thread.delta_target(&event.body);
             if target.is_some_and(|index| written_at[index] < event.seq) {
@@ -307,144 +471,250 @@ impl Store {
                 thread.apply(&event);
             }
         }
-        thread.seq = head.get::<i64, _>("last_seq") as u64;
+        thread.seq = head.last_seq as u64;
         Ok(thread)
     }
 
     /// Stores one event and what it changed, atomically; it must follow the stored log's last
-    /// event, or nothing is written.
+    /// event, or nothing is written. On Postgres, the other servers are told (`Notice::Appended`)
+    /// when it commits.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
         self.check_writable()?;
         let Append { session_id, event, messages, turn, interactions } = append;
         let seq = event.seq as i64;
-        let mut tx = self.pool.begin().await?;
-        // The session's row first: writing it takes the database's write lock at once (a read
-        // first would have to upgrade its lock later, which SQLite refuses under contention).
         // Deltas do not move a session up the list; messages and turn changes do.
         let touches = !event.body.is_delta();
-        let turn_json = turn.map(serde_json::to_string).transpose()?;
-        let updated = sqlx::query(
-            "UPDATE sessions SET last_seq = ?,
-               turn = COALESCE(?, turn),
-               updated_at_ms = CASE WHEN ? THEN ? ELSE updated_at_ms END
-             WHERE id = ? AND last_seq = ?",
-        )
-        .bind(seq)
-        .bind(turn_json)
-        .bind(touches)
-        .bind(event.at_ms)
-        .bind(session_id)
-        .bind(seq - 1)
-        .execute(&mut *tx)
-        .await?;
-        if updated.rows_affected() == 0 {
-            // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
-            let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = ?")
-                .bind(session_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            return Err(match stored {
-                None => StoreError::SessionNotFound(session_id.to_string()),
-                Some(stored) => StoreError::SequenceConflict {
-                    session: session_id.to_string(),
-                    seq: event.seq,
-                    stored: stored as u64,
-                },
-            });
-        }
-        sqlx::query("INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES (?, ?, ?, ?, ?)")
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            // The session's row first, as a compare-and-set on its last sequence number: writing it
+            // takes SQLite's write lock at once (a read first would have to upgrade its lock
+            // later, which SQLite refuses under contention), and Postgres's row lock, under which
+            // a second writer of the same number finds the row changed and updates nothing.
+            let updated = sqlx::query(
+                Sql {
+                    sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                               updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
+                             WHERE id = $5 AND last_seq = $6",
+                    postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                 updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
+                               WHERE id = $5 AND last_seq = $6",
+                }
+                .on(dialect),
+            )
+            .bind(seq)
+            .bind(turn.map(Json))
+            .bind(touches)
+            .bind(event.at_ms)
+            .bind(session_id)
+            .bind(seq - 1)
+            .execute(&mut *tx)
+            .await?;
+            if updated.rows_affected() == 0 {
+                // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
+                let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
+                    .bind(session_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                return Err(match stored {
+                    None => StoreError::SessionNotFound(session_id.to_string()),
+                    Some(stored) => StoreError::SequenceConflict {
+                        session: session_id.to_string(),
+                        seq: event.seq,
+                        stored: stored as u64,
+                    },
+                });
+            }
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES ($1, $2, $3, $4, $5)",
+                    postgres: "INSERT INTO events (session_id, seq, at, kind, body)
+                               VALUES ($1, $2, to_timestamp($3 / 1000.0), $4, $5)",
+                }
+                .on(dialect),
+            )
             .bind(session_id)
             .bind(seq)
             .bind(event.at_ms)
             .bind(event.body.kind())
-            .bind(serde_json::to_string(&event.body)?)
+            .bind(Json(&event.body))
             .execute(&mut *tx)
             .await?;
-        for (position, message) in messages {
-            sqlx::query(
-                "INSERT INTO messages (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (session_id, position) DO UPDATE SET
-                   blocks = excluded.blocks, streaming = excluded.streaming, updated_seq = excluded.updated_seq",
-            )
-            .bind(session_id)
-            .bind(position as i64)
-            .bind(&message.id)
-            .bind(role_to_str(message.role))
-            .bind(serde_json::to_string(&message.blocks)?)
-            .bind(message.streaming)
-            .bind(message.created_at_ms)
-            .bind(seq)
-            .execute(&mut *tx)
-            .await?;
-        }
-        for (tool_use_id, interaction) in interactions {
-            sqlx::query(
-                "INSERT INTO interactions (session_id, tool_use_id, request, state, outcome, updated_seq)
-                 VALUES (?, ?, ?, ?, ?, ?)
-                 ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
-                   state = excluded.state, outcome = excluded.outcome, updated_seq = excluded.updated_seq",
-            )
-            .bind(session_id)
-            .bind(tool_use_id)
-            .bind(serde_json::to_string(&interaction.request)?)
-            .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
-            .bind(interaction.outcome.as_ref().map(serde_json::to_string).transpose()?)
-            .bind(seq)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
+            for (position, message) in &messages {
+                sqlx::query(
+                    Sql {
+                        sqlite: "INSERT INTO messages
+                                   (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                 ON CONFLICT (session_id, position) DO UPDATE SET
+                                   blocks = excluded.blocks, streaming = excluded.streaming,
+                                   updated_seq = excluded.updated_seq",
+                        postgres: "INSERT INTO messages
+                                     (session_id, position, id, role, blocks, streaming, created_at, updated_seq)
+                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
+                                   ON CONFLICT (session_id, position) DO UPDATE SET
+                                     blocks = excluded.blocks, streaming = excluded.streaming,
+                                     updated_seq = excluded.updated_seq",
+                    }
+                    .on(dialect),
+                )
+                .bind(session_id)
+                .bind(*position as i64)
+                .bind(&message.id)
+                .bind(role_to_str(message.role))
+                .bind(Json(&message.blocks))
+                .bind(message.streaming)
+                .bind(message.created_at_ms)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            for (tool_use_id, interaction) in &interactions {
+                sqlx::query(
+                    "INSERT INTO interactions (session_id, tool_use_id, request, state, outcome, updated_seq)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                       state = excluded.state, outcome = excluded.outcome, updated_seq = excluded.updated_seq",
+                )
+                .bind(session_id)
+                .bind(*tool_use_id)
+                .bind(Json(&interaction.request))
+                .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
+                .bind(interaction.outcome.as_ref().map(Json))
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            // Sent at commit, in commit order, and not at all if the transaction fails.
+            notify_in!(&mut *tx, dialect, &Notice::Appended { session: session_id.to_string(), seq: event.seq });
+            tx.commit().await?;
+        });
         Ok(())
     }
 
     /// Up to `limit` events after `after`, oldest first.
     pub async fn events_after(&self, session_id: &str, after: u64, limit: u32) -> StoreResult<Vec<SessionEvent>> {
-        let rows =
-            sqlx::query("SELECT seq, at_ms, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+        let rows: Vec<EventRow> = on_pool!(self, |pool, dialect| {
+            sqlx::query_as(&format!("{} WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", EVENT.on(dialect)))
                 .bind(session_id)
                 .bind(after as i64)
-                .bind(limit)
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(SessionEvent {
-                    seq: row.get::<i64, _>("seq") as u64,
-                    at_ms: row.get("at_ms"),
-                    body: serde_json::from_str(row.get("body"))?,
-                })
-            })
-            .collect()
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows.into_iter().map(SessionEvent::from).collect())
     }
 
-    /// Sessions whose last turn never ended: the server stopped while their agent was working.
+    /// Sessions whose last turn never ended and that no live server holds: the server running
+    /// them stopped while their agent was working.
     pub async fn sessions_with_unfinished_turns(&self) -> StoreResult<Vec<String>> {
-        let rows = sqlx::query("SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 1")
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|row| row.get("id")).collect())
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 1
+                             AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                               AND l.expires_at_ms > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+                             ORDER BY id",
+                    postgres: "SELECT id FROM sessions WHERE (turn ->> 'working')::boolean
+                               AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                                 AND l.expires_at > now())
+                               ORDER BY id",
+                }
+                .on(dialect),
+            )
+            .fetch_all(pool)
+            .await?
+        }))
     }
-}
-
-fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> StoreResult<SessionSummary> {
-    let turn: TurnState = serde_json::from_str(row.get("turn"))?;
-    Ok(SessionSummary {
-        id: row.get("id"),
-        title: row.get("title"),
-        agent: row.get("agent"),
-        created_at_ms: row.get("created_at_ms"),
-        updated_at_ms: row.get("updated_at_ms"),
-        working: turn.working,
-        waiting: row.get("waiting"),
-        workdir: row.get("workdir"),
-    })
 }
 
 /// A session as the list shows it, with whether an interaction waits for the person.
-const SUMMARY: &str = "SELECT id, title, agent, created_at_ms, updated_at_ms, turn, workdir,
-    EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending') AS waiting
-    FROM sessions";
+const SUMMARY: Sql = Sql {
+    sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, turn, workdir,
+               EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
+                 AS waiting
+             FROM sessions",
+    postgres: "SELECT id, title, agent,
+                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms,
+                 (extract(epoch FROM updated_at) * 1000)::bigint AS updated_at_ms, turn, workdir,
+                 EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
+                   AS waiting
+               FROM sessions",
+};
+
+/// Events, to be followed by a WHERE clause.
+const EVENT: Sql = Sql {
+    sqlite: "SELECT seq, at_ms, body FROM events",
+    postgres: "SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, body FROM events",
+};
+
+#[derive(sqlx::FromRow)]
+struct SummaryRow {
+    id: String,
+    title: String,
+    agent: String,
+    created_at_ms: i64,
+    updated_at_ms: i64,
+    turn: Json<TurnState>,
+    workdir: Option<String>,
+    waiting: bool,
+}
+
+impl From<SummaryRow> for SessionSummary {
+    fn from(row: SummaryRow) -> Self {
+        SessionSummary {
+            id: row.id,
+            title: row.title,
+            agent: row.agent,
+            created_at_ms: row.created_at_ms,
+            updated_at_ms: row.updated_at_ms,
+            working: row.turn.0.working,
+            waiting: row.waiting,
+            workdir: row.workdir,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct HeadRow {
+    last_seq: i64,
+    turn: Json<TurnState>,
+}
+
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    id: String,
+    role: String,
+    blocks: Json<Vec<Block>>,
+    streaming: bool,
+    created_at_ms: i64,
+    updated_seq: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    seq: i64,
+    at_ms: i64,
+    body: Json<EventBody>,
+}
+
+impl From<EventRow> for SessionEvent {
+    fn from(row: EventRow) -> Self {
+        SessionEvent { seq: row.seq as u64, at_ms: row.at_ms, body: row.body.0 }
+    }
+}
+
+/// A URL fit for messages: its password, if any, left out.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            let user = user_info.split_once(':').map_or(user_info, |(user, _password)| user);
+            format!("{scheme}://{user}@{host}{path}")
+        }
+        None => url.to_string(),
+    }
+}
 
 fn role_to_str(role: Role) -> &'static str {
     match role {
@@ -459,243 +729,5 @@ fn role_from_str(role: &str) -> Role {
         "user" => Role::User,
         "assistant" => Role::Assistant,
         _ => Role::Notice,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::thread::EventBody;
-    use crate::thread::TurnOutcome;
-
-    fn summary(id: &str, at: i64) -> SessionSummary {
-        SessionSummary {
-            id: id.into(),
-            title: "New session".into(),
-            agent: "scripted".into(),
-            created_at_ms: at,
-            updated_at_ms: at,
-            working: false,
-            waiting: false,
-            workdir: None,
-        }
-    }
-
-    /// Applies and stores events the way the session runtime does.
-    async fn record(store: &Store, session: &str, thread: &mut Thread, bodies: Vec<EventBody>) {
-        for body in bodies {
-            let event = SessionEvent { seq: thread.seq + 1, at_ms: 10_000 + thread.seq as i64, body };
-            let change = thread.apply(&event);
-            store.append(Append::of(session, &event, thread, &change)).await.unwrap();
-        }
-    }
-
-    fn a_turn() -> Vec<EventBody> {
-        vec![
-            EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
-            EventBody::TurnStarted,
-            EventBody::AssistantMessageStarted { message_id: "a1".into() },
-            EventBody::TextDelta { message_id: "a1".into(), text: "Hello ".into() },
-            EventBody::TextDelta { message_id: "a1".into(), text: "there".into() },
-            EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
-            EventBody::ToolCallReady { tool_use_id: "t1".into(), input: serde_json::json!({"command": "ls"}) },
-            EventBody::ToolResult { tool_use_id: "t1".into(), output: "x".into(), is_error: false },
-            EventBody::MessageFinished { message_id: "a1".into() },
-            EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None },
-        ]
-    }
-
-    #[tokio::test]
-    async fn migrations_run_on_a_new_file_and_again_on_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("askbridge.db");
-        let store = Store::open(&path).await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        drop(store);
-        let store = Store::open(&path).await.unwrap();
-        assert_eq!(store.list_sessions().await.unwrap().len(), 1);
-    }
-
-    #[tokio::test]
-    async fn stored_thread_equals_the_fold_of_its_events() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        let mut live = Thread::default();
-        record(&store, "s1", &mut live, a_turn()).await;
-
-        let loaded = store.load_thread("s1").await.unwrap();
-        assert_eq!(loaded, live);
-
-        let mut replayed = Thread::default();
-        for event in store.events_after("s1", 0, 1000).await.unwrap() {
-            replayed.apply(&event);
-        }
-        assert_eq!(replayed, live);
-    }
-
-    #[tokio::test]
-    async fn events_after_a_sequence_number_are_exactly_the_rest() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        let mut thread = Thread::default();
-        record(&store, "s1", &mut thread, a_turn()).await;
-        let rest = store.events_after("s1", 4, 1000).await.unwrap();
-        assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), (5..=10).collect::<Vec<_>>());
-        let page = store.events_after("s1", 4, 2).await.unwrap();
-        assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5, 6]);
-        assert!(store.events_after("s1", 10, 1000).await.unwrap().is_empty());
-    }
-
-    #[tokio::test]
-    async fn a_sequence_number_is_written_once() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        let mut thread = Thread::default();
-        record(&store, "s1", &mut thread, a_turn()).await;
-        let stale = SessionEvent { seq: 3, at_ms: 0, body: EventBody::TurnStarted };
-        let result = store
-            .append(Append { session_id: "s1", event: &stale, messages: vec![], turn: None, interactions: vec![] })
-            .await;
-        assert!(matches!(result, Err(StoreError::SequenceConflict { seq: 3, stored: 10, .. })), "{result:?}");
-        let gone = SessionEvent { seq: 1, at_ms: 0, body: EventBody::TurnStarted };
-        let result = store
-            .append(Append { session_id: "nope", event: &gone, messages: vec![], turn: None, interactions: vec![] })
-            .await;
-        assert!(matches!(result, Err(StoreError::SessionNotFound(_))), "{result:?}");
-        assert_eq!(store.load_thread("s1").await.unwrap(), thread);
-    }
-
-    #[tokio::test]
-    async fn sessions_list_most_recent_first_and_rename_stops_auto_titles() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("old", 1)).await.unwrap();
-        store.create_session(&summary("new", 2)).await.unwrap();
-        let ids: Vec<_> = store.list_sessions().await.unwrap().into_iter().map(|s| s.id).collect();
-        assert_eq!(ids, vec!["new", "old"]);
-
-        store.rename_session("old", "Mine").await.unwrap();
-        store.set_automatic_title("old", "from message").await.unwrap();
-        assert_eq!(store.session("old").await.unwrap().title, "Mine");
-        store.set_automatic_title("new", "from message").await.unwrap();
-        assert_eq!(store.session("new").await.unwrap().title, "from message");
-    }
-
-    #[tokio::test]
-    async fn deleting_a_session_removes_its_log_and_unknown_ids_are_not_found() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        let mut thread = Thread::default();
-        record(&store, "s1", &mut thread, a_turn()).await;
-        store.delete_session("s1").await.unwrap();
-        assert!(matches!(store.load_thread("s1").await, Err(StoreError::SessionNotFound(_))));
-        assert!(store.events_after("s1", 0, 10).await.unwrap().is_empty());
-        assert!(matches!(store.delete_session("s1").await, Err(StoreError::SessionNotFound(_))));
-        assert!(matches!(store.rename_session("nope", "x").await, Err(StoreError::SessionNotFound(_))));
-    }
-
-    #[tokio::test]
-    async fn unfinished_turns_are_found_after_a_restart() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        store.create_session(&summary("s2", 1)).await.unwrap();
-        let mut thread = Thread::default();
-        let mut bodies = a_turn();
-        bodies.truncate(4);
-        record(&store, "s1", &mut thread, bodies).await;
-        assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
-    }
-
-    #[tokio::test]
-    async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("db");
-        drop(Store::open(&path).await.unwrap());
-        // The file may not grow: every new page is refused, as on a full disk.
-        let pages: u32 = {
-            let store = Store::open(&path).await.unwrap();
-            store.create_session(&summary("s1", 1)).await.unwrap();
-            sqlx::query_scalar("PRAGMA page_count").fetch_one(&store.pool).await.unwrap()
-        };
-        let store = Store::open_with_page_limit(&path, Some(pages + 2)).await.unwrap();
-        let mut thread = Thread::default();
-        let mut failed = None;
-        for i in 0..200 {
-            let body = EventBody::UserMessage { message_id: format!("u{i}"), text: "x".repeat(20_000) };
-            let event = SessionEvent { seq: thread.seq + 1, at_ms: 0, body };
-            let mut next = thread.clone();
-            let change = next.apply(&event);
-            match store.append(Append::of("s1", &event, &next, &change)).await {
-                Ok(()) => thread = next,
-                Err(error) => {
-                    failed = Some(error);
-                    break;
-                }
-            }
-        }
-        let error = failed.expect("the limit was reached");
-        assert!(matches!(error, StoreError::DiskFull), "{error:?}");
-        let message = AppError::from(error).to_string();
-        assert!(
-            message.contains("the disk is full") && message.contains("Nothing already stored was lost"),
-            "{message}"
-        );
-        assert_eq!(store.load_thread("s1").await.unwrap(), thread, "everything stored before is intact");
-    }
-
-    #[tokio::test]
-    async fn a_file_that_is_not_our_database_is_refused_and_left_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let garbage = dir.path().join("garbage.db");
-        std::fs::write(&garbage, b"this is not a database, it is a shopping list: eggs, milk\n".repeat(200)).unwrap();
-        let error = Store::open(&garbage).await.err().expect("refused");
-        assert!(matches!(error, StoreError::NotADatabase { .. }), "{error:?}");
-        assert!(error.to_string().contains("move it away"), "{error}");
-        assert!(std::fs::read(&garbage).unwrap().starts_with(b"this is not a database"), "untouched");
-
-        let foreign = dir.path().join("foreign.db");
-        {
-            let options =
-                SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign).create_if_missing(true);
-            let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
-            sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").execute(&pool).await.unwrap();
-            pool.close().await;
-        }
-        let error = Store::open(&foreign).await.err().expect("refused");
-        assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
-        let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign);
-        let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
-        let tables: Vec<String> =
-            sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
-        assert_eq!(tables, ["invoices"], "no tables of ours were added");
-    }
-
-    #[tokio::test]
-    async fn a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word() {
-        let store = Store::open_in_memory().await.unwrap();
-        store.create_session(&summary("s1", 1)).await.unwrap();
-        let mut live = Thread::default();
-        let mut turn = a_turn();
-        turn.truncate(5); // up to the second text delta: the reply still streams
-        record(&store, "s1", &mut live, turn).await;
-        let written: i64 = sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'")
-            .fetch_one(&store.pool)
-            .await
-            .unwrap();
-        assert_eq!(written, 3, "the deltas did not rewrite the message");
-        assert_eq!(store.load_thread("s1").await.unwrap(), live, "the deltas are replayed on load");
-        // Then a tool call streams its arguments into the same message.
-        record(
-            &store,
-            "s1",
-            &mut live,
-            vec![
-                EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
-                EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "{\"comm".into() },
-                EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "and\": \"ls\"".into() },
-                EventBody::TextDelta { message_id: "a1".into(), text: "!".into() },
-            ],
-        )
-        .await;
-        assert_eq!(store.load_thread("s1").await.unwrap(), live);
     }
 }

@@ -1,0 +1,139 @@
+//! Leases: which server runs a session's turns. Several servers sharing one Postgres each take a
+//! session's lease before running its turn and renew it while they live; a server that stops
+//! lets its leases expire, and another finds their sessions and takes them over. Expiry is by the
+//! database's clock (Postgres's `now()`, SQLite's `unixepoch`), the one clock all servers share.
+//! A single SQLite server clears every lease at start.
+
+use std::time::Duration;
+
+use super::{Sql, Store, StoreError, StoreResult};
+
+impl Store {
+    /// Takes (or renews) `session`'s lease for `server` for `ttl`: true if `server` holds it now
+    /// (it was free, expired, or already its own), false if another server holds it. One
+    /// statement, a compare-and-set: of servers taking it at once, exactly one gets it.
+    pub async fn take_lease(&self, session: &str, server: &str, ttl: Duration) -> StoreResult<bool> {
+        let taken = on_pool!(self, |pool, dialect| {
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO session_leases (session_id, server_id, expires_at_ms)
+                             VALUES ($1, $2, CAST(unixepoch('subsec') * 1000 AS INTEGER) + $3)
+                             ON CONFLICT (session_id) DO UPDATE SET
+                               server_id = excluded.server_id, expires_at_ms = excluded.expires_at_ms
+                             WHERE session_leases.server_id = excluded.server_id
+                               OR session_leases.expires_at_ms <= CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+                    postgres: "INSERT INTO session_leases (session_id, server_id, expires_at)
+                               VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+                               ON CONFLICT (session_id) DO UPDATE SET
+                                 server_id = excluded.server_id, expires_at = excluded.expires_at
+                               WHERE session_leases.server_id = excluded.server_id
+                                 OR session_leases.expires_at <= now()",
+                }
+                .on(dialect),
+            )
+            .bind(session)
+            .bind(server)
+            .bind(millis(ttl))
+            .execute(pool)
+            .await
+            .map(|done| done.rows_affected())
+        });
+        match taken {
+            Ok(rows) => Ok(rows == 1),
+            Err(error) if error.as_database_error().is_some_and(|e| e.is_foreign_key_violation()) => {
+                Err(StoreError::SessionNotFound(session.to_string()))
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Lets go of `session`'s lease, if `server` holds it.
+    pub async fn release_lease(&self, session: &str, server: &str) -> StoreResult<()> {
+        on_pool!(self, |pool, dialect| {
+            sqlx::query("DELETE FROM session_leases WHERE session_id = $1 AND server_id = $2")
+                .bind(session)
+                .bind(server)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Lets go of every lease `server` holds (it is stopping).
+    pub async fn release_leases(&self, server: &str) -> StoreResult<()> {
+        on_pool!(self, |pool, dialect| {
+            sqlx::query("DELETE FROM session_leases WHERE server_id = $1").bind(server).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Extends `server`'s live leases to `ttl` from now; how many. An expired one is not renewed:
+    /// another server may be taking it over, and `take_lease` settles who gets it.
+    pub async fn renew_leases(&self, server: &str, ttl: Duration) -> StoreResult<u64> {
+        let renewed = on_pool!(self, |pool, dialect| {
+            sqlx::query(
+                Sql {
+                    sqlite: "UPDATE session_leases
+                             SET expires_at_ms = CAST(unixepoch('subsec') * 1000 AS INTEGER) + $2
+                             WHERE server_id = $1
+                               AND expires_at_ms > CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+                    postgres: "UPDATE session_leases SET expires_at = now() + $2 * interval '1 millisecond'
+                               WHERE server_id = $1 AND expires_at > now()",
+                }
+                .on(dialect),
+            )
+            .bind(server)
+            .bind(millis(ttl))
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(renewed)
+    }
+
+    /// Forgets every lease: for a single server at its start, when no other server can hold one.
+    pub async fn clear_leases(&self) -> StoreResult<()> {
+        on_pool!(self, |pool, dialect| {
+            sqlx::query("DELETE FROM session_leases").execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// The server that holds `session`'s lease, unless it is free or expired.
+    pub async fn lease_holder(&self, session: &str) -> StoreResult<Option<String>> {
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT server_id FROM session_leases WHERE session_id = $1
+                             AND expires_at_ms > CAST(unixepoch('subsec') * 1000 AS INTEGER)",
+                    postgres: "SELECT server_id FROM session_leases WHERE session_id = $1 AND expires_at > now()",
+                }
+                .on(dialect),
+            )
+            .bind(session)
+            .fetch_optional(pool)
+            .await?
+        }))
+    }
+
+    /// Sessions whose lease expired: their server stopped (or lost the database) without letting
+    /// go, and their turns may need taking over.
+    pub async fn sessions_with_expired_leases(&self) -> StoreResult<Vec<String>> {
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT session_id FROM session_leases
+                             WHERE expires_at_ms <= CAST(unixepoch('subsec') * 1000 AS INTEGER) ORDER BY session_id",
+                    postgres: "SELECT session_id FROM session_leases WHERE expires_at <= now() ORDER BY session_id",
+                }
+                .on(dialect),
+            )
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+}
+
+fn millis(ttl: Duration) -> i64 {
+    i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX)
+}

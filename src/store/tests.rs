@@ -1,0 +1,560 @@
+//! Every behaviour of the store on both databases (`on_sqlite_and_postgres!` makes a `sqlite` and
+//! a `postgres` test of each), then what only one of them has: SQLite files, Postgres's
+//! notifications and foreign databases.
+
+use std::time::Duration;
+
+use super::*;
+use crate::testing::postgres::TestPostgres;
+use crate::thread::{EventBody, TurnOutcome};
+
+/// A fresh, empty database: a SQLite file in a folder of its own, or a database of its own on
+/// this process's test Postgres.
+struct Db {
+    url: String,
+    _folder: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    async fn sqlite() -> Db {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", folder.path().join("askbridge.db").display());
+        Db { url, _folder: Some(folder) }
+    }
+
+    async fn postgres() -> Db {
+        Db { url: TestPostgres::shared().database().await, _folder: None }
+    }
+
+    /// A store on the database; each call is another handle, as another server's would be.
+    async fn open(&self) -> Store {
+        Store::connect(&self.url).await.unwrap()
+    }
+}
+
+/// For each `async fn test(db: Db)`, a module `test` with the tests `sqlite` and `postgres`.
+macro_rules! on_sqlite_and_postgres {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$test(super::Db::sqlite().await).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$test(super::Db::postgres().await).await
+            }
+        }
+    )*};
+}
+
+on_sqlite_and_postgres!(
+    migrations_run_on_a_new_database_and_again_on_reopen,
+    stored_thread_equals_the_fold_of_its_events,
+    events_after_a_sequence_number_are_exactly_the_rest,
+    a_sequence_number_is_written_once,
+    of_two_servers_appending_the_same_sequence_number_exactly_one_wins,
+    sessions_list_most_recent_first_and_rename_stops_auto_titles,
+    deleting_a_session_removes_its_log_and_unknown_ids_are_not_found,
+    unfinished_turns_are_found_after_a_restart,
+    unfinished_turns_skip_sessions_a_live_server_holds,
+    a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word,
+    times_round_trip_to_the_millisecond,
+    last_seq_follows_the_log,
+    a_lease_is_held_by_one_server_renewed_released_and_expires,
+    of_servers_taking_a_lease_at_once_exactly_one_gets_it,
+    notices_are_sent_only_where_servers_share_the_database,
+);
+
+fn summary(id: &str, at: i64) -> SessionSummary {
+    SessionSummary {
+        id: id.into(),
+        title: "New session".into(),
+        agent: "scripted".into(),
+        created_at_ms: at,
+        updated_at_ms: at,
+        working: false,
+        waiting: false,
+        workdir: None,
+    }
+}
+
+/// Applies and stores events the way the session runtime does.
+async fn record(store: &Store, session: &str, thread: &mut Thread, bodies: Vec<EventBody>) {
+    for body in bodies {
+        let event = SessionEvent { seq: thread.seq + 1, at_ms: 10_000 + thread.seq as i64, body };
+        let change = thread.apply(&event);
+        store.append(Append::of(session, &event, thread, &change)).await.unwrap();
+    }
+}
+
+fn a_turn() -> Vec<EventBody> {
+    vec![
+        EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
+        EventBody::TurnStarted,
+        EventBody::AssistantMessageStarted { message_id: "a1".into() },
+        EventBody::TextDelta { message_id: "a1".into(), text: "Hello ".into() },
+        EventBody::TextDelta { message_id: "a1".into(), text: "there".into() },
+        EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
+        EventBody::ToolCallReady { tool_use_id: "t1".into(), input: serde_json::json!({"command": "ls"}) },
+        EventBody::ToolResult { tool_use_id: "t1".into(), output: "x".into(), is_error: false },
+        EventBody::MessageFinished { message_id: "a1".into() },
+        EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None },
+    ]
+}
+
+/// Stores an event alone, changing no message, turn or interaction.
+async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> StoreResult<()> {
+    store.append(Append { session_id, event, messages: vec![], turn: None, interactions: vec![] }).await
+}
+
+async fn migrations_run_on_a_new_database_and_again_on_reopen(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    drop(store);
+    let store = db.open().await;
+    assert_eq!(store.list_sessions().await.unwrap().len(), 1);
+}
+
+async fn stored_thread_equals_the_fold_of_its_events(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut live = Thread::default();
+    record(&store, "s1", &mut live, a_turn()).await;
+
+    let loaded = store.load_thread("s1").await.unwrap();
+    assert_eq!(loaded, live);
+
+    let mut replayed = Thread::default();
+    for event in store.events_after("s1", 0, 1000).await.unwrap() {
+        replayed.apply(&event);
+    }
+    assert_eq!(replayed, live);
+}
+
+async fn events_after_a_sequence_number_are_exactly_the_rest(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()).await;
+    let rest = store.events_after("s1", 4, 1000).await.unwrap();
+    assert_eq!(rest.iter().map(|e| e.seq).collect::<Vec<_>>(), (5..=10).collect::<Vec<_>>());
+    let page = store.events_after("s1", 4, 2).await.unwrap();
+    assert_eq!(page.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![5, 6]);
+    assert!(store.events_after("s1", 10, 1000).await.unwrap().is_empty());
+}
+
+async fn a_sequence_number_is_written_once(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()).await;
+    let stale = SessionEvent { seq: 3, at_ms: 0, body: EventBody::TurnStarted };
+    let result = append_bare(&store, "s1", &stale).await;
+    assert!(matches!(result, Err(StoreError::SequenceConflict { seq: 3, stored: 10, .. })), "{result:?}");
+    let gone = SessionEvent { seq: 1, at_ms: 0, body: EventBody::TurnStarted };
+    let result = append_bare(&store, "nope", &gone).await;
+    assert!(matches!(result, Err(StoreError::SessionNotFound(_))), "{result:?}");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+}
+
+async fn of_two_servers_appending_the_same_sequence_number_exactly_one_wins(db: Db) {
+    let (one, other) = (db.open().await, db.open().await);
+    one.create_session(&summary("s1", 1)).await.unwrap();
+    for seq in 1..=20u64 {
+        let event = |text: &str| SessionEvent {
+            seq,
+            at_ms: seq as i64,
+            body: EventBody::UserMessage { message_id: format!("u{seq}"), text: text.into() },
+        };
+        let (mine, theirs) = (event("one"), event("other"));
+        let (first, second) = tokio::join!(append_bare(&one, "s1", &mine), append_bare(&other, "s1", &theirs));
+        let results = [&first, &second];
+        assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 1, "{results:?}");
+        let lost = results.iter().find(|r| r.is_err()).unwrap();
+        assert!(
+            matches!(lost, Err(StoreError::SequenceConflict { seq: s, stored, .. }) if *s == seq && *stored == seq),
+            "{lost:?}"
+        );
+    }
+    let events = other.events_after("s1", 0, 100).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=20).collect::<Vec<_>>(), "one event each");
+    assert_eq!(one.last_seq("s1").await.unwrap(), 20);
+}
+
+async fn sessions_list_most_recent_first_and_rename_stops_auto_titles(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("old", 1)).await.unwrap();
+    store.create_session(&summary("new", 2)).await.unwrap();
+    let ids: Vec<_> = store.list_sessions().await.unwrap().into_iter().map(|s| s.id).collect();
+    assert_eq!(ids, vec!["new", "old"]);
+
+    store.rename_session("old", "Mine").await.unwrap();
+    store.set_automatic_title("old", "from message").await.unwrap();
+    assert_eq!(store.session("old").await.unwrap().title, "Mine");
+    store.set_automatic_title("new", "from message").await.unwrap();
+    assert_eq!(store.session("new").await.unwrap().title, "from message");
+}
+
+async fn deleting_a_session_removes_its_log_and_unknown_ids_are_not_found(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()).await;
+    store.delete_session("s1").await.unwrap();
+    assert!(matches!(store.load_thread("s1").await, Err(StoreError::SessionNotFound(_))));
+    assert!(store.events_after("s1", 0, 10).await.unwrap().is_empty());
+    assert!(matches!(store.delete_session("s1").await, Err(StoreError::SessionNotFound(_))));
+    assert!(matches!(store.rename_session("nope", "x").await, Err(StoreError::SessionNotFound(_))));
+    assert!(matches!(store.session("nope").await, Err(StoreError::SessionNotFound(_))));
+}
+
+async fn unfinished_turns_are_found_after_a_restart(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    store.create_session(&summary("s2", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    let mut bodies = a_turn();
+    bodies.truncate(4);
+    record(&store, "s1", &mut thread, bodies).await;
+    assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
+    assert!(store.session("s1").await.unwrap().working);
+}
+
+async fn unfinished_turns_skip_sessions_a_live_server_holds(db: Db) {
+    let store = db.open().await;
+    for id in ["s1", "s2"] {
+        store.create_session(&summary(id, 1)).await.unwrap();
+        let mut thread = Thread::default();
+        record(&store, id, &mut thread, a_turn()[..2].to_vec()).await;
+    }
+    assert!(store.take_lease("s1", "a", Duration::from_millis(300)).await.unwrap());
+    assert!(store.take_lease("s2", "b", Duration::from_secs(60)).await.unwrap());
+    assert!(store.sessions_with_unfinished_turns().await.unwrap().is_empty(), "both are running");
+    assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Server a stopped renewing: its session's turn is unfinished and nobody runs it.
+    assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
+    assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s1"]);
+}
+
+async fn a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut live = Thread::default();
+    let mut turn = a_turn();
+    turn.truncate(5); // up to the second text delta: the reply still streams
+    record(&store, "s1", &mut live, turn).await;
+    let written: i64 = on_pool!(store, |pool, dialect| {
+        sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'").fetch_one(pool).await.unwrap()
+    });
+    assert_eq!(written, 3, "the deltas did not rewrite the message");
+    assert_eq!(store.load_thread("s1").await.unwrap(), live, "the deltas are replayed on load");
+    // Then a tool call streams its arguments into the same message.
+    record(
+        &store,
+        "s1",
+        &mut live,
+        vec![
+            EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Bash".into() },
+            EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "{\"comm".into() },
+            EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json: "and\": \"ls\"".into() },
+            EventBody::TextDelta { message_id: "a1".into(), text: "!".into() },
+        ],
+    )
+    .await;
+    assert_eq!(store.load_thread("s1").await.unwrap(), live);
+}
+
+async fn times_round_trip_to_the_millisecond(db: Db) {
+    let store = db.open().await;
+    // The epoch, odd milliseconds now and in 2100, and the last millisecond of 9999.
+    let times = [0, 1, 999, 1_700_000_000_123, 1_700_000_000_999, 4_102_444_800_001, 253_402_300_799_999];
+    for (i, &at) in times.iter().enumerate() {
+        let id = format!("s{i}");
+        let mut session = summary(&id, at);
+        session.updated_at_ms = at + 7;
+        store.create_session(&session).await.unwrap();
+        let stored = store.session(&id).await.unwrap();
+        assert_eq!((stored.created_at_ms, stored.updated_at_ms), (at, at + 7));
+
+        let event = SessionEvent {
+            seq: 1,
+            at_ms: at + 11,
+            body: EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
+        };
+        let mut thread = Thread::default();
+        let change = thread.apply(&event);
+        store.append(Append::of(&id, &event, &thread, &change)).await.unwrap();
+        assert_eq!(store.events_after(&id, 0, 10).await.unwrap(), vec![event]);
+        assert_eq!(store.load_thread(&id).await.unwrap(), thread, "the message's time too");
+        assert_eq!(store.session(&id).await.unwrap().updated_at_ms, at + 11, "an event moves the session up");
+    }
+}
+
+async fn last_seq_follows_the_log(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    assert_eq!(store.last_seq("s1").await.unwrap(), 0);
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()).await;
+    assert_eq!(store.last_seq("s1").await.unwrap(), 10);
+    assert!(matches!(store.last_seq("nope").await, Err(StoreError::SessionNotFound(_))));
+}
+
+async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
+    let (store, long, short) = (db.open().await, Duration::from_secs(60), Duration::from_millis(300));
+    for id in ["s1", "s2", "s3"] {
+        store.create_session(&summary(id, 1)).await.unwrap();
+    }
+    assert_eq!(store.lease_holder("s1").await.unwrap(), None);
+    assert!(store.take_lease("s1", "a", long).await.unwrap(), "a free lease is taken");
+    assert!(!store.take_lease("s1", "b", long).await.unwrap(), "another server's live lease is not");
+    assert!(store.take_lease("s1", "a", long).await.unwrap(), "its holder renews it");
+    assert_eq!(store.lease_holder("s1").await.unwrap().as_deref(), Some("a"));
+    store.release_lease("s1", "b").await.unwrap();
+    assert_eq!(store.lease_holder("s1").await.unwrap().as_deref(), Some("a"), "only its holder lets go");
+    store.release_lease("s1", "a").await.unwrap();
+    assert_eq!(store.lease_holder("s1").await.unwrap(), None);
+    assert!(store.take_lease("s1", "b", long).await.unwrap());
+
+    // A lease that is not renewed expires, and is then anyone's.
+    assert!(store.take_lease("s2", "a", short).await.unwrap());
+    assert!(store.take_lease("s3", "a", short).await.unwrap());
+    assert!(!store.take_lease("s2", "b", long).await.unwrap());
+    assert_eq!(store.renew_leases("a", short).await.unwrap(), 2);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(store.renew_leases("a", short).await.unwrap(), 2, "renewed before they expire");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.lease_holder("s2").await.unwrap().as_deref(), Some("a"), "the renewal kept it");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(store.lease_holder("s2").await.unwrap(), None, "expired");
+    assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s2", "s3"]);
+    assert_eq!(store.renew_leases("a", long).await.unwrap(), 0, "an expired lease is taken again, not renewed");
+    assert!(store.take_lease("s2", "b", long).await.unwrap(), "an expired lease is taken over");
+    assert!(store.take_lease("s3", "a", long).await.unwrap(), "or taken again by its server");
+    assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
+
+    store.release_leases("b").await.unwrap();
+    assert_eq!(store.lease_holder("s1").await.unwrap(), None);
+    assert_eq!(store.lease_holder("s2").await.unwrap(), None);
+    assert_eq!(store.lease_holder("s3").await.unwrap().as_deref(), Some("a"));
+    store.clear_leases().await.unwrap();
+    assert_eq!(store.lease_holder("s3").await.unwrap(), None);
+
+    let result = store.take_lease("nope", "a", long).await;
+    assert!(matches!(result, Err(StoreError::SessionNotFound(_))), "{result:?}");
+    assert!(store.take_lease("s1", "a", long).await.unwrap());
+    store.delete_session("s1").await.unwrap();
+    assert_eq!(store.lease_holder("s1").await.unwrap(), None, "a deleted session's lease goes with it");
+}
+
+async fn of_servers_taking_a_lease_at_once_exactly_one_gets_it(db: Db) {
+    let (one, other) = (db.open().await, db.open().await);
+    for round in 0..20 {
+        let session = format!("s{round}");
+        one.create_session(&summary(&session, 1)).await.unwrap();
+        let take = |store: &Store, server: &'static str| {
+            let (store, session) = (store.clone(), session.clone());
+            tokio::spawn(async move { store.take_lease(&session, server, Duration::from_secs(60)).await.unwrap() })
+        };
+        let (a, b) = (take(&one, "a"), take(&other, "b"));
+        let (a, b) = (a.await.unwrap(), b.await.unwrap());
+        assert!(a ^ b, "round {round}: a got it: {a}, b got it: {b}");
+        let holder = one.lease_holder(&session).await.unwrap();
+        assert_eq!(holder.as_deref(), Some(if a { "a" } else { "b" }));
+    }
+}
+
+async fn notices_are_sent_only_where_servers_share_the_database(db: Db) {
+    let store = db.open().await;
+    let listener = store.listen().await.unwrap();
+    assert_eq!(store.is_shared(), listener.is_some());
+    assert_eq!(store.is_shared(), db.url.starts_with("postgres"));
+    // A no-op on SQLite, sent on Postgres: it works on both.
+    store.notify(&Notice::ListChanged).await.unwrap();
+}
+
+/// The next notice, within a few seconds.
+async fn heard(listener: &mut Listener) -> Option<Notice> {
+    tokio::time::timeout(Duration::from_secs(5), listener.next()).await.expect("a notice within 5 s").unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_hears_appends_in_order_and_list_changes() {
+    let db = Db::postgres().await;
+    let (store, other_server) = (db.open().await, db.open().await);
+    let mut listener = other_server.listen().await.unwrap().expect("Postgres listens");
+
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()).await;
+    for seq in 1..=10 {
+        assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq }));
+    }
+    store.set_automatic_title("s1", "hi").await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+    store.set_automatic_title("s1", "again").await.unwrap(); // changes nothing: no notice
+    store.rename_session("s1", "Mine").await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+    store.notify(&Notice::Interrupt { session: "s1".into() }).await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::Interrupt { session: "s1".into() }));
+    // Someone else's payload on our channel is skipped.
+    on_pool!(store, |pool, dialect| {
+        sqlx::query("SELECT pg_notify('askbridge', 'not a notice')").execute(pool).await.unwrap();
+    });
+    store.delete_session("s1").await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_append_that_fails_in_its_transaction_sends_nothing() {
+    let db = Db::postgres().await;
+    let store = db.open().await;
+    let mut listener = store.listen().await.unwrap().unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+    // The message of this event is refused after the session's row was updated.
+    on_pool!(store, |pool, dialect| {
+        sqlx::raw_sql(
+            "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+             CREATE TRIGGER refuse BEFORE INSERT ON messages FOR EACH ROW WHEN (NEW.id = 'doomed')
+               EXECUTE FUNCTION refuse();",
+        )
+        .execute(pool)
+        .await
+        .unwrap();
+    });
+    let mut thread = Thread::default();
+    let doomed = SessionEvent {
+        seq: 1,
+        at_ms: 1,
+        body: EventBody::UserMessage { message_id: "doomed".into(), text: "hi".into() },
+    };
+    let mut next = thread.clone();
+    let change = next.apply(&doomed);
+    let result = store.append(Append::of("s1", &doomed, &next, &change)).await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(store.last_seq("s1").await.unwrap(), 0, "nothing was written");
+    // A stale sequence number sends nothing either.
+    record(&store, "s1", &mut thread, a_turn()[..1].to_vec()).await;
+    let stale = SessionEvent { seq: 1, at_ms: 0, body: EventBody::TurnStarted };
+    assert!(append_bare(&store, "s1", &stale).await.is_err());
+    record(&store, "s1", &mut thread, vec![EventBody::TurnStarted]).await;
+    assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq: 1 }));
+    assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq: 2 }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_that_lost_its_connection_says_so_and_hears_again() {
+    let db = Db::postgres().await;
+    let store = db.open().await;
+    let mut listener = store.listen().await.unwrap().unwrap();
+    let ended: Vec<bool> = on_pool!(store, |pool, dialect| {
+        sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+             WHERE datname = current_database() AND query LIKE 'LISTEN%'",
+        )
+        .fetch_all(pool)
+        .await
+        .unwrap()
+    });
+    assert_eq!(ended, [true], "the listener's connection was ended");
+    assert_eq!(heard(&mut listener).await, None, "notices may have been missed");
+    store.notify(&Notice::ListChanged).await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged), "it listens again");
+}
+
+#[tokio::test]
+async fn another_programs_postgres_database_is_refused_and_left_alone() {
+    let db = Db::postgres().await;
+    let mut admin = <sqlx::PgConnection as sqlx::Connection>::connect(&db.url).await.unwrap();
+    sqlx::query("CREATE TABLE invoices (id bigint PRIMARY KEY)").execute(&mut admin).await.unwrap();
+    let url = db.url.replace("postgres@", "postgres:secret@");
+    let error = Store::connect(&url).await.err().expect("refused");
+    assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
+    assert!(!error.to_string().contains("secret"), "{error}");
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
+    )
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    assert_eq!(tables, ["invoices"], "no tables of ours were added");
+}
+
+#[tokio::test]
+async fn urls_choose_the_database() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("a.db");
+    for url in [format!("sqlite://{}", path.display()), format!("sqlite:{}", path.display())] {
+        let store = Store::connect(&url).await.unwrap();
+        assert!(!store.is_shared());
+    }
+    assert!(path.exists());
+    Store::connect("sqlite::memory:").await.unwrap();
+    let error = Store::connect("mysql://me:secret@db.example/askbridge").await.err().expect("refused");
+    assert!(matches!(&error, StoreError::UnknownUrl(url) if url == "mysql://me@db.example/askbridge"), "{error:?}");
+}
+
+#[tokio::test]
+async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    drop(Store::open(&path).await.unwrap());
+    // The file may not grow: every new page is refused, as on a full disk.
+    let pages: u32 = {
+        let store = Store::open(&path).await.unwrap();
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+        sqlx::query_scalar("PRAGMA page_count").fetch_one(pool).await.unwrap()
+    };
+    let store = Store::open_with_page_limit(&path, Some(pages + 2)).await.unwrap();
+    let mut thread = Thread::default();
+    let mut failed = None;
+    for i in 0..200 {
+        let body = EventBody::UserMessage { message_id: format!("u{i}"), text: "x".repeat(20_000) };
+        let event = SessionEvent { seq: thread.seq + 1, at_ms: 0, body };
+        let mut next = thread.clone();
+        let change = next.apply(&event);
+        match store.append(Append::of("s1", &event, &next, &change)).await {
+            Ok(()) => thread = next,
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
+        }
+    }
+    let error = failed.expect("the limit was reached");
+    assert!(matches!(error, StoreError::DiskFull), "{error:?}");
+    let message = AppError::from(error).to_string();
+    assert!(message.contains("the disk is full") && message.contains("Nothing already stored was lost"), "{message}");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "everything stored before is intact");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_our_database_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(&garbage, b"this is not a database, it is a shopping list: eggs, milk\n".repeat(200)).unwrap();
+    let error = Store::open(&garbage).await.err().expect("refused");
+    assert!(matches!(error, StoreError::NotADatabase { .. }), "{error:?}");
+    assert!(error.to_string().contains("move it away"), "{error}");
+    assert!(std::fs::read(&garbage).unwrap().starts_with(b"this is not a database"), "untouched");
+
+    let foreign = dir.path().join("foreign.db");
+    {
+        let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign).create_if_missing(true);
+        let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+        sqlx::query("CREATE TABLE invoices (id INTEGER PRIMARY KEY)").execute(&pool).await.unwrap();
+        pool.close().await;
+    }
+    let error = Store::open(&foreign).await.err().expect("refused");
+    assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
+    let options = SqliteConnectOptions::from_str("sqlite://").unwrap().filename(&foreign);
+    let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
+    assert_eq!(tables, ["invoices"], "no tables of ours were added");
+}
