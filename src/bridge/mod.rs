@@ -27,13 +27,25 @@ use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
 /// What an agent that is gone is told, and the card says.
 const AGENT_GONE: &str = "the agent is no longer running";
 
-/// How long the person has to answer (`None` waits as long as the agent does), and how long an
-/// agent waits before it is parked (`None`: it waits, running).
+/// How long the person has to answer (`None` waits as long as the agent does), how long an
+/// agent waits before it is parked (`None`: it waits, running), and how long a server's hold on
+/// a session's agent lasts unless renewed (`None`: [`DEFAULT_LEASE`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Timeouts {
     pub question: Option<Duration>,
     pub approval: Option<Duration>,
     pub park_after: Option<Duration>,
+    pub lease: Option<Duration>,
+}
+
+/// How long a server holds a session's agent (its lease) unless it renews it: after a crash,
+/// what its sessions wait before another server takes them.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+
+impl Timeouts {
+    pub fn lease(&self) -> Duration {
+        self.lease.unwrap_or(DEFAULT_LEASE)
+    }
 }
 
 /// What the bridge decided about one resolution: what to record (if anything), and what the
@@ -75,16 +87,23 @@ pub trait Ledger: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
 
     /// Under the lock: reads the interaction, records the outcome `judge` picks (if any), and then,
-    /// still under the lock, tells `recorded` what was recorded. Returns the verdict; an unknown
-    /// session or interaction is `SessionNotFound` or `InteractionNotFound`.
+    /// still under the lock, tells `recorded` what was recorded. `judge` is also told whether the
+    /// session's agent runs on another server (which then waits, and hears of the outcome through
+    /// the ledger). Returns the verdict; an unknown session or interaction is `SessionNotFound` or
+    /// `InteractionNotFound`.
     fn settle<'a>(
         &'a self,
         session: &'a str,
         tool_use_id: &'a str,
-        judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+        judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
         recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
     ) -> BoxFuture<'a, Result<Verdict, AppError>>;
 }
+
+/// Whether the session's agent runs on another server sharing the store, as far as the ledger
+/// knows: then its waiters are that server's, not this bridge's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elsewhere(pub bool);
 
 type Key = (String, String);
 
@@ -183,16 +202,20 @@ impl InteractionBridge {
     /// Answers a pending question: checked against the questions asked, then the first answer
     /// wins, the same answer again is accepted, and a different later one is refused.
     pub async fn answer(&self, session: &str, tool_use_id: &str, answers: Vec<QuestionAnswer>) -> Result<(), AppError> {
-        let judge = |interaction: &Interaction| {
+        let judge = |interaction: &Interaction, elsewhere| {
             let questions = match &interaction.request {
                 InteractionRequest::Approval(_) => return Verdict::refuse(not_a_question(tool_use_id)),
                 InteractionRequest::Question { questions } => questions.as_slice(),
                 InteractionRequest::Unreadable { .. } => &[],
             };
             match validate_answers(questions, &answers) {
-                Ok(answers) => {
-                    self.first_wins(session, tool_use_id, interaction, InteractionOutcome::Answered { answers })
-                }
+                Ok(answers) => self.first_wins(
+                    session,
+                    tool_use_id,
+                    interaction,
+                    elsewhere,
+                    InteractionOutcome::Answered { answers },
+                ),
                 Err(error) => Verdict::refuse(error),
             }
         };
@@ -207,11 +230,12 @@ impl InteractionBridge {
                 detail: format!("the reason is longer than {MAX_ANSWER_CHARS} characters"),
             });
         }
-        let judge = |interaction: &Interaction| {
+        let judge = |interaction: &Interaction, elsewhere| {
             if interaction.request.is_approval() {
                 return Verdict::refuse(not_a_question(tool_use_id));
             }
-            self.first_wins(session, tool_use_id, interaction, InteractionOutcome::Declined { reason: reason.clone() })
+            let outcome = InteractionOutcome::Declined { reason: reason.clone() };
+            self.first_wins(session, tool_use_id, interaction, elsewhere, outcome)
         };
         self.settle(session, tool_use_id, &judge).await
     }
@@ -228,7 +252,7 @@ impl InteractionBridge {
                 InteractionOutcome::Denied { message }
             }
         };
-        let judge = |interaction: &Interaction| {
+        let judge = |interaction: &Interaction, elsewhere| {
             let InteractionRequest::Approval(approval) = &interaction.request else {
                 return Verdict::refuse(AppError::BadRequest {
                     detail: format!("{tool_use_id} is a question, not a permission request: answer it or skip it"),
@@ -241,7 +265,7 @@ impl InteractionBridge {
                     detail: format!("there is no suggestion {index} to always allow"),
                 });
             }
-            self.first_wins(session, tool_use_id, interaction, outcome.clone())
+            self.first_wins(session, tool_use_id, interaction, elsewhere, outcome.clone())
         };
         self.settle(session, tool_use_id, &judge).await
     }
@@ -330,18 +354,22 @@ impl InteractionBridge {
 
     /// Ends an interaction with `outcome`, if it is still open (first wins).
     async fn resolve(&self, session: &str, tool_use_id: &str, outcome: InteractionOutcome) -> Result<(), AppError> {
-        let judge = |interaction: &Interaction| self.first_wins(session, tool_use_id, interaction, outcome.clone());
+        let judge = |interaction: &Interaction, elsewhere| {
+            self.first_wins(session, tool_use_id, interaction, elsewhere, outcome.clone())
+        };
         self.settle(session, tool_use_id, &judge).await
     }
 
     /// The rule of every resolution: the first outcome recorded holds. The same one again is
     /// accepted; another decision is refused as already answered; an interaction that timed out
-    /// or was cancelled says so; and one whose agent is gone is cancelled rather than answered.
+    /// or was cancelled says so; and one whose agent is gone is cancelled rather than answered (an
+    /// agent on another server is not gone: that server hands it the outcome).
     fn first_wins(
         &self,
         session: &str,
         tool_use_id: &str,
         interaction: &Interaction,
+        elsewhere: Elsewhere,
         outcome: InteractionOutcome,
     ) -> Verdict {
         match &interaction.outcome {
@@ -350,7 +378,7 @@ impl InteractionBridge {
             Some(existing) => Verdict::refuse(AppError::NotWaiting { detail: existing.why_closed() }),
             // Parked: nobody waits, and the answer resumes the agent.
             None if interaction.parked => Verdict::record(outcome),
-            None if !self.is_waiting(session, tool_use_id) => Verdict {
+            None if !elsewhere.0 && !self.is_waiting(session, tool_use_id) => Verdict {
                 record: Some(InteractionOutcome::Cancelled { reason: AGENT_GONE.into() }),
                 result: Err(AppError::NotWaiting { detail: AGENT_GONE.into() }),
             },
@@ -363,19 +391,23 @@ impl InteractionBridge {
         &self,
         session: &str,
         tool_use_id: &str,
-        judge: &(dyn Fn(&Interaction) -> Verdict + Send + Sync),
+        judge: &(dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
     ) -> Result<(), AppError> {
-        let recorded = |outcome: &InteractionOutcome| {
-            if let InteractionOutcome::Answered { answers } = outcome {
-                self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
-            }
-            info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
-            if !self.deliver(session, tool_use_id, outcome.clone()) {
-                // Nobody waits: the session decides whether its agent resumes now.
-                let _ = self.resume.send(session.to_string());
-            }
-        };
+        let recorded = |outcome: &InteractionOutcome| self.resolved(session, tool_use_id, outcome);
         self.ledger.settle(session, tool_use_id, judge, &recorded).await?.result
+    }
+
+    /// An outcome is recorded, by this server or (through the store they share) another: the
+    /// waiting agent gets it, or, when nobody here waits, the session may resume its agent.
+    pub fn resolved(&self, session: &str, tool_use_id: &str, outcome: &InteractionOutcome) {
+        if let InteractionOutcome::Answered { answers } = outcome {
+            self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
+        }
+        info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
+        if !self.deliver(session, tool_use_id, outcome.clone()) {
+            // Nobody waits: the session decides whether its agent resumes now.
+            let _ = self.resume.send(session.to_string());
+        }
     }
 
     /// Starts waiting for the outcome of `tool_use_id`; the token says when to park.
@@ -482,7 +514,7 @@ mod tests {
             &'a self,
             session: &'a str,
             tool_use_id: &'a str,
-            judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+            judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
             recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
         ) -> BoxFuture<'a, Result<Verdict, AppError>> {
             Box::pin(async move {
@@ -490,7 +522,7 @@ mod tests {
                 let interaction = interactions
                     .get_mut(&key(session, tool_use_id))
                     .ok_or_else(|| AppError::InteractionNotFound { tool_use_id: tool_use_id.into() })?;
-                let verdict = judge(interaction);
+                let verdict = judge(interaction, Elsewhere(false));
                 if let Some(outcome) = &verdict.record {
                     interaction.outcome = Some(outcome.clone());
                     recorded(outcome);

@@ -35,9 +35,20 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_ADDR", default_value = "127.0.0.1:3000")]
     pub addr: SocketAddr,
 
-    /// Folder for the database (askbridge.db); created if missing.
+    /// Folder for the database (askbridge.db) and the access token; created if missing.
     #[arg(long, env = "ASKBRIDGE_DATA_DIR", default_value = "data")]
     pub data_dir: PathBuf,
+
+    /// Where sessions are stored: sqlite://PATH (the default: askbridge.db in --data-dir), or
+    /// postgres://USER:PASSWORD@HOST/DATABASE for a team: several servers on one Postgres, and a
+    /// question answered through any of them.
+    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+
+    /// With Postgres: how long a server's hold on a session's agent lasts unless renewed. After a
+    /// server dies, its sessions wait this long before another server takes them (e.g. 15s).
+    #[arg(long, env = "ASKBRIDGE_LEASE", value_parser = humantime::parse_duration, default_value = "15s")]
+    pub lease: std::time::Duration,
 
     /// The agent new sessions talk to. auto: Claude Code if a working one is installed (on PATH or
     /// --claude-bin, logged in or with an API key), else the Messages API if an API key is set,

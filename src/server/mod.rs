@@ -70,17 +70,25 @@ pub async fn serve_until(
     let (token, token_source) =
         access_token::resolve(args.token.as_deref(), args.no_token, &args.addr, &args.data_dir)?;
     args.token = token;
-    let db_path = args.data_dir.join("askbridge.db");
-    let store = Store::open(&db_path).await.map_err(|error| format!("cannot open {}: {error}", db_path.display()))?;
+    let database = match &args.database_url {
+        Some(url) => url.clone(),
+        None => format!("sqlite://{}", args.data_dir.join("askbridge.db").display()),
+    };
+    let store = Store::connect(&database)
+        .await
+        .map_err(|error| format!("cannot open the database {}: {error}", without_password(&database)))?;
     let agent = build_agent(&args)?;
     let timeouts = Timeouts {
         question: args.question_timeout,
         approval: args.approval_timeout,
         park_after: Some(args.park_after),
+        lease: Some(args.lease),
     };
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);
     manager.recover_unfinished_turns().await?;
+    // With Postgres: the other servers' events, answers and leases.
+    manager.join_team().await?;
 
     let app = router(&args, manager.clone());
     let listener = match listener {
@@ -92,7 +100,7 @@ pub async fn serve_until(
     let local = listener.local_addr()?;
     info!(
         addr = %local,
-        data = %db_path.display(),
+        database = %without_password(&database),
         agent = manager.agent_name(),
         token = ?token_source,
         "AskBridge is serving on http://{local}"
@@ -115,6 +123,17 @@ pub async fn serve_until(
         .await?;
     info!("stopped");
     Ok(())
+}
+
+/// A database URL fit for a log or an error: without the password it may carry.
+fn without_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme && url[scheme + 3..at].contains(':') => {
+            let user = url[scheme + 3..at].split(':').next().unwrap_or_default();
+            format!("{}{user}:…{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_string(),
+    }
 }
 
 fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
@@ -487,7 +506,15 @@ pub fn init_tracing() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use clap::Parser;
+
+    #[test]
+    fn a_database_url_is_logged_without_its_password() {
+        assert_eq!(without_password("postgres://team:s3cret@db.internal:5432/askbridge"), "postgres://team:…@db.internal:5432/askbridge");
+        assert_eq!(without_password("postgres://team@db/askbridge"), "postgres://team@db/askbridge");
+        assert_eq!(without_password("sqlite:///home/me/data/askbridge.db"), "sqlite:///home/me/data/askbridge.db");
+    }
 
     fn args(flags: &[&str]) -> ServeArgs {
         let cli = cli::Cli::try_parse_from([&["askbridge", "serve"], flags].concat()).unwrap();

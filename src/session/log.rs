@@ -2,21 +2,29 @@
 //! stored and then broadcast. A session's lock is held from numbering to broadcast, which is what
 //! keeps sequence numbers gap-free and in the order every tab sees them. The log is also the
 //! bridge's ledger: an interaction is resolved under the same lock, against the thread as stored.
+//!
+//! Several servers may share one store (Postgres). Then the store's compare-and-set on a session's
+//! last sequence number is what orders its events: an append that finds the log moved on takes the
+//! other servers' events (applied and broadcast to this server's tabs, as every event is) and is
+//! judged again. The store's notifications say when to catch up; they are a hint, the sequence
+//! numbers in the store are the truth. What this server caught up with goes to the manager too
+//! ([`SessionLog::remote_events`]): an answer given elsewhere reaches the agent waiting here.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tokio::sync::{broadcast, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-use crate::bridge::{Ledger, Verdict};
+use crate::bridge::{Elsewhere, Ledger, Verdict};
 use crate::error::AppError;
-use crate::ids::now_ms;
+use crate::ids::{new_id, now_ms};
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
-use crate::store::{Append, Store, StoreResult};
+use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
 
 /// Live events kept for slow tabs before they must catch up from the store.
@@ -27,9 +35,20 @@ const CHANNEL_CAPACITY: usize = 1024;
 /// after the last change always follows.
 const LIST_INTERVAL: Duration = Duration::from_millis(250);
 
+/// How many times an event is tried again after other servers appended first. Each try follows
+/// the events it found, so only a session written to by that many servers at once runs out.
+const ATTEMPTS: usize = 32;
+
+/// An event another server appended, as this one caught up with it: (session, event).
+pub type RemoteEvent = (String, Arc<SessionEvent>);
+
 pub struct SessionLog {
     store: Store,
+    /// This server among those that share the store: the holder of the leases it takes.
+    server_id: String,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
+    remote: mpsc::UnboundedSender<RemoteEvent>,
+    remote_events: Mutex<Option<mpsc::UnboundedReceiver<RemoteEvent>>>,
     list_changes: broadcast::Sender<()>,
     /// The session list as JSON, the same for every tab (`None` until it is first read).
     list: watch::Sender<Option<Arc<str>>>,
@@ -40,6 +59,10 @@ pub struct SessionRuntime {
     id: String,
     state: tokio::sync::Mutex<RuntimeState>,
     events: broadcast::Sender<Arc<SessionEvent>>,
+    /// The last event applied, readable without the lock: a notification of an event this
+    /// runtime has is ignored without waiting for it.
+    seq: AtomicU64,
+    remote: mpsc::UnboundedSender<RemoteEvent>,
 }
 
 pub(super) struct RuntimeState {
@@ -51,9 +74,13 @@ pub(super) struct RuntimeState {
 impl SessionLog {
     /// The log of the sessions in `store`, and the task that keeps its session list read.
     pub fn new(store: Store) -> Arc<Self> {
+        let (remote, remote_events) = mpsc::unbounded_channel();
         let log = Arc::new(Self {
             store,
+            server_id: new_id(),
             runtimes: Mutex::new(HashMap::new()),
+            remote,
+            remote_events: Mutex::new(Some(remote_events)),
             list_changes: broadcast::channel(64).0,
             list: watch::channel(None).0,
         });
@@ -63,6 +90,35 @@ impl SessionLog {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// This server's name in the leases it holds.
+    pub fn server_id(&self) -> &str {
+        &self.server_id
+    }
+
+    /// The events other servers appended, as this server's runtimes take them (once: for the
+    /// manager).
+    pub(super) fn remote_events(&self) -> Option<mpsc::UnboundedReceiver<RemoteEvent>> {
+        self.remote_events.lock().expect("remote events lock").take()
+    }
+
+    /// The session's runtime if it is loaded (a session nobody here follows needs no catching up).
+    pub(super) fn loaded(&self, id: &str) -> Option<Arc<SessionRuntime>> {
+        self.runtimes.lock().expect("runtimes lock").get(id).cloned()
+    }
+
+    /// Every loaded runtime: after notifications may have been missed, each catches up.
+    pub(super) fn all_loaded(&self) -> Vec<Arc<SessionRuntime>> {
+        self.runtimes.lock().expect("runtimes lock").values().cloned().collect()
+    }
+
+    /// Whether another server's live lease says that it runs the session's agent.
+    async fn runs_elsewhere(&self, session: &str) -> StoreResult<bool> {
+        if !self.store.is_shared() {
+            return Ok(false);
+        }
+        Ok(self.store.lease_holder(session).await?.is_some_and(|holder| holder != self.server_id))
     }
 
     /// The session list as JSON, now and after each change.
@@ -117,8 +173,10 @@ impl SessionLog {
         let runtime = runtimes.entry(id.to_string()).or_insert_with(|| {
             Arc::new(SessionRuntime {
                 id: id.to_string(),
+                seq: AtomicU64::new(thread.seq),
                 state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None }),
                 events: broadcast::channel(CHANNEL_CAPACITY).0,
+                remote: self.remote.clone(),
             })
         });
         Ok(runtime.clone())
@@ -132,7 +190,13 @@ impl SessionLog {
     /// The session and its thread, consistent with each other, as of the last event.
     pub async fn snapshot(&self, id: &str) -> Result<(SessionSummary, Thread), AppError> {
         let runtime = self.runtime(id).await?;
-        let thread = runtime.state.lock().await.thread.clone();
+        let mut state = runtime.state.lock().await;
+        if self.store.is_shared() {
+            // A notification may be on its way: a page shows what the store holds now.
+            runtime.catch_up_locked(&self.store, &mut state).await?;
+        }
+        let thread = state.thread.clone();
+        drop(state);
         let summary = self.store.session(id).await?;
         Ok((summary, thread))
     }
@@ -148,13 +212,20 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            let existing = state.thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
-            if let Some(decided) = existing.and_then(|interaction| interaction.outcome.clone()) {
-                return Ok(Some(decided));
+            for attempt in 1..=ATTEMPTS {
+                let existing = state.thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
+                if let Some(decided) = existing.and_then(|interaction| interaction.outcome.clone()) {
+                    return Ok(Some(decided));
+                }
+                // New, or asked again by a resumed agent (then it is no longer parked).
+                let request = request.clone();
+                let opened = EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request };
+                match runtime.try_append_locked(&self.store, &mut state, opened).await {
+                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
+                    result => result?,
+                };
+                break;
             }
-            // New, or asked again by a resumed agent (then it is no longer parked).
-            let opened = EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request };
-            runtime.append_locked(&self.store, &mut state, opened).await?;
             drop(state);
             self.list_changed();
             Ok(None)
@@ -170,12 +241,18 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            let interaction = interaction_of(&state.thread, tool_use_id)?;
-            if let Some(decided) = &interaction.outcome {
-                return Ok(Some(decided.clone()));
+            for attempt in 1..=ATTEMPTS {
+                let interaction = interaction_of(&state.thread, tool_use_id)?;
+                if let Some(decided) = &interaction.outcome {
+                    return Ok(Some(decided.clone()));
+                }
+                let body = EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() };
+                match runtime.try_append_locked(&self.store, &mut state, body).await {
+                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
+                    result => result?,
+                };
+                break;
             }
-            let body = EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() };
-            runtime.append_locked(&self.store, &mut state, body).await?;
             parked();
             Ok(None)
         })
@@ -185,23 +262,32 @@ impl Ledger for SessionLog {
         &'a self,
         session: &'a str,
         tool_use_id: &'a str,
-        judge: &'a (dyn Fn(&Interaction) -> Verdict + Send + Sync),
+        judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
         recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
     ) -> BoxFuture<'a, Result<Verdict, AppError>> {
         Box::pin(async move {
+            let elsewhere = Elsewhere(self.runs_elsewhere(session).await?);
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            let interaction = interaction_of(&state.thread, tool_use_id)?;
-            let verdict = judge(interaction);
-            if let Some(outcome) = &verdict.record {
+            // The compare-and-set of an answer: judged against the log as this server has it,
+            // and written only if the log is still there; else judged again with what came.
+            // Across servers, exactly one outcome is recorded.
+            for attempt in 1..=ATTEMPTS {
+                let interaction = interaction_of(&state.thread, tool_use_id)?;
+                let verdict = judge(interaction, elsewhere);
+                let Some(outcome) = &verdict.record else { return Ok(verdict) };
                 let body =
                     EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome: outcome.clone() };
-                runtime.append_locked(&self.store, &mut state, body).await?;
+                match runtime.try_append_locked(&self.store, &mut state, body).await {
+                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
+                    result => result?,
+                };
                 recorded(outcome);
                 drop(state);
                 self.list_changed();
+                return Ok(verdict);
             }
-            Ok(verdict)
+            unreachable!("the last attempt returns")
         })
     }
 }
@@ -228,13 +314,38 @@ impl SessionRuntime {
         self.state.lock().await
     }
 
+    /// The sequence number of the last event this runtime has.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
     pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<SessionEvent> {
         let mut state = self.state.lock().await;
         self.append_locked(store, &mut state, body).await
     }
 
-    /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds.
+    /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
+    /// after the events of other servers sharing the store, if they appended first. For events
+    /// that follow whatever came before (an agent's output); what depends on the thread as it
+    /// was must be judged again instead (`try_append_locked`).
     pub(super) async fn append_locked(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        body: EventBody,
+    ) -> StoreResult<SessionEvent> {
+        for _ in 1..ATTEMPTS {
+            match self.try_append_locked(store, state, body.clone()).await {
+                Err(StoreError::SequenceConflict { .. }) => continue,
+                result => return result,
+            }
+        }
+        self.try_append_locked(store, state, body).await
+    }
+
+    /// As `append_locked`, once: when another server appended first, this runtime takes what it
+    /// appended (stored, applied, broadcast) and the conflict is returned, to judge again.
+    pub(super) async fn try_append_locked(
         &self,
         store: &Store,
         state: &mut RuntimeState,
@@ -242,16 +353,73 @@ impl SessionRuntime {
     ) -> StoreResult<SessionEvent> {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
-        if let Err(error) = store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
-            // Memory ran ahead of the disk: go back to what is stored — but for whether a turn
-            // runs, which only this process knows (a turn whose end could not be stored is over).
-            if let Ok(mut thread) = store.load_thread(&self.id).await {
-                thread.turn.working = state.turn.is_some();
-                state.thread = thread;
+        match store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
+            Ok(()) => {}
+            Err(conflict @ StoreError::SequenceConflict { .. }) => {
+                // Ours was applied in memory only: the thread is read again as stored, and the
+                // events other servers wrote go to this server's tabs.
+                let running = state.turn.is_some();
+                state.thread = store.load_thread(&self.id).await?;
+                state.thread.turn.working |= running;
+                let missed = store.events_after(&self.id, event.seq - 1, u32::MAX).await?;
+                for missed in missed.into_iter().filter(|missed| missed.seq <= state.thread.seq) {
+                    self.publish_remote(missed);
+                }
+                self.seq.store(state.thread.seq, Ordering::Release);
+                return Err(conflict);
             }
-            return Err(error);
+            Err(error) => {
+                // Memory ran ahead of the disk: go back to what is stored — but for whether a
+                // turn runs, which only this process knows (a turn whose end could not be stored
+                // is over).
+                if let Ok(mut thread) = store.load_thread(&self.id).await {
+                    thread.turn.working = state.turn.is_some();
+                    state.thread = thread;
+                }
+                return Err(error);
+            }
         }
+        self.seq.store(event.seq, Ordering::Release);
         let _ = self.events.send(Arc::new(event.clone()));
         Ok(event)
+    }
+
+    /// Takes the events other servers appended since this runtime's last one: applied, then
+    /// broadcast to this server's tabs. How many.
+    pub(super) async fn catch_up_locked(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<usize> {
+        const PAGE: u32 = 512;
+        let mut taken = 0;
+        loop {
+            let events = store.events_after(&self.id, state.thread.seq, PAGE).await?;
+            let full = events.len() == PAGE as usize;
+            for event in events {
+                if event.seq != state.thread.seq + 1 {
+                    // Not the next one: the log has no gaps, so the session was deleted and made
+                    // again under its id, which ids from new_id never are. Nothing to take.
+                    warn!(session = %self.id, seq = event.seq, have = state.thread.seq, "the stored log skips");
+                    return Ok(taken);
+                }
+                state.thread.apply(&event);
+                self.seq.store(event.seq, Ordering::Release);
+                self.publish_remote(event);
+                taken += 1;
+            }
+            if !full {
+                return Ok(taken);
+            }
+        }
+    }
+
+    /// An event another server stored, now this runtime's too: to the tabs, and to the manager.
+    fn publish_remote(&self, event: SessionEvent) {
+        let event = Arc::new(event);
+        let _ = self.events.send(event.clone());
+        let _ = self.remote.send((self.id.clone(), event));
+    }
+
+    /// Catches up under the lock (see `catch_up_locked`).
+    pub(super) async fn catch_up(&self, store: &Store) -> StoreResult<usize> {
+        let mut state = self.state.lock().await;
+        self.catch_up_locked(store, &mut state).await
     }
 }

@@ -1,6 +1,12 @@
 //! The SessionManager: sessions created, renamed, loaded and deleted; a person's message starting
 //! the agent's turn, and the turn's end recorded however it ends. Events go through the session's
 //! log; questions and approvals through the bridge.
+//!
+//! Where several servers share one store (Postgres), a session's agent runs on the server that
+//! holds its lease: taken when a turn starts, renewed while this server lives, given back when
+//! the turn ends. An answer can be given through any server; the server whose agent waits takes it
+//! from the store. A server that dies lets its leases expire, and another server ends the turns it
+//! left (their cards say the answer was lost) and resumes what can be resumed.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -21,7 +27,7 @@ use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
-use crate::store::{Store, StoreResult};
+use crate::store::{Notice, Store, StoreError, StoreResult};
 use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
 
 pub struct SessionManager {
@@ -29,6 +35,8 @@ pub struct SessionManager {
     bridge: Arc<InteractionBridge>,
     agent: Arc<dyn AgentBackend>,
     policy: SessionPolicy,
+    /// How long this server's leases last unless renewed.
+    lease: std::time::Duration,
     shutdown: CancellationToken,
     pub(super) turns: TaskTracker,
 }
@@ -106,9 +114,11 @@ impl SessionManager {
             log,
             agent,
             policy,
+            lease: timeouts.lease(),
             shutdown: CancellationToken::new(),
             turns: TaskTracker::new(),
         });
+        manager.follow_remote_events();
         // A parked interaction was settled: its session's agent may go on. Each session resumes
         // on its own task: one after the other, under load, the last of many parked sessions
         // waited for every other one's reads and writes (issue 13, `tests/load.rs`). Two resumes
@@ -130,6 +140,170 @@ impl SessionManager {
 
     pub fn store(&self) -> &Store {
         self.log.store()
+    }
+
+    /// What other servers sharing the store did, as this server's runtimes take it: an answer
+    /// reaches the agent waiting here (or resumes the session), and a turn started elsewhere
+    /// ends what this server's agent kept of the session (the next turn here starts afresh from
+    /// the store, with what the other server's turn left).
+    fn follow_remote_events(self: &Arc<Self>) {
+        let Some(mut remote) = self.log.remote_events() else { return };
+        let weak = Arc::downgrade(self);
+        tokio::spawn(async move {
+            while let Some((session, event)) = remote.recv().await {
+                let Some(manager) = weak.upgrade() else { return };
+                match &event.body {
+                    EventBody::InteractionResolved { tool_use_id, outcome } => {
+                        manager.bridge.resolved(&session, tool_use_id, outcome);
+                    }
+                    EventBody::TurnStarted => manager.agent.end_session(&session).await,
+                    _ => {}
+                }
+            }
+        });
+    }
+
+    /// Starts following the other servers that share the store, if it is shared: their events
+    /// (through the store's notifications, caught up from the store when some were missed),
+    /// this server's leases renewed, and the sessions of servers that died taken over. Ends
+    /// when the server stops.
+    pub async fn join_team(self: &Arc<Self>) -> StoreResult<()> {
+        let Some(mut listener) = self.store().listen().await? else { return Ok(()) };
+        let weak = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let next = tokio::select! {
+                    () = stop.cancelled() => return,
+                    next = listener.next() => next,
+                };
+                let Some(manager) = weak.upgrade() else { return };
+                match next {
+                    Ok(Some(notice)) => manager.heard(notice).await,
+                    Ok(None) => {
+                        info!("the store's notifications were interrupted: catching up from the store");
+                        for runtime in manager.log.all_loaded() {
+                            if let Err(error) = runtime.catch_up(manager.store()).await {
+                                warn!(session = %runtime.id(), %error, "could not catch up");
+                            }
+                        }
+                        manager.log.list_changed();
+                    }
+                    Err(error) => {
+                        warn!(%error, "the store's notifications failed; listening again in a second");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        });
+        let weak = Arc::downgrade(self);
+        let stop = self.shutdown.clone();
+        let every = self.lease / 3;
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
+                let Some(manager) = weak.upgrade() else { return };
+                manager.keep_leases().await;
+            }
+        });
+        Ok(())
+    }
+
+    async fn heard(&self, notice: Notice) {
+        match notice {
+            Notice::Appended { session, seq } => {
+                if let Some(runtime) = self.log.loaded(&session)
+                    && runtime.seq() < seq
+                    && let Err(error) = runtime.catch_up(self.store()).await
+                {
+                    warn!(%session, %error, "could not catch up");
+                }
+                self.log.list_changed();
+            }
+            Notice::ListChanged => self.log.list_changed(),
+            Notice::Interrupt { session } => {
+                if let Some(runtime) = self.log.loaded(&session)
+                    && let Some(turn) = &runtime.lock().await.turn
+                {
+                    info!(%session, "interrupt requested through another server");
+                    turn.cancel();
+                }
+            }
+        }
+    }
+
+    /// Renews this server's leases, and takes over the sessions whose server let its lease
+    /// expire: it died (or lost the store for longer than a lease).
+    async fn keep_leases(self: &Arc<Self>) {
+        if let Err(error) = self.store().renew_leases(self.log.server_id(), self.lease).await {
+            warn!(%error, "could not renew this server's leases");
+        }
+        match self.store().sessions_with_expired_leases().await {
+            Ok(sessions) => {
+                for session in sessions {
+                    if let Err(error) = self.take_over(&session).await {
+                        warn!(%session, %error, "could not take over the session");
+                    }
+                }
+            }
+            Err(error) => warn!(%error, "could not read the expired leases"),
+        }
+    }
+
+    /// Takes a session whose server is gone: a turn it left unfinished ends (what its agent
+    /// waited for was lost), and a parked agent whose answers came resumes here.
+    async fn take_over(self: &Arc<Self>, session: &str) -> Result<(), AppError> {
+        let runtime = self.runtime(session).await?;
+        let mut state = runtime.lock().await;
+        if state.turn.is_some() {
+            // Ours, running: this server could not renew it in time (a renewal expires leases
+            // no more). Taken again, unless another server took it meanwhile.
+            if !self.take_lease(session).await? {
+                warn!(%session, "another server took this session's lease while its turn ran here");
+            }
+            return Ok(());
+        }
+        if !self.take_lease(session).await? {
+            return Ok(());
+        }
+        runtime.catch_up_locked(self.store(), &mut state).await?;
+        if state.thread.turn.working {
+            warn!(%session, "the server running this session's agent is gone; ending its turn");
+            self.end_abandoned_turn(&runtime, &mut state, "The server running the agent stopped").await?;
+        }
+        if state.thread.is_ready_to_resume() {
+            info!(%session, "resuming the agent, whose server is gone, with the person's answers");
+            let history = state.thread.messages.clone();
+            let workdir = self.workdir_for_turn(session).await?;
+            return self.start_turn(&runtime, &mut state, history, String::new(), workdir).await;
+        }
+        self.give_back_lease(session).await;
+        Ok(())
+    }
+
+    /// Takes the session's lease for a turn here: false while another server runs its agent.
+    async fn take_lease(&self, session: &str) -> StoreResult<bool> {
+        self.store().take_lease(session, self.log.server_id(), self.lease).await
+    }
+
+    /// Gives the session's lease back: no turn of it runs here (any more).
+    async fn give_back_lease(&self, session: &str) {
+        if let Err(error) = self.store().release_lease(session, self.log.server_id()).await {
+            warn!(%session, %error, "could not give back the session's lease");
+        }
+    }
+
+    /// The session's folder for a turn about to start with its lease taken (given back when the
+    /// folder cannot be used here: another server may reach it).
+    async fn workdir_for_turn(&self, session: &str) -> Result<Option<PathBuf>, AppError> {
+        let workdir = self.session_workdir(session).await;
+        if workdir.is_err() {
+            self.give_back_lease(session).await;
+        }
+        workdir
     }
 
     pub fn bridge(&self) -> &InteractionBridge {
@@ -175,40 +349,62 @@ impl SessionManager {
         self.log.watch_list()
     }
 
-    /// Ends the turns that a previous run of the server left unfinished, saying so in the thread.
+    /// Ends the turns that a previous run of the server left unfinished, saying so in the thread
+    /// (where servers share the store: the turns no live server holds).
     pub async fn recover_unfinished_turns(&self) -> StoreResult<()> {
+        if !self.store().is_shared() {
+            // The only server: whatever lease the store holds is a previous run's.
+            self.store().clear_leases().await?;
+        }
         for id in self.store().sessions_with_unfinished_turns().await? {
-            warn!(session = %id, "the server stopped during a turn; ending it");
             let runtime = self.runtime(&id).await?;
             let mut state = runtime.lock().await;
-            // What waited and was not parked: the agent answered it by itself when the server
-            // died; the card says what it was told, never that the person answered.
-            let lost: Vec<(String, String)> = state
-                .thread
-                .messages
-                .iter()
-                .flat_map(|message| message.blocks.iter())
-                .filter_map(|block| match block {
-                    Block::ToolCall(call) => {
-                        let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
-                        Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
-                    }
-                    Block::Text { .. } => None,
-                })
-                .collect();
-            for (tool_use_id, told) in lost {
-                let outcome = InteractionOutcome::Lost { told };
-                runtime
-                    .append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome })
-                    .await?;
+            // Another server may be taking it at the same moment: one of them does.
+            if !self.take_lease(&id).await? {
+                continue;
             }
-            let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
-            runtime.append_locked(self.store(), &mut state, ended).await?;
-            let text = "The server stopped while the agent was working, so that turn was cut short. \
-                        Send a message to continue.";
-            let notice = EventBody::Notice { message_id: new_id(), text: text.to_string() };
-            runtime.append_locked(self.store(), &mut state, notice).await?;
+            runtime.catch_up_locked(self.store(), &mut state).await?;
+            if state.thread.turn.working {
+                warn!(session = %id, "the server stopped during a turn; ending it");
+                self.end_abandoned_turn(&runtime, &mut state, "The server stopped").await?;
+            }
+            self.store().release_lease(&id, self.log.server_id()).await?;
         }
+        Ok(())
+    }
+
+    /// Ends a turn whose server stopped while it ran. What waited and was not parked: the agent
+    /// answered it by itself when its server died; the card says what it was told, never that
+    /// the person answered.
+    async fn end_abandoned_turn(
+        &self,
+        runtime: &SessionRuntime,
+        state: &mut RuntimeState,
+        what: &str,
+    ) -> StoreResult<()> {
+        let lost: Vec<(String, String)> = state
+            .thread
+            .messages
+            .iter()
+            .flat_map(|message| message.blocks.iter())
+            .filter_map(|block| match block {
+                Block::ToolCall(call) => {
+                    let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
+                    Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
+                }
+                Block::Text { .. } => None,
+            })
+            .collect();
+        for (tool_use_id, told) in lost {
+            let outcome = InteractionOutcome::Lost { told };
+            runtime.append_locked(self.store(), state, EventBody::InteractionResolved { tool_use_id, outcome }).await?;
+        }
+        let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
+        runtime.append_locked(self.store(), state, ended).await?;
+        let text = format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
+        let notice = EventBody::Notice { message_id: new_id(), text };
+        runtime.append_locked(self.store(), state, notice).await?;
+        self.log.list_changed();
         Ok(())
     }
 
@@ -237,6 +433,10 @@ impl SessionManager {
             warn!("some turns did not end in time");
         }
         self.agent.shut_down().await;
+        // Whatever this server still holds, another may take now rather than when it expires.
+        if let Err(error) = self.store().release_leases(self.log.server_id()).await {
+            warn!(%error, "could not give back this server's leases");
+        }
     }
 
     /// Starts a session in the agent's default folder and permission mode.
@@ -308,19 +508,35 @@ impl SessionManager {
         validate_message(&text)?;
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
-        if state.thread.turn.working {
-            return Err(AppError::AgentBusy);
-        }
-        // A parked agent takes its answer before anything else (a message would reach it first).
-        if state.thread.is_waiting() {
-            return Err(AppError::WaitingForAnswer);
-        }
         // Before the message is stored: a turn that cannot start should not leave it behind.
         let workdir = self.session_workdir(session_id).await?;
-        let first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
-        let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
-        let history = state.thread.messages.clone();
-        runtime.append_locked(self.store(), &mut state, message).await?;
+        if state.thread.turn.working || !self.take_lease(session_id).await? {
+            // Running, here or (the lease says) on another server sharing the store.
+            return Err(AppError::AgentBusy);
+        }
+        let mut first_message = false;
+        let mut history = Vec::new();
+        let stored = loop {
+            // Judged again when another server appended first (it may have started a turn).
+            if state.thread.turn.working {
+                break Err(AppError::AgentBusy);
+            }
+            // A parked agent takes its answer before anything else (a message would reach it first).
+            if state.thread.is_waiting() {
+                break Err(AppError::WaitingForAnswer);
+            }
+            first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
+            history = state.thread.messages.clone();
+            let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
+            match runtime.try_append_locked(self.store(), &mut state, message).await {
+                Err(StoreError::SequenceConflict { .. }) => continue,
+                result => break result.map_err(AppError::from),
+            }
+        };
+        if let Err(error) = stored {
+            self.give_back_lease(session_id).await;
+            return Err(error);
+        }
         if first_message {
             self.store().set_automatic_title(session_id, &title_from_message(&text)).await?;
         }
@@ -331,12 +547,22 @@ impl SessionManager {
     async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
+        // Running here already; or on another server (its lease), which resumes it.
+        if state.turn.is_some() || !state.thread.is_ready_to_resume() || !self.take_lease(session_id).await? {
+            return Ok(());
+        }
+        // The lease taken, the log as it is now: another server may have resumed it meanwhile.
+        if let Err(error) = runtime.catch_up_locked(self.store(), &mut state).await {
+            self.give_back_lease(session_id).await;
+            return Err(error.into());
+        }
         if !state.thread.is_ready_to_resume() {
+            self.give_back_lease(session_id).await;
             return Ok(());
         }
         info!(session = %session_id, "resuming the agent with the person's answers");
         let history = state.thread.messages.clone();
-        let workdir = self.session_workdir(session_id).await?;
+        let workdir = self.workdir_for_turn(session_id).await?;
         self.start_turn(&runtime, &mut state, history, String::new(), workdir).await
     }
 
@@ -350,6 +576,7 @@ impl SessionManager {
     }
 
     /// Records the turn's start and runs it; `text` is the person's message, empty to resume.
+    /// Called with the session's lease taken, which it gives back if the turn cannot start.
     async fn start_turn(
         self: &Arc<Self>,
         runtime: &Arc<SessionRuntime>,
@@ -359,7 +586,10 @@ impl SessionManager {
         workdir: Option<PathBuf>,
     ) -> Result<(), AppError> {
         let session_id = runtime.id();
-        runtime.append_locked(self.store(), state, EventBody::TurnStarted).await?;
+        if let Err(error) = runtime.append_locked(self.store(), state, EventBody::TurnStarted).await {
+            self.give_back_lease(session_id).await;
+            return Err(error.into());
+        }
         let cancel = self.shutdown.child_token();
         state.turn = Some(cancel.clone());
         self.log.list_changed();
@@ -381,9 +611,13 @@ impl SessionManager {
     /// Stops the session's running turn. Stopping an idle session does nothing.
     pub async fn interrupt(&self, session_id: &str) -> Result<(), AppError> {
         let runtime = self.runtime(session_id).await?;
-        if let Some(turn) = &runtime.lock().await.turn {
+        let state = runtime.lock().await;
+        if let Some(turn) = &state.turn {
             info!(session = %session_id, "interrupt requested");
             turn.cancel();
+        } else if state.thread.turn.working && self.store().is_shared() {
+            // Its agent runs on another server, which hears this through the store.
+            self.store().notify(&Notice::Interrupt { session: session_id.to_string() }).await?;
         }
         Ok(())
     }
@@ -500,6 +734,8 @@ impl SessionManager {
             state.thread.turn.last_outcome = Some(outcome);
         }
         let answered_meanwhile = !state.thread.is_waiting();
+        // Given back under the session's lock, before a next turn here takes it again.
+        self.give_back_lease(runtime.id()).await;
         // Under the session's lock, before the next turn can start: forgotten after it, the
         // next turn's first question could lose its waiter, and the answer found it cancelled
         // (seen in `tests/load.rs` when this task is slow to get here).
