@@ -5,18 +5,18 @@
 //! already answered, the same answer again changes nothing); and every tab got exactly what the
 //! store holds, no repeat and no gap, across all its reconnections.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use askbridge::error::AppError;
 use askbridge::interaction::InteractionOutcome;
 use askbridge::question::QuestionAnswer;
-use askbridge::server::cli::{Cli, Command};
 use askbridge::store::Store;
 use askbridge::thread::{EventBody, Role, SessionEvent, Thread, TurnOutcome};
-use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use serde_json::json;
+use support::server::{Api, Server, Tab};
 
 const SESSIONS: usize = 200;
 /// Messages per session, each answered by one question: 1,000 messages and 1,000 answers.
@@ -28,9 +28,6 @@ const PARK_AFTER: &str = "1s";
 /// The whole test, server start and stop included, ends within this or fails saying so (it
 /// takes 35 to 50 s in a debug build on two busy cores).
 const BOUND: Duration = Duration::from_secs(180);
-/// The longest a tab waits for one event before it says what it waited for.
-const WAIT: Duration = Duration::from_secs(60);
-const TOKEN: &str = "load-test-token-not-a-secret-0123456789";
 const QUESTION: &str = "Which auth?";
 const LABELS: [&str; 2] = ["JWT", "Sessions"];
 
@@ -64,7 +61,11 @@ async fn load_with_nothing_lost() {
 async fn load() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(dir.path()).await;
+    let scenario = dir.path().join("scenario.toml");
+    std::fs::write(&scenario, SCENARIO).unwrap();
+    let scenario = scenario.display().to_string();
+    let flags = ["--agent", "scripted", "--scenario", &scenario, "--park-after", PARK_AFTER];
+    let server = Server::start(dir.path(), &flags).await;
     let api = server.api();
 
     let mut sessions = tokio::task::JoinSet::new();
@@ -180,15 +181,15 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
 
         // Two different answers at once: exactly one is applied.
         let (jwt, sessions) =
-            tokio::join!(api.answer(&id, &tool_use_id, LABELS[0]), api.answer(&id, &tool_use_id, LABELS[1]));
+            tokio::join!(api.answer(&id, &tool_use_id, QUESTION, LABELS[0]), api.answer(&id, &tool_use_id, QUESTION, LABELS[1]));
         let (winner, loser) = match (jwt, sessions) {
             (Ok(()), Err(AppError::AlreadyAnswered)) => (LABELS[0], LABELS[1]),
             (Err(AppError::AlreadyAnswered), Ok(())) => (LABELS[1], LABELS[0]),
             other => panic!("session {id} round {round}: two answers at once gave {other:?}"),
         };
         // The same answer again is accepted (and changes nothing); the other is still refused.
-        assert_eq!(api.answer(&id, &tool_use_id, winner).await, Ok(()), "session {id} round {round}");
-        assert_eq!(api.answer(&id, &tool_use_id, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+        assert_eq!(api.answer(&id, &tool_use_id, QUESTION, winner).await, Ok(()), "session {id} round {round}");
+        assert_eq!(api.answer(&id, &tool_use_id, QUESTION, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
         answers.push((tool_use_id.clone(), winner));
 
         tab.until("the reply to end", |event| {
@@ -197,7 +198,7 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
         .await;
         ROUNDS_DONE.fetch_add(1, Ordering::Relaxed);
         // Once the turn is over, a late answer is refused all the same.
-        assert_eq!(api.answer(&id, &tool_use_id, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+        assert_eq!(api.answer(&id, &tool_use_id, QUESTION, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
     }
     SessionRun { id, tab, messages, answers }
 }
@@ -287,309 +288,3 @@ fn fold(events: &[SessionEvent]) -> Thread {
     thread
 }
 
-/// The server, in this process, on a port of its own.
-struct Server {
-    base: String,
-    data: PathBuf,
-    stop: oneshot::Sender<()>,
-    serving: tokio::task::JoinHandle<Result<(), String>>,
-}
-
-impl Server {
-    async fn start(dir: &Path) -> Self {
-        let scenario = dir.join("scenario.toml");
-        std::fs::write(&scenario, SCENARIO).unwrap();
-        let data = dir.join("data");
-        let path = |p: &Path| p.display().to_string();
-        let flags = [
-            "askbridge",
-            "serve",
-            "--addr",
-            "127.0.0.1:0",
-            "--data-dir",
-            &path(&data),
-            "--agent",
-            "scripted",
-            "--scenario",
-            &path(&scenario),
-            "--token",
-            TOKEN,
-            "--park-after",
-            PARK_AFTER,
-            "--site-root",
-            &path(&dir.join("site")),
-        ];
-        let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(flags).unwrap().command;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (stop, stopped) = oneshot::channel::<()>();
-        let serving = tokio::spawn(async move {
-            let stopped = async move {
-                let _ = stopped.await;
-            };
-            askbridge::server::serve_until(args, Some(listener), stopped).await.map_err(|e| e.to_string())
-        });
-        Self { base, data, stop, serving }
-    }
-
-    fn api(&self) -> Api {
-        // reqwest is built here with rustls but no crypto provider of its own (for the Messages
-        // API agent): one must be installed, even for plain HTTP.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        Api { http, base: self.base.clone() }
-    }
-
-    /// Stops it as Ctrl-C would, and returns its data folder.
-    async fn stop(self) -> PathBuf {
-        let _ = self.stop.send(());
-        self.serving.await.unwrap().unwrap();
-        self.data
-    }
-}
-
-/// The server's HTTP face, as a script or the browser uses it, with the access token.
-#[derive(Clone)]
-struct Api {
-    http: reqwest::Client,
-    base: String,
-}
-
-impl Api {
-    /// A server function: its JSON result, or the typed error it answered with (whose HTTP
-    /// status must be the error's own).
-    async fn call(&self, function: &str, body: Value) -> Result<Value, AppError> {
-        let response = self
-            .http
-            .post(format!("{}/api/{function}", self.base))
-            .bearer_auth(TOKEN)
-            .header("accept", "application/json")
-            .json(&body)
-            .send()
-            .await
-            .unwrap_or_else(|error| panic!("{function}: {error}"));
-        let status = response.status().as_u16();
-        let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{function}: {error}"));
-        if status == 200 {
-            return Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null));
-        }
-        let error: AppError = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            panic!("{function}: {status} is not a typed error ({e}): {}", String::from_utf8_lossy(&bytes))
-        });
-        assert_eq!(status, error.status(), "{function}: {error:?}");
-        Err(error)
-    }
-
-    async fn send(&self, session: &str, text: &str) -> Result<(), AppError> {
-        self.call("send_message", json!({"session": session, "text": text})).await.map(drop)
-    }
-
-    async fn answer(&self, session: &str, tool_use_id: &str, label: &str) -> Result<(), AppError> {
-        let answers = [QuestionAnswer::new(QUESTION, &[label], None, None)];
-        self.call("submit_answers", json!({"session": session, "tool_use_id": tool_use_id, "answers": answers}))
-            .await
-            .map(drop)
-    }
-}
-
-/// One live stream, read as Server-Sent Events: only as far as AskBridge writes them (`event`,
-/// `id` and `data` fields, a blank line ends an event). Lines are found by the C library's
-/// `memchr` (through `BufRead`), since every tab gets the whole session list every time it
-/// changes, and a parser written byte by byte, unoptimized as tests are built, took most of the
-/// test's time reading those lists.
-struct Events {
-    response: reqwest::Response,
-    buffer: Vec<u8>,
-    /// Where the next line starts in `buffer`.
-    start: usize,
-}
-
-/// One SSE event: its name (`message` when unnamed), id and data.
-struct Frame {
-    event: String,
-    id: String,
-    data: Vec<u8>,
-}
-
-impl Events {
-    /// The next event, or `None` when the server ends the stream.
-    async fn next(&mut self) -> Result<Option<Frame>, String> {
-        let mut frame = Frame { event: String::new(), id: String::new(), data: Vec::new() };
-        let mut has_data = false;
-        loop {
-            let mut line = Vec::new();
-            std::io::BufRead::read_until(&mut &self.buffer[self.start..], b'\n', &mut line).unwrap();
-            if line.last() != Some(&b'\n') {
-                // Not a whole line yet: read on.
-                self.buffer.drain(..self.start);
-                self.start = 0;
-                match self.response.chunk().await.map_err(|error| error.to_string())? {
-                    Some(bytes) => self.buffer.extend_from_slice(&bytes),
-                    None => return Ok(None),
-                }
-                continue;
-            }
-            self.start += line.len();
-            line.pop();
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            if line.is_empty() {
-                if has_data {
-                    if frame.event.is_empty() {
-                        frame.event = "message".to_string();
-                    }
-                    return Ok(Some(frame));
-                }
-                // An event without data (the heartbeat) is not one.
-                frame = Frame { event: String::new(), id: String::new(), data: Vec::new() };
-                continue;
-            }
-            let colon = line.iter().position(|&b| b == b':').unwrap_or(line.len());
-            let mut value = line.get(colon + 1..).unwrap_or_default();
-            if value.first() == Some(&b' ') {
-                value = &value[1..];
-            }
-            let text = || String::from_utf8_lossy(value).into_owned();
-            match &line[..colon] {
-                b"event" => frame.event = text(),
-                b"id" => frame.id = text(),
-                b"data" => {
-                    if has_data {
-                        frame.data.push(b'\n');
-                    }
-                    frame.data.extend_from_slice(value);
-                    has_data = true;
-                }
-                _ => {}
-            }
-        }
-    }
-}
-
-/// A browser tab on one session: it follows the live stream, drops it every few events (or when
-/// told), and reconnects from the last event it saw — `?after=seq`, or every third time the
-/// standard `Last-Event-ID` header. Each event it gets must be the one after the last.
-struct Tab {
-    api: Api,
-    session: String,
-    stream: Option<Events>,
-    /// Every session event received, over all connections.
-    log: Vec<SessionEvent>,
-    connections: usize,
-    /// Events until the stream is dropped.
-    drop_in: u64,
-    /// Where the drops come from (`None`: the stream is never dropped).
-    seed: Option<u64>,
-}
-
-impl Tab {
-    fn new(api: Api, session: &str, seed: Option<u64>) -> Self {
-        let mut tab =
-            Self { api, session: session.to_string(), stream: None, log: Vec::new(), connections: 0, drop_in: 0, seed };
-        tab.drop_in = tab.next_drop();
-        tab
-    }
-
-    fn last(&self) -> u64 {
-        self.log.last().map_or(0, |event| event.seq)
-    }
-
-    /// 1 to 24 events from now (splitmix64 on the seed: the same every run).
-    fn next_drop(&mut self) -> u64 {
-        let Some(seed) = &mut self.seed else { return u64::MAX };
-        *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = *seed;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        1 + (z ^ (z >> 31)) % 24
-    }
-
-    fn disconnect(&mut self) {
-        self.stream = None;
-    }
-
-    async fn connect(&mut self) {
-        let after = self.last();
-        let mut url = format!("{}/api/live?session={}", self.api.base, self.session);
-        let request = if self.connections % 3 == 2 {
-            self.api.http.get(&url).header("last-event-id", after.to_string())
-        } else {
-            url.push_str(&format!("&after={after}"));
-            self.api.http.get(&url)
-        };
-        let request = request.bearer_auth(TOKEN);
-        let response = request.send().await.unwrap_or_else(|error| panic!("{url}: {error}"));
-        assert_eq!(response.status(), 200, "{url}");
-        self.stream = Some(Events { response, buffer: Vec::new(), start: 0 });
-        self.connections += 1;
-    }
-
-    /// The session's next event: exactly the one after the last this tab saw.
-    async fn next(&mut self) -> SessionEvent {
-        loop {
-            if self.stream.is_none() {
-                self.connect().await;
-            }
-            let stream = self.stream.as_mut().unwrap();
-            let event = match stream.next().await {
-                Ok(Some(event)) => event,
-                Err(error) => panic!("session {}: the live stream broke: {error}", self.session),
-                Ok(None) => panic!("session {}: the server ended the live stream", self.session),
-            };
-            match event.event.as_str() {
-                "session" => {}
-                "sessions" | "ping" => continue,
-                other => {
-                    panic!(
-                        "session {}: unexpected {other} event: {}",
-                        self.session,
-                        String::from_utf8_lossy(&event.data)
-                    )
-                }
-            }
-            let received: SessionEvent = serde_json::from_slice(&event.data).unwrap();
-            assert_eq!(event.id, received.seq.to_string(), "session {}: the SSE id is the seq", self.session);
-            assert_eq!(
-                received.seq,
-                self.last() + 1,
-                "session {}: after event {} came event {} (connection {}, {:?})",
-                self.session,
-                self.last(),
-                received.seq,
-                self.connections,
-                received.body
-            );
-            self.log.push(received.clone());
-            self.drop_in -= 1;
-            if self.drop_in == 0 {
-                self.disconnect();
-                self.drop_in = self.next_drop();
-            }
-            return received;
-        }
-    }
-
-    /// Reads events until `found` picks one out.
-    async fn until<T>(&mut self, what: &str, found: impl Fn(&SessionEvent) -> Option<T>) -> T {
-        loop {
-            let Ok(event) = tokio::time::timeout(WAIT, self.next()).await else {
-                panic!(
-                    "session {}: waited {WAIT:?} for {what}; the last event was {:?}",
-                    self.session,
-                    self.log.last()
-                );
-            };
-            if let Some(value) = found(&event) {
-                return value;
-            }
-            if let EventBody::TurnEnded {
-                outcome: outcome @ (TurnOutcome::Failed { .. } | TurnOutcome::Interrupted | TurnOutcome::Abandoned),
-                ..
-            } = &event.body
-            {
-                panic!("session {}: waiting for {what}, the turn ended {outcome:?}", self.session);
-            }
-        }
-    }
-}

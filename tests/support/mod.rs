@@ -2,3 +2,4 @@
 #![allow(dead_code)]
 
 pub mod mock_anthropic;
+pub mod server;

@@ -1,0 +1,260 @@
+//! A team server (issue 14): several AskBridge servers on one real Postgres, started by the test
+//! in a temporary folder. A question asked through one server is shown live and answered through
+//! another, and the agent gets the answer; two answers at once through two servers: exactly one
+//! wins. A server that stops lets another take its sessions: a Messages API question waiting on
+//! it is answered through another server, which resumes the conversation; a server killed in the
+//! middle of a turn lets its lease expire, and another server ends that turn honestly.
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use askbridge::error::AppError;
+use askbridge::store::Store;
+use askbridge::testing::postgres::TestPostgres;
+use askbridge::thread::{EventBody, Role, SessionEvent, Thread, TurnOutcome};
+use serde_json::{Value, json};
+use support::mock_anthropic::{Block as MockBlock, MockAnthropic, Reply};
+use support::server::{Api, Server, TOKEN, Tab};
+
+const QUESTION: &str = "Which auth?";
+
+/// Every message asks one question and then quotes the answer it got, which shows what reached
+/// the agent, on whichever server it ran.
+const SCENARIO: &str = r#"
+name = "team"
+pace = 1000
+[[turn]]
+[[turn.step]]
+ask = "AskFollowupQuestion"
+input = { question = "Which auth?", options = ["JWT", "Sessions"] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+
+fn scenario(dir: &Path) -> String {
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, SCENARIO).unwrap();
+    path.display().to_string()
+}
+
+fn opened(event: &SessionEvent) -> Option<String> {
+    match &event.body {
+        EventBody::InteractionOpened { tool_use_id, .. } => Some(tool_use_id.clone()),
+        _ => None,
+    }
+}
+
+fn ended(outcome: TurnOutcome) -> impl Fn(&SessionEvent) -> Option<()> {
+    move |event| matches!(&event.body, EventBody::TurnEnded { outcome: o, .. } if *o == outcome).then_some(())
+}
+
+fn fold(events: &[SessionEvent]) -> Thread {
+    let mut thread = Thread::default();
+    for event in events {
+        thread.apply(event);
+    }
+    thread
+}
+
+fn last_reply(thread: &Thread) -> String {
+    thread.messages.iter().rev().find(|message| message.role == Role::Assistant).map(|m| m.text().trim().to_string()).unwrap_or_default()
+}
+
+async fn create_session(api: &Api) -> String {
+    let summary = api.call("create_session", json!({})).await.unwrap();
+    summary["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_through_one_server_is_shown_and_answered_through_another() {
+    let database = TestPostgres::shared().database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path());
+    let flags = ["--database-url", &database, "--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"];
+    let a = Server::start(&dir.path().join("a"), &flags).await;
+    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let (api_a, api_b) = (a.api(), b.api());
+
+    let id = create_session(&api_a).await;
+    // A tab on each server, live before anything is asked.
+    let mut tab_a = Tab::new(api_a.clone(), &id, None);
+    let mut tab_b = Tab::new(api_b.clone(), &id, None);
+    tab_a.connect().await;
+    tab_b.connect().await;
+
+    // Asked through A (its agent runs there), shown on B as it is asked, answered through B.
+    api_a.send(&id, "Set up auth").await.unwrap();
+    let asked = tab_b.until("the question, on B's tab", opened).await;
+    api_b.answer(&id, &asked, QUESTION, "JWT").await.unwrap();
+    // The agent on A got exactly that answer, and both tabs saw it.
+    tab_b.until("the reply, on B's tab", ended(TurnOutcome::Completed)).await;
+    assert_eq!(last_reply(&fold(&tab_b.log)), "got \"Which auth?\"=\"JWT\"");
+    tab_a.until("the reply, on A's tab", ended(TurnOutcome::Completed)).await;
+
+    // The next message goes through B, whose agent now runs the session. Two different answers
+    // at once, through A and B: exactly one wins, the other is told it came too late.
+    api_b.send(&id, "And again").await.unwrap();
+    let asked = tab_a.until("the second question, on A's tab", opened).await;
+    let (through_a, through_b) = tokio::join!(
+        api_a.answer(&id, &asked, QUESTION, "JWT"),
+        api_b.answer(&id, &asked, QUESTION, "Sessions")
+    );
+    let winner = match (&through_a, &through_b) {
+        (Ok(()), Err(AppError::AlreadyAnswered)) => "JWT",
+        (Err(AppError::AlreadyAnswered), Ok(())) => "Sessions",
+        other => panic!("two answers at once through two servers gave {other:?}"),
+    };
+    let refused = through_a.err().or(through_b.err()).unwrap();
+    assert!(refused.to_string().contains("already answered"), "{refused}");
+    // The same answer again, through either server, changes nothing.
+    api_a.answer(&id, &asked, QUESTION, winner).await.unwrap();
+    tab_a.until("the second reply, on A's tab", ended(TurnOutcome::Completed)).await;
+    tab_b.until("the second reply, on B's tab", ended(TurnOutcome::Completed)).await;
+    assert_eq!(last_reply(&fold(&tab_a.log)), format!("got \"Which auth?\"=\"{winner}\""));
+
+    // Both tabs got exactly the stored log: no gap, no repeat (each tab checks its order).
+    let store = Store::connect(&database).await.unwrap();
+    let stored = store.events_after(&id, 0, u32::MAX).await.unwrap();
+    assert_eq!(tab_a.log, stored, "A's tab");
+    assert_eq!(tab_b.log, stored, "B's tab");
+    let resolved = stored.iter().filter(|e| matches!(e.body, EventBody::InteractionResolved { .. })).count();
+    assert_eq!(resolved, 2, "each question is resolved once");
+    drop((api_a, api_b));
+    a.stop().await;
+    b.stop().await;
+}
+
+fn auth_question() -> Value {
+    json!({"questions": [{"question": QUESTION, "header": "Auth", "multiSelect": false, "options": [
+        {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side"}]}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_messages_api_question_left_by_a_stopped_server_is_answered_and_resumed_through_another() {
+    let database = TestPostgres::shared().database().await;
+    let asks = Reply::text("Let me ask.").with(MockBlock::ToolUse {
+        id: "toolu_auth".into(),
+        name: "AskUserQuestion".into(),
+        input: auth_question(),
+    });
+    let mock = MockAnthropic::start(vec![asks, Reply::text("JWT it is.")]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let base_url = mock.base_url();
+    let flags =
+        ["--database-url", &database, "--agent", "anthropic", "--base-url", &base_url, "--api-key", "sk-test"];
+    let a = Server::start(&dir.path().join("a"), &flags).await;
+    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let (api_a, api_b) = (a.api(), b.api());
+
+    let id = create_session(&api_a).await;
+    let mut tab_b = Tab::new(api_b.clone(), &id, None);
+    tab_b.connect().await;
+    api_a.send(&id, "Help me set up auth.").await.unwrap();
+    tab_b.until("the question, parked", ended(TurnOutcome::Parked)).await;
+
+    // A stops while the question waits; B takes the session when the answer comes.
+    drop(api_a);
+    a.stop().await;
+    api_b.answer(&id, "toolu_auth", QUESTION, "JWT").await.unwrap();
+    tab_b.until("the conversation to go on, on B", ended(TurnOutcome::Completed)).await;
+    let thread = fold(&tab_b.log);
+    assert_eq!(last_reply(&thread), "JWT it is.");
+    let requests = mock.wait_for_requests(2, Duration::from_secs(10)).await;
+    let results = support::mock_anthropic::tool_results_in(&requests[1..]);
+    assert_eq!(results.len(), 1, "{results:?}");
+    let (tool_use_id, content, is_error) = &results[0];
+    assert_eq!((tool_use_id.as_str(), *is_error), ("toolu_auth", false));
+    assert!(content.contains("\"Which auth?\"=\"JWT\""), "{content}");
+    drop(api_b);
+    b.stop().await;
+}
+
+/// The real binary, so that it can die as a process does: no goodbye, its lease left to expire.
+async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Api) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let addr = format!("127.0.0.1:{port}");
+    let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
+        .args(["serve", "--addr", &addr, "--token", TOKEN, "--data-dir"])
+        .arg(dir.join("data"))
+        .args(flags)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Serving once it prints its address.
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("http://") {
+                return;
+            }
+        }
+        panic!("the server ended: {}", std::fs::read_to_string(dir.join("server.log")).unwrap());
+    })
+    .await
+    .expect("the server's link within 60 s");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    (child, Api { http, base: format!("http://{addr}") })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_turn_honestly() {
+    let database = TestPostgres::shared().database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = scenario(dir.path());
+    let flags = [
+        "--database-url",
+        &database,
+        "--agent",
+        "scripted",
+        "--scenario",
+        &scenario,
+        "--park-after",
+        "10m",
+        "--lease",
+        "1s",
+    ];
+    std::fs::create_dir_all(dir.path().join("a")).unwrap();
+    let (mut a, api_a) = start_process(&dir.path().join("a"), &flags).await;
+    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let api_b = b.api();
+
+    let id = create_session(&api_a).await;
+    let mut tab_b = Tab::new(api_b.clone(), &id, None);
+    tab_b.connect().await;
+    api_a.send(&id, "Set up auth").await.unwrap();
+    // A's agent waits for the answer, running (not parked): its turn holds A's lease.
+    tab_b.until("the question, on B's tab", opened).await;
+    assert_eq!(api_b.send(&id, "overtaking").await, Err(AppError::AgentBusy), "the agent runs on A");
+
+    a.start_kill().unwrap();
+    a.wait().await.unwrap();
+    // Once A's lease expires, B ends the turn A left, saying so.
+    tab_b.until("B to take over A's turn", ended(TurnOutcome::Abandoned)).await;
+    let notice = tab_b
+        .until("the notice that says so", |event| match &event.body {
+            EventBody::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(notice.contains("The server running the agent stopped"), "{notice}");
+    let thread = fold(&tab_b.log);
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Abandoned));
+    assert!(!thread.turn.working);
+
+    // The session goes on through B.
+    api_b.send(&id, "Once more").await.unwrap();
+    let asked = tab_b.until("B's own question", opened).await;
+    api_b.answer(&id, &asked, QUESTION, "Sessions").await.unwrap();
+    tab_b.until("B's reply", ended(TurnOutcome::Completed)).await;
+    assert_eq!(last_reply(&fold(&tab_b.log)), "got \"Which auth?\"=\"Sessions\"");
+    drop(api_b);
+    b.stop().await;
+}
