@@ -314,7 +314,7 @@ impl Store {
                 .on(dialect),
             )
             .bind(&summary.id)
-            .bind(&summary.title)
+            .bind(without_nul(&summary.title))
             .bind(&summary.agent)
             .bind(summary.created_at_ms)
             .bind(summary.updated_at_ms)
@@ -349,7 +349,7 @@ impl Store {
         on_pool!(self, |pool, dialect| {
             let mut tx = pool.begin().await?;
             let done = sqlx::query("UPDATE sessions SET title = $1, title_is_auto = FALSE WHERE id = $2")
-                .bind(title)
+                .bind(without_nul(title))
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
@@ -369,7 +369,7 @@ impl Store {
             let done = sqlx::query(
                 "UPDATE sessions SET title = $1, title_is_auto = FALSE WHERE id = $2 AND title_is_auto = TRUE",
             )
-            .bind(title)
+            .bind(without_nul(title))
             .bind(id)
             .execute(&mut *tx)
             .await?;
@@ -502,7 +502,7 @@ impl Store {
                 .on(dialect),
             )
             .bind(seq)
-            .bind(turn.map(Json))
+            .bind(turn.map(storable).transpose()?)
             .bind(touches)
             .bind(event.at_ms)
             .bind(session_id)
@@ -536,7 +536,7 @@ impl Store {
             .bind(seq)
             .bind(event.at_ms)
             .bind(event.body.kind())
-            .bind(Json(&event.body))
+            .bind(storable(&event.body)?)
             .execute(&mut *tx)
             .await?;
             for (position, message) in &messages {
@@ -561,7 +561,7 @@ impl Store {
                 .bind(*position as i64)
                 .bind(&message.id)
                 .bind(role_to_str(message.role))
-                .bind(Json(&message.blocks))
+                .bind(storable(&message.blocks)?)
                 .bind(message.streaming)
                 .bind(message.created_at_ms)
                 .bind(seq)
@@ -577,9 +577,9 @@ impl Store {
                 )
                 .bind(session_id)
                 .bind(*tool_use_id)
-                .bind(Json(&interaction.request))
+                .bind(storable(&interaction.request)?)
                 .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
-                .bind(interaction.outcome.as_ref().map(Json))
+                .bind(interaction.outcome.as_ref().map(storable).transpose()?)
                 .bind(seq)
                 .execute(&mut *tx)
                 .await?;
@@ -714,6 +714,42 @@ fn without_password(url: &str) -> String {
         }
         None => url.to_string(),
     }
+}
+
+/// JSON as the store keeps it, the same on both databases. Postgres refuses the NUL character
+/// (U+0000) in `jsonb` and `text`, and an agent's output may hold one (a binary file read by a
+/// tool): it is kept as U+FFFD, the replacement character, as an editor shows it. The check is a
+/// search of the serialized text, which is written once either way.
+fn storable<T: serde::Serialize>(value: &T) -> StoreResult<Json<Box<serde_json::value::RawValue>>> {
+    let mut text = serde_json::to_string(value)?;
+    if text.contains("\\u0000") {
+        let mut cleaned: serde_json::Value = serde_json::from_str(&text)?;
+        replace_nul(&mut cleaned);
+        text = serde_json::to_string(&cleaned)?;
+    }
+    Ok(Json(serde_json::value::RawValue::from_string(text)?))
+}
+
+fn replace_nul(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(text) if text.contains('\0') => *text = text.replace('\0', "\u{fffd}"),
+        Value::Array(items) => items.iter_mut().for_each(replace_nul),
+        Value::Object(fields) => {
+            // Keys too: tool arguments are the model's JSON.
+            let taken = std::mem::take(fields);
+            for (key, mut item) in taken {
+                replace_nul(&mut item);
+                fields.insert(without_nul(&key).into_owned(), item);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Text for a `text` column, without NUL characters (see `storable`).
+fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') { text.replace('\0', "\u{fffd}").into() } else { text.into() }
 }
 
 fn role_to_str(role: Role) -> &'static str {

@@ -51,6 +51,7 @@ macro_rules! on_sqlite_and_postgres {
 on_sqlite_and_postgres!(
     migrations_run_on_a_new_database_and_again_on_reopen,
     stored_thread_equals_the_fold_of_its_events,
+    an_output_with_a_nul_character_is_stored_with_a_replacement_character,
     events_after_a_sequence_number_are_exactly_the_rest,
     a_sequence_number_is_written_once,
     of_two_servers_appending_the_same_sequence_number_exactly_one_wins,
@@ -130,6 +131,29 @@ async fn stored_thread_equals_the_fold_of_its_events(db: Db) {
         replayed.apply(&event);
     }
     assert_eq!(replayed, live);
+}
+
+async fn an_output_with_a_nul_character_is_stored_with_a_replacement_character(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    // Postgres refuses U+0000 in jsonb and text; a tool that read a binary file returns it.
+    let mut turn = a_turn();
+    turn[0] = EventBody::UserMessage { message_id: "u1".into(), text: "read \0 this".into() };
+    turn[6] = EventBody::ToolCallReady { tool_use_id: "t1".into(), input: serde_json::json!({"path\0": "a\0b"}) };
+    turn[7] = EventBody::ToolResult { tool_use_id: "t1".into(), output: "PK\u{3}\u{4}\0\0".into(), is_error: false };
+    let mut live = Thread::default();
+    record(&store, "s1", &mut live, turn).await;
+    store.set_automatic_title("s1", "read \0 this").await.unwrap();
+    // The same thread, with U+FFFD where U+0000 was; a literal "\u0000" typed as text is kept.
+    let as_stored = |text: &str| text.replace('\0', "\u{fffd}");
+    let loaded = store.load_thread("s1").await.unwrap();
+    let expected = serde_json::to_string(&live).unwrap().replace("\\u0000", "\u{fffd}");
+    assert_eq!(serde_json::to_string(&loaded).unwrap(), expected);
+    let events = store.events_after("s1", 0, 100).await.unwrap();
+    assert!(matches!(&events[7].body, EventBody::ToolResult { output, .. } if *output == as_stored("PK\u{3}\u{4}\0\0")));
+    assert_eq!(store.session("s1").await.unwrap().title, as_stored("read \0 this"));
+    store.rename_session("s1", "a literal \\u0000 stays").await.unwrap();
+    assert_eq!(store.session("s1").await.unwrap().title, "a literal \\u0000 stays");
 }
 
 async fn events_after_a_sequence_number_are_exactly_the_rest(db: Db) {
