@@ -30,10 +30,10 @@ release: setup
 	node scripts/precompress.mjs target/site/pkg
 
 # The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the
-# browser test of the same loop.
+# browser test of the same loop, and the test_postgres example the team server's.
 test-rust:
 	cargo test --no-default-features --features ssr
-	cargo build --no-default-features --features ssr --example mock_anthropic
+	cargo build --no-default-features --features ssr --example mock_anthropic --example test_postgres
 
 # Playwright in headless Debian Chromium against the release build (end2end/playwright.config.ts
 # starts and stops the server).

@@ -15,7 +15,8 @@ use crate::approval::PermissionMode;
     about = "A self-hosted browser chat UI for coding agents, built around answering their questions.",
     long_about = "AskBridge serves a browser UI for coding agents. When the agent asks a question or \
                   needs permission, the page shows a card; the answer reaches the agent in its own \
-                  format. Sessions, messages and events are stored in SQLite under --data-dir."
+                  format. Sessions, messages and events are stored in SQLite under --data-dir, or, for \
+                  a team of servers, in Postgres (--database-url)."
 )]
 pub struct Cli {
     #[command(subcommand)]
