@@ -271,8 +271,10 @@ fn list(lines: &[&str], start: usize, depth: usize, out: &mut String) -> usize {
                 match lines.get(next) {
                     Some(next_line) if indentation(next_line) >= marker.content => {
                         blank_inside = true;
-                        item.extend(std::iter::repeat_n("", next - i));
-                        i = next;
+                        while i < next {
+                            item.push("");
+                            i += 1;
+                        }
                     }
                     _ => break,
                 }
@@ -457,7 +459,7 @@ struct Inline<'a> {
     /// delimiter and run length. A search that comes to a position another one passed fails as
     /// that one did, for from there on it goes the same way; one that succeeded ends before any
     /// later opener. Empty until the first search.
-    passed: Vec<u8>,
+    passed: Vec<usize>,
 }
 
 impl<'a> Inline<'a> {
@@ -470,7 +472,11 @@ impl<'a> Inline<'a> {
         let s = self.s;
         if self.partner.is_empty() {
             work(2 * s.len());
-            self.partner = vec![0; s.len()];
+            // Tables grow by `push`, as the stack does: `vec![0; n]` and `resize` each brought
+            // their own allocation code into the WASM (~450 bytes before wasm-opt).
+            for _ in s {
+                self.partner.push(0);
+            }
             // Brackets pair as a stack; a backslash hides the character after it.
             let mut open = Vec::new();
             let mut i = 0;
@@ -500,8 +506,8 @@ impl<'a> Inline<'a> {
                     continue;
                 }
                 let run = end - i;
-                if nearest.len() <= run {
-                    nearest.resize(run + 1, 0);
+                while nearest.len() <= run {
+                    nearest.push(0);
                 }
                 self.partner[i] = nearest[run];
                 if run > 1 {
@@ -657,7 +663,9 @@ impl<'a> Inline<'a> {
         let search = 1 << kind;
         if self.passed.is_empty() {
             work(s.len());
-            self.passed = vec![0; s.len()];
+            for _ in s {
+                self.passed.push(0);
+            }
         }
         let mut i = from;
         while i < s.len() && self.passed[i] & search == 0 {
