@@ -27,8 +27,11 @@ use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
 
-/// Live events kept for slow tabs before they must catch up from the store.
-const CHANNEL_CAPACITY: usize = 1024;
+/// Live events kept for slow tabs before they must catch up from the store (which a tab that
+/// lags does, `live::hub`). The channel's slots are allocated with it, for every loaded session,
+/// waiting or not: 1,024 of them were most of the 55 KiB a waiting session cost (issue 12,
+/// `make bench-parked`); a tab that falls 64 events behind reads them from the store instead.
+const CHANNEL_CAPACITY: usize = 64;
 
 /// The session list is read again at most this often, however fast it changes. Every tab gets
 /// it whole, so with many sessions busy at once this bounds what the tabs cost; the list read
