@@ -42,6 +42,31 @@ test("a reload shows the same history", async ({ page }) => {
   await expect(page.getByRole("link", { name: text })).toHaveAttribute("aria-current", "page");
 });
 
+test("a reply in markdown streams in block by block and ends as the server renders it", async ({ page }) => {
+  await startSession(page, "markdown please");
+  const reply = agentReplies(page).first();
+  // Half-written (the turn pauses after the list), the blocks so far are in the page.
+  await expect(reply.getByText("rotated daily")).toBeVisible();
+  await expect(reply.getByRole("heading", { name: "Plan for the auth" })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+  await expect(reply).toContainText("Done.");
+  await waitForTurnEnd(page);
+  await expect(reply.getByRole("listitem")).toHaveCount(4);
+  await expect(reply.getByRole("link", { name: "the RFC" })).toHaveAttribute("href", "https://example.com/rfc");
+  await expect(reply.locator("pre code")).toHaveText("CREATE TABLE sessions (id text PRIMARY KEY);");
+  await expect(reply.getByRole("table")).toContainText("review");
+  await expect(reply.locator("blockquote em")).toHaveText("one hour");
+  // The rendered elements (a page made in the browser may hold an empty comment node too).
+  const html = async () =>
+    (await agentReplies(page).first().locator(".markdown").innerHTML()).replace(/<!--[^>]*-->/g, "");
+  const streamed = await html();
+
+  // The whole text rendered at once by the server (and hydrated) is the same page.
+  await page.reload();
+  await waitForHydration(page);
+  expect(await html()).toBe(streamed);
+});
+
 test("Enter sends, Shift+Enter starts a new line, and the composer says why it cannot send", async ({ page }) => {
   await startSession(page, "hello there");
   await expect(agentReplies(page).first()).toContainText("Echo: hello there");
