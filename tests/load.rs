@@ -16,7 +16,7 @@ use askbridge::question::QuestionAnswer;
 use askbridge::store::Store;
 use askbridge::thread::{EventBody, Role, SessionEvent, Thread, TurnOutcome};
 use serde_json::json;
-use support::server::{Api, Server, Tab};
+use support::server::{Api, LABELS, QUESTION, Server, Tab, ask_and_quote_in};
 
 const SESSIONS: usize = 200;
 /// Messages per session, each answered by one question: 1,000 messages and 1,000 answers.
@@ -28,24 +28,9 @@ const PARK_AFTER: &str = "1s";
 /// The whole test, server start and stop included, ends within this or fails saying so (it
 /// takes 35 to 50 s in a debug build on two busy cores).
 const BOUND: Duration = Duration::from_secs(180);
-const QUESTION: &str = "Which auth?";
-const LABELS: [&str; 2] = ["JWT", "Sessions"];
 
 /// Rounds (a message answered and its reply ended) done so far, for the message of a timeout.
 static ROUNDS_DONE: AtomicUsize = AtomicUsize::new(0);
-
-/// Every message asks one question and then quotes the answer it got (`{{answer}}`), which
-/// shows what reached the agent.
-const SCENARIO: &str = r#"
-name = "load"
-pace = 2000
-[[turn]]
-[[turn.step]]
-ask = "AskFollowupQuestion"
-input = { question = "Which auth?", options = ["JWT", "Sessions"] }
-[[turn.step]]
-say = "got {{answer}}"
-"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_with_nothing_lost() {
@@ -61,9 +46,8 @@ async fn load_with_nothing_lost() {
 async fn load() {
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
-    let scenario = dir.path().join("scenario.toml");
-    std::fs::write(&scenario, SCENARIO).unwrap();
-    let scenario = scenario.display().to_string();
+    // Every message asks one question and then quotes the answer it got.
+    let scenario = ask_and_quote_in(dir.path());
     let flags = ["--agent", "scripted", "--scenario", &scenario, "--park-after", PARK_AFTER];
     let server = Server::start(dir.path(), &flags).await;
     let api = server.api();
@@ -180,8 +164,10 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
         }
 
         // Two different answers at once: exactly one is applied.
-        let (jwt, sessions) =
-            tokio::join!(api.answer(&id, &tool_use_id, QUESTION, LABELS[0]), api.answer(&id, &tool_use_id, QUESTION, LABELS[1]));
+        let (jwt, sessions) = tokio::join!(
+            api.answer(&id, &tool_use_id, QUESTION, LABELS[0]),
+            api.answer(&id, &tool_use_id, QUESTION, LABELS[1])
+        );
         let (winner, loser) = match (jwt, sessions) {
             (Ok(()), Err(AppError::AlreadyAnswered)) => (LABELS[0], LABELS[1]),
             (Err(AppError::AlreadyAnswered), Ok(())) => (LABELS[1], LABELS[0]),
@@ -189,7 +175,11 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
         };
         // The same answer again is accepted (and changes nothing); the other is still refused.
         assert_eq!(api.answer(&id, &tool_use_id, QUESTION, winner).await, Ok(()), "session {id} round {round}");
-        assert_eq!(api.answer(&id, &tool_use_id, QUESTION, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+        assert_eq!(
+            api.answer(&id, &tool_use_id, QUESTION, loser).await,
+            Err(AppError::AlreadyAnswered),
+            "session {id}"
+        );
         answers.push((tool_use_id.clone(), winner));
 
         tab.until("the reply to end", |event| {
@@ -198,7 +188,11 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
         .await;
         ROUNDS_DONE.fetch_add(1, Ordering::Relaxed);
         // Once the turn is over, a late answer is refused all the same.
-        assert_eq!(api.answer(&id, &tool_use_id, QUESTION, loser).await, Err(AppError::AlreadyAnswered), "session {id}");
+        assert_eq!(
+            api.answer(&id, &tool_use_id, QUESTION, loser).await,
+            Err(AppError::AlreadyAnswered),
+            "session {id}"
+        );
     }
     SessionRun { id, tab, messages, answers }
 }
@@ -287,4 +281,3 @@ fn fold(events: &[SessionEvent]) -> Thread {
     }
     thread
 }
-

@@ -17,28 +17,7 @@ use askbridge::testing::postgres::TestPostgres;
 use askbridge::thread::{EventBody, Role, SessionEvent, Thread, TurnOutcome};
 use serde_json::{Value, json};
 use support::mock_anthropic::{Block as MockBlock, MockAnthropic, Reply};
-use support::server::{Api, Server, TOKEN, Tab};
-
-const QUESTION: &str = "Which auth?";
-
-/// Every message asks one question and then quotes the answer it got, which shows what reached
-/// the agent, on whichever server it ran.
-const SCENARIO: &str = r#"
-name = "team"
-pace = 1000
-[[turn]]
-[[turn.step]]
-ask = "AskFollowupQuestion"
-input = { question = "Which auth?", options = ["JWT", "Sessions"] }
-[[turn.step]]
-say = "got {{answer}}"
-"#;
-
-fn scenario(dir: &Path) -> String {
-    let path = dir.join("scenario.toml");
-    std::fs::write(&path, SCENARIO).unwrap();
-    path.display().to_string()
-}
+use support::server::{Api, QUESTION, Server, TOKEN, Tab, ask_and_quote_in};
 
 fn opened(event: &SessionEvent) -> Option<String> {
     match &event.body {
@@ -60,7 +39,13 @@ fn fold(events: &[SessionEvent]) -> Thread {
 }
 
 fn last_reply(thread: &Thread) -> String {
-    thread.messages.iter().rev().find(|message| message.role == Role::Assistant).map(|m| m.text().trim().to_string()).unwrap_or_default()
+    thread
+        .messages
+        .iter()
+        .rev()
+        .find(|message| message.role == Role::Assistant)
+        .map(|m| m.text().trim().to_string())
+        .unwrap_or_default()
 }
 
 async fn create_session(api: &Api) -> String {
@@ -72,7 +57,9 @@ async fn create_session(api: &Api) -> String {
 async fn a_question_asked_through_one_server_is_shown_and_answered_through_another() {
     let database = TestPostgres::shared().database().await;
     let dir = tempfile::tempdir().unwrap();
-    let scenario = scenario(dir.path());
+    // Every message asks one question and then quotes the answer it got, which shows what
+    // reached the agent, on whichever server it ran.
+    let scenario = ask_and_quote_in(dir.path());
     let flags = ["--database-url", &database, "--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"];
     let a = Server::start(&dir.path().join("a"), &flags).await;
     let b = Server::start(&dir.path().join("b"), &flags).await;
@@ -98,10 +85,8 @@ async fn a_question_asked_through_one_server_is_shown_and_answered_through_anoth
     // at once, through A and B: exactly one wins, the other is told it came too late.
     api_b.send(&id, "And again").await.unwrap();
     let asked = tab_a.until("the second question, on A's tab", opened).await;
-    let (through_a, through_b) = tokio::join!(
-        api_a.answer(&id, &asked, QUESTION, "JWT"),
-        api_b.answer(&id, &asked, QUESTION, "Sessions")
-    );
+    let (through_a, through_b) =
+        tokio::join!(api_a.answer(&id, &asked, QUESTION, "JWT"), api_b.answer(&id, &asked, QUESTION, "Sessions"));
     let winner = match (&through_a, &through_b) {
         (Ok(()), Err(AppError::AlreadyAnswered)) => "JWT",
         (Err(AppError::AlreadyAnswered), Ok(())) => "Sessions",
@@ -143,8 +128,7 @@ async fn a_messages_api_question_left_by_a_stopped_server_is_answered_and_resume
     let mock = MockAnthropic::start(vec![asks, Reply::text("JWT it is.")]).await;
     let dir = tempfile::tempdir().unwrap();
     let base_url = mock.base_url();
-    let flags =
-        ["--database-url", &database, "--agent", "anthropic", "--base-url", &base_url, "--api-key", "sk-test"];
+    let flags = ["--database-url", &database, "--agent", "anthropic", "--base-url", &base_url, "--api-key", "sk-test"];
     let a = Server::start(&dir.path().join("a"), &flags).await;
     let b = Server::start(&dir.path().join("b"), &flags).await;
     let (api_a, api_b) = (a.api(), b.api());
@@ -208,7 +192,9 @@ async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Ap
 async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_turn_honestly() {
     let database = TestPostgres::shared().database().await;
     let dir = tempfile::tempdir().unwrap();
-    let scenario = scenario(dir.path());
+    // Every message asks one question and then quotes the answer it got, which shows what
+    // reached the agent, on whichever server it ran.
+    let scenario = ask_and_quote_in(dir.path());
     let flags = [
         "--database-url",
         &database,

@@ -78,7 +78,8 @@ fn read_or_make(path: &Path) -> Result<String, String> {
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let token = text.trim().to_string();
-            check_strength(&token).map_err(|why| format!("{}: {why}; delete it to have a new one made", path.display()))?;
+            check_strength(&token)
+                .map_err(|why| format!("{}: {why}; delete it to have a new one made", path.display()))?;
             keep_private(path)?;
             Ok(token)
         }
@@ -103,9 +104,8 @@ fn write_private(path: &Path, token: &str) -> Result<(), String> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .map_err(|error| format!("cannot keep the access token in {}: {error}", path.display()))?;
+    let mut file =
+        options.open(path).map_err(|error| format!("cannot keep the access token in {}: {error}", path.display()))?;
     writeln!(file, "{token}")
         .and_then(|()| file.sync_all())
         .map_err(|error| format!("cannot keep the access token in {}: {error}", path.display()))
@@ -116,8 +116,7 @@ fn keep_private(path: &Path) -> Result<(), String> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let metadata =
-            std::fs::metadata(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let metadata = std::fs::metadata(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
         if metadata.permissions().mode() & 0o077 != 0 {
             tracing::warn!(file = %path.display(), "the access token file was readable by others; made private");
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))

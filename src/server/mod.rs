@@ -29,15 +29,15 @@ use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::api::WorkspaceData;
 use crate::app::{AssetPaths, shell};
+use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::approval::PermissionMode;
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::Store;
 use crate::ui::navigation::Page;
 use crate::ui::workspace::PageData;
-use cli::{AgentChoice, ServeArgs};
 use access_token::TokenSource;
+use cli::{AgentChoice, ServeArgs};
 use security::Access;
 
 #[derive(Clone, FromRef)]
@@ -216,18 +216,13 @@ fn bypass_refused(args: &ServeArgs) -> Option<String> {
 fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<SessionPolicy, BoxError> {
     let root = match &args.workdir_root {
         Some(root) => Some(root.clone()),
-        None if !args.addr.ip().is_loopback() => {
-            Some(std::env::var_os("HOME").map(PathBuf::from).ok_or(
-                "on a network address, sessions are kept to your home folder, but HOME is not set: give --workdir-root",
-            )?)
-        }
+        None if !args.addr.ip().is_loopback() => Some(std::env::var_os("HOME").map(PathBuf::from).ok_or(
+            "on a network address, sessions are kept to your home folder, but HOME is not set: give --workdir-root",
+        )?),
         None => None,
     };
     let workdir_root = match root {
-        Some(root) => Some(
-            root.canonicalize()
-                .map_err(|error| format!("--workdir-root {}: {error}", root.display()))?,
-        ),
+        Some(root) => Some(root.canonicalize().map_err(|error| format!("--workdir-root {}: {error}", root.display()))?),
         None => None,
     };
     let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args) };
@@ -511,7 +506,10 @@ mod tests {
 
     #[test]
     fn a_database_url_is_logged_without_its_password() {
-        assert_eq!(without_password("postgres://team:s3cret@db.internal:5432/askbridge"), "postgres://team:…@db.internal:5432/askbridge");
+        assert_eq!(
+            without_password("postgres://team:s3cret@db.internal:5432/askbridge"),
+            "postgres://team:…@db.internal:5432/askbridge"
+        );
         assert_eq!(without_password("postgres://team@db/askbridge"), "postgres://team@db/askbridge");
         assert_eq!(without_password("sqlite:///home/me/data/askbridge.db"), "sqlite:///home/me/data/askbridge.db");
     }

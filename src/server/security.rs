@@ -132,10 +132,7 @@ impl WrongTokens {
 
 /// The client's address: the socket's peer (behind a proxy, the proxy's).
 fn client_of(request: &Request) -> IpAddr {
-    request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::from([127, 0, 0, 1]), |info| info.0.ip())
+    request.extensions().get::<ConnectInfo<SocketAddr>>().map_or(IpAddr::from([127, 0, 0, 1]), |info| info.0.ip())
 }
 
 /// 429 in the shape of every error the API sends (`error`, `message`), with `Retry-After`.
@@ -594,7 +591,8 @@ mod tests {
         let plain = app_with(Access::new(Some(TOKEN.into())));
         assert!(!cookie_of(&send(plain.clone(), proxied("10.0.0.1:1")).await).contains("Secure"));
 
-        let behind_proxy = app_with(Access::new(Some(TOKEN.into())).with_cookies(false, vec!["10.0.0.1".parse().unwrap()]));
+        let behind_proxy =
+            app_with(Access::new(Some(TOKEN.into())).with_cookies(false, vec!["10.0.0.1".parse().unwrap()]));
         assert!(cookie_of(&send(behind_proxy.clone(), proxied("10.0.0.1:1")).await).contains("; Secure"));
         // Anyone else saying https is not believed, and plain HTTP through the proxy is plain.
         assert!(!cookie_of(&send(behind_proxy.clone(), proxied("10.0.0.2:1")).await).contains("Secure"));

@@ -83,7 +83,9 @@ impl SessionPolicy {
 
     fn check_mode(&self, mode: PermissionMode) -> Result<(), AppError> {
         if !mode.is_choosable() {
-            return Err(AppError::BadRequest { detail: format!("a session cannot be switched to the {mode} mode here") });
+            return Err(AppError::BadRequest {
+                detail: format!("a session cannot be switched to the {mode} mode here"),
+            });
         }
         match &self.bypass_refused {
             Some(why) if mode == PermissionMode::BypassPermissions => Err(AppError::BadRequest { detail: why.clone() }),
@@ -401,7 +403,8 @@ impl SessionManager {
         }
         let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
         runtime.append_locked(self.store(), state, ended).await?;
-        let text = format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
+        let text =
+            format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
         let notice = EventBody::Notice { message_id: new_id(), text };
         runtime.append_locked(self.store(), state, notice).await?;
         self.log.list_changed();

@@ -10,10 +10,10 @@
 use std::path::Path;
 use std::str::FromStr;
 
+use sqlx::SqlitePool;
 use sqlx::postgres::{PgConnectOptions, PgDatabaseError, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteError, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::types::Json;
-use sqlx::SqlitePool;
 
 use crate::error::AppError;
 use crate::interaction::Interaction;

@@ -150,7 +150,9 @@ async fn an_output_with_a_nul_character_is_stored_with_a_replacement_character(d
     let expected = serde_json::to_string(&live).unwrap().replace("\\u0000", "\u{fffd}");
     assert_eq!(serde_json::to_string(&loaded).unwrap(), expected);
     let events = store.events_after("s1", 0, 100).await.unwrap();
-    assert!(matches!(&events[7].body, EventBody::ToolResult { output, .. } if *output == as_stored("PK\u{3}\u{4}\0\0")));
+    assert!(
+        matches!(&events[7].body, EventBody::ToolResult { output, .. } if *output == as_stored("PK\u{3}\u{4}\0\0"))
+    );
     assert_eq!(store.session("s1").await.unwrap().title, as_stored("read \0 this"));
     store.rename_session("s1", "a literal \\u0000 stays").await.unwrap();
     assert_eq!(store.session("s1").await.unwrap().title, "a literal \\u0000 stays");
@@ -499,12 +501,11 @@ async fn another_programs_postgres_database_is_refused_and_left_alone() {
     let error = Store::connect(&url).await.err().expect("refused");
     assert!(matches!(&error, StoreError::Foreign { tables, .. } if tables == "invoices"), "{error:?}");
     assert!(!error.to_string().contains("secret"), "{error}");
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'",
-    )
-    .fetch_all(&mut admin)
-    .await
-    .unwrap();
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'public'")
+            .fetch_all(&mut admin)
+            .await
+            .unwrap();
     assert_eq!(tables, ["invoices"], "no tables of ours were added");
 }
 

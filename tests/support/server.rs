@@ -13,6 +13,30 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 pub const TOKEN: &str = "load-test-token-not-a-secret-0123456789";
+
+/// The question of [`ASK_AND_QUOTE`], and its options.
+pub const QUESTION: &str = "Which auth?";
+pub const LABELS: [&str; 2] = ["JWT", "Sessions"];
+
+/// A scenario for the scripted agent: every message asks [`QUESTION`] and then quotes the answer
+/// it got (`{{answer}}`), which shows what reached the agent.
+pub const ASK_AND_QUOTE: &str = r#"
+name = "ask and quote"
+pace = 2000
+[[turn]]
+[[turn.step]]
+ask = "AskFollowupQuestion"
+input = { question = "Which auth?", options = ["JWT", "Sessions"] }
+[[turn.step]]
+say = "got {{answer}}"
+"#;
+
+/// [`ASK_AND_QUOTE`] written to `dir`/scenario.toml, for `--scenario`.
+pub fn ask_and_quote_in(dir: &Path) -> String {
+    let path = dir.join("scenario.toml");
+    std::fs::write(&path, ASK_AND_QUOTE).unwrap();
+    path.display().to_string()
+}
 /// The longest a tab waits for one event before it says what it waited for.
 pub const WAIT: Duration = Duration::from_secs(60);
 
