@@ -112,6 +112,38 @@ async fn a_question_asked_through_one_server_is_shown_and_answered_through_anoth
     b.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_and_delete_through_another_server_reach_the_server_that_runs_the_session() {
+    let database = TestPostgres::shared().database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = ask_and_quote_in(dir.path());
+    let flags = ["--database-url", &database, "--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"];
+    let a = Server::start(&dir.path().join("a"), &flags).await;
+    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let (api_a, api_b) = (a.api(), b.api());
+
+    let id = create_session(&api_a).await;
+    let mut tab_a = Tab::new(api_a.clone(), &id, None);
+    let mut tab_b = Tab::new(api_b.clone(), &id, None);
+    tab_a.connect().await;
+    tab_b.connect().await;
+    api_a.send(&id, "Set up auth").await.unwrap();
+    tab_b.until("the question, on B's tab", opened).await;
+
+    // Stop, pressed on a page served by B: the turn runs on A, which stops it.
+    api_b.call("interrupt_turn", json!({"session": id})).await.unwrap();
+    tab_b.until("the turn to stop", ended(TurnOutcome::Interrupted)).await;
+
+    // Deleted through B: A lets go of it, and A's tab is told the session is gone.
+    api_b.call("delete_session", json!({"id": id})).await.unwrap();
+    assert!(matches!(tab_a.until_problem().await, AppError::SessionNotFound { .. }));
+    let listed = api_a.call("list_sessions", json!({})).await.unwrap();
+    assert_eq!(listed, json!([]), "A lists no session");
+    drop((api_a, api_b));
+    a.stop().await;
+    b.stop().await;
+}
+
 fn auth_question() -> Value {
     json!({"questions": [{"question": QUESTION, "header": "Auth", "multiSelect": false, "options": [
         {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side"}]}]})

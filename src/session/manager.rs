@@ -226,6 +226,7 @@ impl SessionManager {
                 self.log.list_changed();
             }
             Notice::ListChanged => self.log.list_changed(),
+            Notice::Deleted { session } => self.let_go(&session).await,
             Notice::Interrupt { session } => {
                 if let Some(runtime) = self.log.loaded(&session)
                     && let Some(turn) = &runtime.lock().await.turn
@@ -490,19 +491,26 @@ impl SessionManager {
         Ok(())
     }
 
-    /// Deletes a session; its running turn is stopped and its open tabs are disconnected.
+    /// Deletes a session; its running turn is stopped and its open tabs are disconnected, on
+    /// this server and (told through the store) on every other one.
     pub async fn delete_session(&self, id: &str) -> Result<(), AppError> {
+        self.store().delete_session(id).await?;
+        self.let_go(id).await;
+        info!(session = %id, "session deleted");
+        self.log.list_changed();
+        Ok(())
+    }
+
+    /// Lets go of everything this server holds of a deleted session: its runtime (whose tabs'
+    /// streams then say the session is gone), its running turn, its agent and its waiters.
+    async fn let_go(&self, id: &str) {
         if let Some(runtime) = self.log.forget(id)
             && let Some(turn) = &runtime.lock().await.turn
         {
             turn.cancel();
         }
-        self.store().delete_session(id).await?;
         self.agent.end_session(id).await;
         self.bridge.forget_session(id);
-        info!(session = %id, "session deleted");
-        self.log.list_changed();
-        Ok(())
     }
 
     /// Stores the person's message and starts the agent's turn; returns once the message is

@@ -356,6 +356,7 @@ impl Store {
             if done.rows_affected() == 0 {
                 return Err(StoreError::SessionNotFound(id.to_string()));
             }
+            notify_in!(&mut *tx, dialect, &Notice::Deleted { session: id.to_string() });
             notify_in!(&mut *tx, dialect, &Notice::ListChanged);
             tx.commit().await?;
         });
@@ -389,6 +390,7 @@ impl Store {
             if done.rows_affected() == 0 {
                 return Err(StoreError::SessionNotFound(id.to_string()));
             }
+            notify_in!(&mut *tx, dialect, &Notice::Deleted { session: id.to_string() });
             notify_in!(&mut *tx, dialect, &Notice::ListChanged);
             tx.commit().await?;
         });

@@ -20,6 +20,8 @@ pub enum Notice {
     Appended { session: String, seq: u64 },
     /// A session was created, renamed or deleted.
     ListChanged,
+    /// `session` was deleted: every server lets go of it (its turn, its tabs).
+    Deleted { session: String },
     /// The server that runs `session`'s turn should stop it.
     Interrupt { session: String },
 }

@@ -264,6 +264,26 @@ impl Tab {
         self.connections += 1;
     }
 
+    /// Reads on until the server ends the stream with a problem (the session was deleted, say):
+    /// that error.
+    pub async fn until_problem(&mut self) -> AppError {
+        if self.stream.is_none() {
+            self.connect().await;
+        }
+        let stream = self.stream.as_mut().unwrap();
+        loop {
+            let Ok(frame) = tokio::time::timeout(WAIT, stream.next()).await else {
+                panic!("session {}: waited {WAIT:?} for the stream to end with a problem", self.session);
+            };
+            match frame {
+                Ok(Some(frame)) if frame.event == "problem" => return serde_json::from_slice(&frame.data).unwrap(),
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("session {}: the stream ended without saying why", self.session),
+                Err(error) => panic!("session {}: the live stream broke: {error}", self.session),
+            }
+        }
+    }
+
     /// The session's next event: exactly the one after the last this tab saw.
     pub async fn next(&mut self) -> SessionEvent {
         loop {
