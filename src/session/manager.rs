@@ -548,8 +548,11 @@ impl SessionManager {
             self.give_back_lease(session_id).await;
             return Err(error);
         }
-        if first_message {
-            self.store().set_automatic_title(session_id, &title_from_message(&text)).await?;
+        if first_message
+            && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
+        {
+            // A title is not worth a turn: the message is stored, and the list keeps its old title.
+            warn!(session = %session_id, %error, "could not title the session after its first message");
         }
         self.start_turn(&runtime, &mut state, history, text, workdir).await
     }
