@@ -130,9 +130,12 @@ async fn stop_and_delete_through_another_server_reach_the_server_that_runs_the_s
     api_a.send(&id, "Set up auth").await.unwrap();
     tab_b.until("the question, on B's tab", opened).await;
 
+    // Renamed through B: only the list changes (A's tab stays open, as the next event shows).
+    api_b.call("rename_session", json!({"id": id, "title": "Auth"})).await.unwrap();
     // Stop, pressed on a page served by B: the turn runs on A, which stops it.
     api_b.call("interrupt_turn", json!({"session": id})).await.unwrap();
     tab_b.until("the turn to stop", ended(TurnOutcome::Interrupted)).await;
+    tab_a.until("the turn to stop, on A's tab", ended(TurnOutcome::Interrupted)).await;
 
     // Deleted through B: A lets go of it, and A's tab is told the session is gone.
     api_b.call("delete_session", json!({"id": id})).await.unwrap();

@@ -356,7 +356,6 @@ impl Store {
             if done.rows_affected() == 0 {
                 return Err(StoreError::SessionNotFound(id.to_string()));
             }
-            notify_in!(&mut *tx, dialect, &Notice::Deleted { session: id.to_string() });
             notify_in!(&mut *tx, dialect, &Notice::ListChanged);
             tx.commit().await?;
         });

@@ -431,6 +431,7 @@ async fn a_listener_hears_appends_in_order_and_list_changes() {
         sqlx::query("SELECT pg_notify('askbridge', 'not a notice')").execute(pool).await.unwrap();
     });
     store.delete_session("s1").await.unwrap();
+    assert_eq!(heard(&mut listener).await, Some(Notice::Deleted { session: "s1".into() }));
     assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
 }
 
