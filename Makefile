@@ -26,7 +26,7 @@ setup:
 # The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen),
 # then pre-compressed assets.
 release: setup
-	cargo leptos build --release
+	cargo leptos build --release --split
 	node scripts/precompress.mjs target/site/pkg
 
 # The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the

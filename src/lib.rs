@@ -48,5 +48,13 @@ pub mod testing;
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    let has_card = leptos::prelude::document().query_selector(".interaction-card").ok().flatten().is_some();
+    if has_card {
+        wasm_bindgen_futures::spawn_local(async {
+            ui::thread_view::__preload_interaction_card().await;
+            leptos::mount::hydrate_body(app::App);
+        });
+    } else {
+        leptos::mount::hydrate_body(app::App);
+    }
 }
