@@ -48,13 +48,10 @@ pub mod testing;
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    let has_card = leptos::prelude::document().query_selector(".interaction-card").ok().flatten().is_some();
-    if has_card {
-        wasm_bindgen_futures::spawn_local(async {
-            ui::thread_view::__preload_interaction_card().await;
-            leptos::mount::hydrate_body(app::App);
-        });
-    } else {
+    // A session page waits for the code of what the server drew in it (`ui::lazy`).
+    wasm_bindgen_futures::spawn_local(async {
+        ui::lazy::before_hydration().await;
         leptos::mount::hydrate_body(app::App);
-    }
+        ui::lazy::prefetch_when_idle();
+    });
 }

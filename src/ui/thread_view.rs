@@ -3,9 +3,8 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::approval_card::ApprovalCard;
+use super::lazy::{CardKind, interaction_card, when_loaded};
 use super::markdown::markdown;
-use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
 use crate::interaction::InteractionRequest;
@@ -109,23 +108,17 @@ fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoVie
     let is_question = call.with_untracked(|c| c.as_ref().is_some_and(|c| is_question_tool(&c.name)));
     let call = Signal::derive(move || call.get().unwrap_or_else(placeholder_call));
     if is_question {
-        return Suspend::new(async move { interaction_card(call, true).await }).into_any();
+        return when_loaded(interaction_card(call, CardKind::Question)).into_any();
     }
     // A permission request arrives after its tool call: its card appears above the tool's.
     let asks = Memo::new(move |_| {
         call.with(|c| c.interaction.as_ref().is_some_and(|i| matches!(i.request, InteractionRequest::Approval(_))))
     });
     view! {
-        {move || asks.get().then(|| Suspend::new(async move { interaction_card(call, false).await }))}
+        {move || asks.get().then(|| when_loaded(interaction_card(call, CardKind::Approval)))}
         <ToolCard call />
     }
     .into_any()
-}
-
-/// The question and approval cards: their code is a chunk of its own, loaded when first needed.
-#[lazy]
-pub fn interaction_card(call: Signal<ToolCall>, question: bool) -> AnyView {
-    if question { view! { <QuestionCard call /> }.into_any() } else { view! { <ApprovalCard call /> }.into_any() }
 }
 
 fn placeholder_call() -> ToolCall {

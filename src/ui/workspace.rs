@@ -18,6 +18,7 @@ use super::notify::notify_button;
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title, use_workspace};
+use super::lazy::{session_pane, when_loaded};
 use super::thread_view::ThreadView;
 use crate::api::{LoadSession, SessionView, SetPermissionMode, WorkspaceData};
 use crate::approval::PermissionMode;
@@ -97,7 +98,7 @@ fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
             let thread = ThreadState::new(summary.id.clone(), thread);
             workspace.thread.set(Some(thread));
             live.follow(Some(summary.id.clone()), thread.seq());
-            view! { <SessionPane thread initial=summary /> }.into_any()
+            when_loaded(session_pane(thread, summary)).into_any()
         }
         Shown::Problem(problem) => {
             workspace.thread.set(None);
@@ -254,8 +255,9 @@ fn pane_header(heading: impl IntoView) -> impl IntoView {
     }
 }
 
+/// Drawn through `lazy::session_pane`: the welcome page loads without it.
 #[component]
-fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
+pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     let workspace = use_workspace();
     let id = initial.id.clone();
     // The title and state follow the live session list.

@@ -1,0 +1,73 @@
+//! What the first load of a page leaves out (issue 12; the bytes are in docs/size.md). The open
+//! session's pane (thread, messages, markdown, tool cards) and the interaction cards are WASM
+//! chunks of their own (`cargo leptos build --split`), so the welcome page becomes interactive
+//! without them. The browser fetches them when it is idle after hydration, or when one is first
+//! drawn; a page the server drew with them fetches them before it hydrates, so that its HTML is
+//! taken over as it is (a lazy view found missing while hydrating would be drawn a second time).
+
+use leptos::prelude::*;
+
+use super::approval_card::ApprovalCard;
+use super::question_card::QuestionCard;
+use super::state::ThreadState;
+use super::workspace::SessionPane;
+use crate::thread::{SessionSummary, ToolCall};
+
+/// Which interaction card `interaction_card` draws.
+#[derive(Clone, Copy)]
+pub enum CardKind {
+    Question,
+    Approval,
+}
+
+/// The open session's pane: its header and the thread.
+#[lazy]
+pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> AnyView {
+    view! { <SessionPane thread initial /> }.into_any()
+}
+
+/// A question or approval card: one chunk for both, as they share their frame.
+#[lazy]
+pub fn interaction_card(call: Signal<ToolCall>, kind: CardKind) -> AnyView {
+    match kind {
+        CardKind::Question => view! { <QuestionCard call /> }.into_any(),
+        CardKind::Approval => view! { <ApprovalCard call /> }.into_any(),
+    }
+}
+
+/// Draws a lazily loaded view: at once when its chunk is here (always on the server), else when
+/// the chunk arrives.
+pub fn when_loaded(view: impl Future<Output = AnyView> + Send + 'static) -> impl IntoView {
+    Suspend::new(view)
+}
+
+/// Fetches the chunks that the page, as the server drew it, shows. Hydration waits for this.
+#[cfg(feature = "hydrate")]
+pub async fn before_hydration() {
+    let shows = |selector: &str| document().query_selector(selector).ok().flatten().is_some();
+    let pane = shows(".thread").then(__preload_session_pane);
+    let card = shows(".interaction-card").then(__preload_interaction_card);
+    // Both fetches start before either is awaited.
+    futures::future::join(async move { if let Some(p) = pane { p.await } }, async move {
+        if let Some(c) = card {
+            c.await
+        }
+    })
+    .await;
+}
+
+/// Fetches every chunk once the browser has nothing better to do, so that the first card or
+/// session drawn after the welcome page does not wait for the network.
+#[cfg(feature = "hydrate")]
+pub fn prefetch_when_idle() {
+    let prefetch = || {
+        leptos::task::spawn_local(async {
+            __preload_session_pane().await;
+            __preload_interaction_card().await;
+        })
+    };
+    // Safari has no requestIdleCallback: a second after hydration instead.
+    if request_idle_callback_with_handle(prefetch).is_err() {
+        set_timeout(prefetch, std::time::Duration::from_secs(1));
+    }
+}
