@@ -7,32 +7,14 @@
 
 use leptos::prelude::*;
 
-use super::approval_card::ApprovalCard;
-use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::workspace::SessionPane;
-use crate::thread::{SessionSummary, ToolCall};
-
-/// Which interaction card `interaction_card` draws.
-#[derive(Clone, Copy)]
-pub enum CardKind {
-    Question,
-    Approval,
-}
+use crate::thread::SessionSummary;
 
 /// The open session's pane: its header and the thread.
 #[lazy]
 pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> AnyView {
     view! { <SessionPane thread initial /> }.into_any()
-}
-
-/// A question or approval card: one chunk for both, as they share their frame.
-#[lazy]
-pub fn interaction_card(call: Signal<ToolCall>, kind: CardKind) -> AnyView {
-    match kind {
-        CardKind::Question => view! { <QuestionCard call /> }.into_any(),
-        CardKind::Approval => view! { <ApprovalCard call /> }.into_any(),
-    }
 }
 
 /// Draws a lazily loaded view: at once when its chunk is here (always on the server), else when
@@ -45,15 +27,9 @@ pub fn when_loaded(view: impl Future<Output = AnyView> + Send + 'static) -> impl
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() {
     let shows = |selector: &str| document().query_selector(selector).ok().flatten().is_some();
-    let pane = shows(".thread").then(__preload_session_pane);
-    let card = shows(".interaction-card").then(__preload_interaction_card);
-    // Both fetches start before either is awaited.
-    futures::future::join(async move { if let Some(p) = pane { p.await } }, async move {
-        if let Some(c) = card {
-            c.await
-        }
-    })
-    .await;
+    if shows(".thread") {
+        __preload_session_pane().await;
+    }
 }
 
 /// Fetches every chunk once the browser has nothing better to do, so that the first card or
@@ -63,7 +39,6 @@ pub fn prefetch_when_idle() {
     let prefetch = || {
         leptos::task::spawn_local(async {
             __preload_session_pane().await;
-            __preload_interaction_card().await;
         })
     };
     // Safari has no requestIdleCallback: a second after hydration instead.

@@ -3,8 +3,9 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::lazy::{CardKind, interaction_card, when_loaded};
+use super::approval_card::ApprovalCard;
 use super::markdown::markdown;
+use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
 use crate::interaction::InteractionRequest;
@@ -108,14 +109,14 @@ fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoVie
     let is_question = call.with_untracked(|c| c.as_ref().is_some_and(|c| is_question_tool(&c.name)));
     let call = Signal::derive(move || call.get().unwrap_or_else(placeholder_call));
     if is_question {
-        return when_loaded(interaction_card(call, CardKind::Question)).into_any();
+        return view! { <QuestionCard call /> }.into_any();
     }
     // A permission request arrives after its tool call: its card appears above the tool's.
     let asks = Memo::new(move |_| {
         call.with(|c| c.interaction.as_ref().is_some_and(|i| matches!(i.request, InteractionRequest::Approval(_))))
     });
     view! {
-        {move || asks.get().then(|| when_loaded(interaction_card(call, CardKind::Approval)))}
+        {move || asks.get().then(|| view! { <ApprovalCard call /> })}
         <ToolCard call />
     }
     .into_any()
