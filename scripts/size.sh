@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUDGET_KIB=${SIZE_BUDGET_KIB:-251}
+BUDGET_KIB=${SIZE_BUDGET_KIB:-200}
 BIN=target/release/askbridge
 [ -x "$BIN" ] || { echo "size: $BIN is missing; run 'make release' first" >&2; exit 1; }
 

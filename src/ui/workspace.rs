@@ -18,7 +18,7 @@ use super::notify::notify_button;
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title, use_workspace};
-use super::lazy::{session_pane, when_loaded};
+use super::lazy::session_pane;
 use super::thread_view::ThreadView;
 use crate::api::{LoadSession, SessionView, SetPermissionMode, WorkspaceData};
 use crate::approval::PermissionMode;
@@ -98,7 +98,7 @@ fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
             let thread = ThreadState::new(summary.id.clone(), thread);
             workspace.thread.set(Some(thread));
             live.follow(Some(summary.id.clone()), thread.seq());
-            when_loaded(session_pane(thread, summary)).into_any()
+            session_pane(thread, summary).into_any()
         }
         Shown::Problem(problem) => {
             workspace.thread.set(None);
