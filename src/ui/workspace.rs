@@ -13,12 +13,12 @@ use leptos::prelude::*;
 
 use super::composer::Composer;
 use super::icons;
+use super::lazy::session_pane;
 use super::navigation::{Location, Page, use_location};
 use super::notify::notify_button;
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title, use_workspace};
-use super::lazy::session_pane;
 use super::thread_view::ThreadView;
 use crate::api::{LoadSession, SessionView, SetPermissionMode, WorkspaceData};
 use crate::approval::PermissionMode;
