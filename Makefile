@@ -23,10 +23,11 @@ test: setup
 setup:
 	scripts/setup.sh
 
-# The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen),
-# then pre-compressed assets.
+# The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen), split
+# so that the open session's pane is a chunk of its own (src/ui/lazy.rs, docs/size.md), then
+# pre-compressed assets.
 release: setup
-	cargo leptos build --release
+	cargo leptos build --release --split
 	node scripts/precompress.mjs target/site/pkg
 
 # The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the

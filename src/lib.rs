@@ -48,5 +48,14 @@ pub mod testing;
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    // A session page waits for the code of what the server drew in it (`ui::lazy`).
+    wasm_bindgen_futures::spawn_local(async {
+        if ui::lazy::before_hydration().await.is_err() {
+            // Hydrating without it would draw the session a second time.
+            leptos::logging::error!("the session's code could not be fetched: the page stays as the server drew it");
+            return;
+        }
+        leptos::mount::hydrate_body(app::App);
+        ui::lazy::prefetch_when_idle();
+    });
 }

@@ -64,7 +64,8 @@ async function coldLoad(browser, server, url) {
     const timing = await page.evaluate(() => {
       const paint = performance.getEntriesByName("first-contentful-paint")[0];
       const resources = performance.getEntriesByType("resource");
-      const wasm = resources.find((r) => r.name.endsWith(".wasm"));
+      // The main WASM, not the session pane's chunk (src/ui/lazy.rs), which `/` fetches when idle.
+      const wasm = resources.find((r) => r.name.endsWith(".wasm") && !r.name.includes("/split_"));
       const navigation = performance.getEntriesByType("navigation")[0];
       return {
         origin: performance.timeOrigin,

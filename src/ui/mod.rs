@@ -6,6 +6,7 @@ pub mod composer;
 pub mod icons;
 pub mod interaction_card;
 pub mod kept;
+pub mod lazy;
 pub mod markdown;
 pub mod navigation;
 pub mod notify;

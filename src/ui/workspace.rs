@@ -13,6 +13,7 @@ use leptos::prelude::*;
 
 use super::composer::Composer;
 use super::icons;
+use super::lazy::session_pane;
 use super::navigation::{Location, Page, use_location};
 use super::notify::notify_button;
 use super::server_call::ServerCall;
@@ -97,7 +98,7 @@ fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
             let thread = ThreadState::new(summary.id.clone(), thread);
             workspace.thread.set(Some(thread));
             live.follow(Some(summary.id.clone()), thread.seq());
-            view! { <SessionPane thread initial=summary /> }.into_any()
+            session_pane(thread, summary).into_any()
         }
         Shown::Problem(problem) => {
             workspace.thread.set(None);
@@ -254,8 +255,9 @@ fn pane_header(heading: impl IntoView) -> impl IntoView {
     }
 }
 
+/// Drawn through `lazy::session_pane`: the welcome page loads without it.
 #[component]
-fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
+pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     let workspace = use_workspace();
     let id = initial.id.clone();
     // The title and state follow the live session list.
