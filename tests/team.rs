@@ -53,24 +53,38 @@ async fn create_session(api: &Api) -> String {
     summary["id"].as_str().unwrap().to_string()
 }
 
+/// Two servers, A and B, on `database`, each with `flags` too.
+async fn two_servers(dir: &Path, database: &str, flags: &[&str]) -> (Server, Server) {
+    let flags = [&["--database-url", database], flags].concat();
+    (Server::start(&dir.join("a"), &flags).await, Server::start(&dir.join("b"), &flags).await)
+}
+
+/// Two servers whose scripted agent asks one question per message and then quotes the answer it
+/// got, which shows what reached the agent, on whichever server it ran; it waits for the answer
+/// running (not parked).
+async fn two_scripted_servers(dir: &Path, database: &str) -> (Server, Server) {
+    let scenario = ask_and_quote_in(dir);
+    two_servers(dir, database, &["--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"]).await
+}
+
+/// A tab on each server, following `session` live from now on.
+async fn a_tab_on_each(api_a: &Api, api_b: &Api, session: &str) -> (Tab, Tab) {
+    let mut tabs = (Tab::new(api_a.clone(), session, None), Tab::new(api_b.clone(), session, None));
+    tabs.0.connect().await;
+    tabs.1.connect().await;
+    tabs
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asked_through_one_server_is_shown_and_answered_through_another() {
     let database = TestPostgres::shared().database().await;
     let dir = tempfile::tempdir().unwrap();
-    // Every message asks one question and then quotes the answer it got, which shows what
-    // reached the agent, on whichever server it ran.
-    let scenario = ask_and_quote_in(dir.path());
-    let flags = ["--database-url", &database, "--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"];
-    let a = Server::start(&dir.path().join("a"), &flags).await;
-    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let (a, b) = two_scripted_servers(dir.path(), &database).await;
     let (api_a, api_b) = (a.api(), b.api());
 
     let id = create_session(&api_a).await;
     // A tab on each server, live before anything is asked.
-    let mut tab_a = Tab::new(api_a.clone(), &id, None);
-    let mut tab_b = Tab::new(api_b.clone(), &id, None);
-    tab_a.connect().await;
-    tab_b.connect().await;
+    let (mut tab_a, mut tab_b) = a_tab_on_each(&api_a, &api_b, &id).await;
 
     // Asked through A (its agent runs there), shown on B as it is asked, answered through B.
     api_a.send(&id, "Set up auth").await.unwrap();
@@ -116,17 +130,11 @@ async fn a_question_asked_through_one_server_is_shown_and_answered_through_anoth
 async fn stop_and_delete_through_another_server_reach_the_server_that_runs_the_session() {
     let database = TestPostgres::shared().database().await;
     let dir = tempfile::tempdir().unwrap();
-    let scenario = ask_and_quote_in(dir.path());
-    let flags = ["--database-url", &database, "--agent", "scripted", "--scenario", &scenario, "--park-after", "10m"];
-    let a = Server::start(&dir.path().join("a"), &flags).await;
-    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let (a, b) = two_scripted_servers(dir.path(), &database).await;
     let (api_a, api_b) = (a.api(), b.api());
 
     let id = create_session(&api_a).await;
-    let mut tab_a = Tab::new(api_a.clone(), &id, None);
-    let mut tab_b = Tab::new(api_b.clone(), &id, None);
-    tab_a.connect().await;
-    tab_b.connect().await;
+    let (mut tab_a, mut tab_b) = a_tab_on_each(&api_a, &api_b, &id).await;
     api_a.send(&id, "Set up auth").await.unwrap();
     tab_b.until("the question, on B's tab", opened).await;
 
@@ -163,9 +171,8 @@ async fn a_messages_api_question_left_by_a_stopped_server_is_answered_and_resume
     let mock = MockAnthropic::start(vec![asks, Reply::text("JWT it is.")]).await;
     let dir = tempfile::tempdir().unwrap();
     let base_url = mock.base_url();
-    let flags = ["--database-url", &database, "--agent", "anthropic", "--base-url", &base_url, "--api-key", "sk-test"];
-    let a = Server::start(&dir.path().join("a"), &flags).await;
-    let b = Server::start(&dir.path().join("b"), &flags).await;
+    let flags = ["--agent", "anthropic", "--base-url", &base_url, "--api-key", "sk-test"];
+    let (a, b) = two_servers(dir.path(), &database, &flags).await;
     let (api_a, api_b) = (a.api(), b.api());
 
     let id = create_session(&api_a).await;

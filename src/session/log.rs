@@ -388,10 +388,9 @@ impl SessionRuntime {
     }
 
     /// Takes the events other servers appended since this runtime's last one: applied, then
-    /// broadcast to this server's tabs. How many.
-    pub(super) async fn catch_up_locked(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<usize> {
+    /// broadcast to this server's tabs.
+    pub(super) async fn catch_up_locked(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
         const PAGE: u32 = 512;
-        let mut taken = 0;
         loop {
             let events = store.events_after(&self.id, state.thread.seq, PAGE).await?;
             let full = events.len() == PAGE as usize;
@@ -400,15 +399,14 @@ impl SessionRuntime {
                     // Not the next one: the log has no gaps, so the session was deleted and made
                     // again under its id, which ids from new_id never are. Nothing to take.
                     warn!(session = %self.id, seq = event.seq, have = state.thread.seq, "the stored log skips");
-                    return Ok(taken);
+                    return Ok(());
                 }
                 state.thread.apply(&event);
                 self.seq.store(event.seq, Ordering::Release);
                 self.publish_remote(event);
-                taken += 1;
             }
             if !full {
-                return Ok(taken);
+                return Ok(());
             }
         }
     }
@@ -421,7 +419,7 @@ impl SessionRuntime {
     }
 
     /// Catches up under the lock (see `catch_up_locked`).
-    pub(super) async fn catch_up(&self, store: &Store) -> StoreResult<usize> {
+    pub(super) async fn catch_up(&self, store: &Store) -> StoreResult<()> {
         let mut state = self.state.lock().await;
         self.catch_up_locked(store, &mut state).await
     }
