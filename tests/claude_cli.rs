@@ -13,11 +13,11 @@ use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
 use askbridge::approval::{Approval, Decision, PermissionMode, Shows};
 use askbridge::error::AppError;
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
-use askbridge::question::QuestionAnswer;
+use askbridge::question::{Question, QuestionAnswer};
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::testing::wait_until;
-use askbridge::thread::{Block, Thread, ToolCall, TurnOutcome};
+use askbridge::thread::{Block, EventBody, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
 use support::mock_anthropic::{MockAnthropic, Reply};
 
@@ -347,6 +347,39 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     .await;
     h.send("Help me set up auth.").await;
     h.pending(1).await;
+    // While Claude Code streamed the arguments, the card filled in, options included; it opened
+    // with the questions of its last preview, so opening it changes only its state.
+    let events = h.manager.store().events_after(&h.session, 0, 1000).await.unwrap();
+    let previews: Vec<(usize, &Vec<Question>)> = events
+        .iter()
+        .enumerate()
+        .filter_map(|(at, event)| match &event.body {
+            EventBody::ToolInputPreview { tool_use_id, questions } if tool_use_id == "toolu_ask" => {
+                Some((at, questions))
+            }
+            _ => None,
+        })
+        .collect();
+    let (opened_at, opened) = events
+        .iter()
+        .enumerate()
+        .find_map(|(at, event)| match &event.body {
+            EventBody::InteractionOpened { request: InteractionRequest::Question { questions }, .. } => {
+                Some((at, questions))
+            }
+            _ => None,
+        })
+        .expect("the card opened");
+    // One question after the other, each whole (the mock writes the keys sorted: a question's
+    // text comes last).
+    assert_eq!(previews.iter().map(|(_, p)| p.len()).collect::<Vec<_>>(), [1, 2], "{previews:?}");
+    let (last_at, last) = previews.last().unwrap();
+    assert!(*last_at < opened_at);
+    assert_eq!(*last, opened);
+    assert_eq!(
+        last[1].options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(),
+        ["Dark mode", "i18n", "Analytics"]
+    );
     let answers = vec![
         QuestionAnswer::new(AUTH, &["JWT"], None, None),
         QuestionAnswer::new(FEATURES, &["Dark mode", "i18n"], None, None),

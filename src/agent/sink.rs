@@ -12,7 +12,7 @@ use super::AgentError;
 use crate::approval::{Approval, PermissionMode};
 use crate::ids::new_id;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::question::{QuestionAnswer, normalize_question_args};
+use crate::question::{Question, QuestionAnswer, normalize_partial, normalize_question_args, without_open_string};
 use crate::thread::EventBody;
 
 /// A turn's sink, shared with the tasks a backend runs for it (questions wait in tasks of their own).
@@ -92,6 +92,31 @@ impl dyn TurnSink + '_ {
             partial_json: partial_json.to_string(),
         })
         .await
+    }
+
+    /// For a question tool whose arguments so far are `json` (partial JSON): shows its questions
+    /// and options as far as they are written, when they changed since `shown`. Read here, on the
+    /// server, so that the browser needs no partial-JSON parser; and once the arguments are
+    /// complete, the card already holds what it shows when it opens, so that opening it changes
+    /// only its state.
+    ///
+    /// Texts show whole, once written (`without_open_string`): a card redrawn for every few
+    /// characters kept the page busy (5 to 10 ms a time on the bench's machine) just when the
+    /// question was about to open, and a button never shows half a word.
+    pub async fn question_preview(
+        &self,
+        tool_use_id: &str,
+        tool: &str,
+        json: &str,
+        shown: &mut Vec<Question>,
+    ) -> Result<(), AgentError> {
+        let now = normalize_partial(tool, without_open_string(json));
+        if now.is_empty() || now == *shown {
+            return Ok(());
+        }
+        self.emit(EventBody::ToolInputPreview { tool_use_id: tool_use_id.to_string(), questions: now.clone() }).await?;
+        *shown = now;
+        Ok(())
     }
 
     pub async fn tool_call_ready(&self, tool_use_id: &str, input: Value) -> Result<(), AgentError> {

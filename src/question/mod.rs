@@ -7,6 +7,7 @@ pub mod words;
 
 pub use normalize::{
     QuestionError, is_question_tool, normalize_partial, normalize_question_args, question_texts_so_far,
+    without_open_string,
 };
 
 use serde::{Deserialize, Serialize};

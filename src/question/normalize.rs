@@ -114,6 +114,23 @@ pub fn normalize_partial(tool: &str, partial: &str) -> Vec<Question> {
         .collect()
 }
 
+/// `partial` without the string it is still writing, if it is writing one: a preview read from
+/// it shows every text whole (a question, a label, a description), never half a word, and changes
+/// only when one of them is complete. Quotes and backslashes are ASCII, so bytes will do.
+pub fn without_open_string(partial: &str) -> &str {
+    let (mut open, mut escaped) = (None, false);
+    for (at, byte) in partial.bytes().enumerate() {
+        match (open, byte) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), b'\\') => escaped = true,
+            (Some(_), b'"') => open = None,
+            (None, b'"') => open = Some(at),
+            _ => {}
+        }
+    }
+    open.map_or(partial, |at| &partial[..at])
+}
+
 /// The question texts of arguments still streaming, for the card to show while the agent writes:
 /// every `"question": "…"` so far, the last one possibly cut off. A small scan rather than the
 /// full normalizer, because it runs in the browser, where every byte of code counts.
@@ -513,6 +530,55 @@ mod tests {
         assert!(normalize_partial("AskUserQuestion", "").is_empty());
         assert!(normalize_partial("AskUserQuestion", "{\"questions\": [{\"quest").is_empty());
         assert_eq!(normalize_partial("AskUserQuestion", full).len(), 2);
+    }
+
+    #[test]
+    fn a_preview_shows_whole_texts_only() {
+        let full = r#"{"questions": [{"question": "Which \"auth\"?", "header": "Auth",
+            "options": [{"label": "JWT", "description": "Tokens"}, {"label": "Sessions"}]}]}"#;
+        let texts = ["Which \"auth\"?", "Auth", "JWT", "Tokens", "Sessions"];
+        let mut shown = 0;
+        for cut in 0..=full.len() {
+            let Some(prefix) = full.get(..cut) else { continue };
+            let preview = normalize_partial("AskUserQuestion", without_open_string(prefix));
+            for question in &preview {
+                assert!(texts.contains(&question.question.as_str()), "{prefix}");
+                for option in &question.options {
+                    assert!(texts.contains(&option.label.as_str()), "{prefix}");
+                    assert!(option.description.as_deref().is_none_or(|d| texts.contains(&d)), "{prefix}");
+                }
+            }
+            shown = shown.max(preview.first().map_or(0, |q| q.options.len()));
+        }
+        assert_eq!(shown, 2);
+        assert_eq!(without_open_string(r#"{"a": "b\"c"#), r#"{"a": "#);
+        assert_eq!(without_open_string(r#"{"a": "b\\"#), r#"{"a": "#);
+        assert_eq!(without_open_string(r#"{"a": "b"}"#), r#"{"a": "b"}"#);
+    }
+
+    /// The card keeps its preview until it opens; opening it redraws nothing only if the complete
+    /// arguments read as a preview give the very questions the card opens with.
+    #[test]
+    fn complete_arguments_preview_as_the_questions_the_card_opens_with() {
+        let written = [
+            (
+                "AskUserQuestion",
+                r#"{"questions": [{"question": "Which auth?", "header": "Auth", "multiSelect": true,
+                "options": [{"label": "JWT", "description": "Tokens", "preview": "```\njwt\n```"}, {"label": "Sessions"}]},
+                {"question": "Which features?", "options": [{"label": "Dark mode"}]}]}"#,
+            ),
+            (
+                "AskUserQuestion",
+                r#"{"questions": "[{\"question\": \"Nested?\", \"options\": [{\"label\": \"Yes\"}]}]"}"#,
+            ),
+            ("AskFollowupQuestion", r#"{"question": "Go on?", "options": ["Yes", "No"]}"#),
+            ("AskFollowupQuestion", r#"{"question": "Go on?", "follow_up": [{"text": "Yes"}, {"text": "No"}]}"#),
+        ];
+        for (tool, json) in written {
+            let value: Value = serde_json::from_str(json).unwrap();
+            let opened = normalize_question_args(tool, &value).unwrap();
+            assert_eq!(normalize_partial(tool, json), opened, "{json}");
+        }
     }
 
     #[test]

@@ -83,7 +83,8 @@ pub struct ToolCall {
     /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub partial_input: String,
-    /// For a question tool whose arguments still stream: the questions readable so far.
+    /// For a question tool, from its first streamed arguments until its card opens: the questions
+    /// readable so far (all of them once the arguments are complete).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub preview: Vec<Question>,
     pub status: ToolStatus,
@@ -253,10 +254,12 @@ impl Thread {
             EventBody::ToolInputPreview { tool_use_id, questions } => {
                 self.with_tool_call(tool_use_id, |call| call.preview = questions.clone())
             }
+            // A question's preview stays until its card opens: the card keeps showing the options
+            // it has, and opening it (with the same questions, read from the same arguments) then
+            // changes only its state.
             EventBody::ToolCallReady { tool_use_id, input } => self.with_tool_call(tool_use_id, |call| {
                 call.input = Some(input.clone());
                 call.partial_input.clear();
-                call.preview.clear();
                 call.status = ToolStatus::Running;
             }),
             EventBody::ToolResult { tool_use_id, output, is_error } => self.with_tool_call(tool_use_id, |call| {
@@ -264,7 +267,10 @@ impl Thread {
                 call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
             }),
             EventBody::InteractionOpened { tool_use_id, request } => self
-                .with_tool_call(tool_use_id, |call| call.interaction = Some(Interaction::new(request.clone())))
+                .with_tool_call(tool_use_id, |call| {
+                    call.interaction = Some(Interaction::new(request.clone()));
+                    call.preview.clear();
+                })
                 .interaction(tool_use_id),
             EventBody::InteractionParked { tool_use_id } => self
                 .with_tool_call(tool_use_id, |call| {

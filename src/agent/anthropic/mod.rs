@@ -33,7 +33,7 @@ use wire::{ApiUsage, ContentBlock, Delta, InputMessage, MessagesRequest, Role, S
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::question::{Question, normalize_partial};
+use crate::question::Question;
 use crate::thread::{EventBody, Usage};
 
 /// Where the API is unless `ANTHROPIC_BASE_URL` says otherwise.
@@ -490,15 +490,9 @@ impl<'a> ReplyReader<'a> {
                     return Ok(());
                 }
                 self.sink.tool_input_delta(id, &partial_json).await?;
-                // The card fills in as the model writes, options included: read on the server,
-                // so that the browser needs no partial-JSON parser.
+                // The card fills in as the model writes, options included.
                 if tools::is_declared(name) {
-                    let now = normalize_partial(name, json);
-                    if !now.is_empty() && now != *preview {
-                        let body = EventBody::ToolInputPreview { tool_use_id: id.clone(), questions: now.clone() };
-                        self.sink.emit(body).await?;
-                        *preview = now;
-                    }
+                    self.sink.question_preview(id, name, json, preview).await?;
                 }
             }
             (Some(Building::Other { deltas, .. }), delta) => deltas.push(delta_value(delta)),

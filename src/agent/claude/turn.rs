@@ -20,7 +20,7 @@ use super::{AnswerPath, INTERRUPT_TIMEOUT};
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
-use crate::question::{is_question_tool, words};
+use crate::question::{Question, is_question_tool, words};
 use crate::thread::Usage;
 
 /// How long a turn whose `result` came while subagents were at work waits, once they are done,
@@ -81,6 +81,9 @@ pub(super) struct Turn<'a> {
     block_tools: HashMap<(String, usize), String>,
     started_tools: HashSet<String>,
     ready_tools: HashSet<String>,
+    /// Question tools being written, by tool_use id: their name, arguments so far, and the
+    /// questions their card shows so far.
+    questions_written: HashMap<String, (String, String, Vec<Question>)>,
     /// The CLI's pending requests, by its request id.
     asking: HashMap<String, Asking>,
     /// Requests parked, by request id: hooks deferred, or permission requests left unanswered.
@@ -117,6 +120,7 @@ impl<'a> Turn<'a> {
             block_tools: HashMap::new(),
             started_tools: HashSet::new(),
             ready_tools: HashSet::new(),
+            questions_written: HashMap::new(),
             asking: HashMap::new(),
             parked: HashMap::new(),
             tasks: HashMap::new(),
@@ -238,6 +242,9 @@ impl<'a> Turn<'a> {
                     if self.started_tools.insert(id.clone()) {
                         sink.tool_call_started(&ours, &id, &name).await?;
                     }
+                    if is_question_tool(&name) {
+                        self.questions_written.insert(id.clone(), (name, String::new(), Vec::new()));
+                    }
                     self.block_tools.insert((message, index), id);
                 }
                 ApiEvent::ContentBlockDelta { index, delta } => {
@@ -254,6 +261,11 @@ impl<'a> Turn<'a> {
                                 && !partial_json.is_empty()
                             {
                                 sink.tool_input_delta(tool, &partial_json).await?;
+                                // The card fills in as the model writes, options included.
+                                if let Some((name, json, shown)) = self.questions_written.get_mut(tool) {
+                                    json.push_str(&partial_json);
+                                    sink.question_preview(tool, name, json, shown).await?;
+                                }
                             }
                         }
                         Delta::Other => {}
@@ -390,6 +402,7 @@ impl<'a> Turn<'a> {
             self.sink.tool_call_started(message, id, name).await?;
         }
         if self.ready_tools.insert(id.to_string()) {
+            self.questions_written.remove(id);
             self.sink.tool_call_ready(id, input).await?;
         }
         Ok(())

@@ -24,6 +24,7 @@ pub use scenario::{Permission, Scenario, ScenarioError, Step, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::approval::{Approval, PermissionMode};
 use crate::interaction::InteractionOutcome;
+use crate::question::is_question_tool;
 use crate::thread::Usage;
 
 /// Tool arguments stream in pieces of about this many bytes.
@@ -295,9 +296,15 @@ async fn stream_tool_call(
         Value::String(raw) => raw.clone(),
         other => serde_json::to_string(other).unwrap_or_default(),
     };
+    // A question's card fills in as it is written, options included, as with a real agent.
+    let (mut written, mut shown) = (String::new(), Vec::new());
     for piece in split_at_char_boundaries(&json, ARGUMENT_CHUNK) {
         wait(pause, cancel).await?;
         sink.tool_input_delta(&tool_use_id, piece).await?;
+        if is_question_tool(name) {
+            written.push_str(piece);
+            sink.question_preview(&tool_use_id, name, &written, &mut shown).await?;
+        }
     }
     sink.tool_call_ready(&tool_use_id, input.clone()).await?;
     Ok(tool_use_id)
