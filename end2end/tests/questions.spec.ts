@@ -34,6 +34,35 @@ test("a single single-select question is answered by one click", async ({ page, 
   });
 });
 
+test("the options show while the agent writes, and the card opens without drawing them again", async ({ page }) => {
+  // Every radio the page ever adds, with the card's state at that moment (recorded in the page:
+  // the card may open within a frame of its options showing).
+  await page.addInitScript(() => {
+    const seen: { node: Element; state: string | null }[] = ((window as any).__radios = []);
+    new MutationObserver(() => {
+      for (const node of document.querySelectorAll(".question-card input[type=radio]")) {
+        if (!seen.some((s) => s.node === node)) {
+          seen.push({ node, state: node.closest(".question-card")!.getAttribute("data-state") });
+        }
+      }
+    }).observe(document, { subtree: true, childList: true });
+  });
+  await startSession(page, "ask me a single question");
+  const postgres = card(page).getByRole("radio", { name: "Postgres" });
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  await expect(postgres).toBeEnabled();
+  const drawn = await postgres.evaluate((radio) => {
+    const seen: { node: Element; state: string | null }[] = (window as any).__radios;
+    const now = [...radio.closest(".question-card")!.querySelectorAll("input[type=radio]")];
+    return { states: [...new Set(seen.map((s) => s.state))], drawn: seen.length, now: now.length, same: seen.some((s) => s.node === radio) };
+  });
+  // SQLite, Postgres and Other, each drawn once, while the agent was still writing; the radio
+  // clicked is that very one.
+  expect(drawn).toEqual({ states: ["streaming"], drawn: 3, now: 3, same: true });
+  await postgres.click();
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+});
+
 test("a two-question card with multi-select and an Other text", async ({ page, request }) => {
   const session = await startSession(page, "a pair of questions");
   const features = card(page).getByRole("group", { name: "Which features do you want?" });
@@ -74,6 +103,24 @@ test("a two-question card with multi-select and an Other text", async ({ page, r
   await expect(agentReplies(page).first()).toContainText(
     'Received "Which features do you want?"="Dark mode, Analytics, Offline support", "Which auth method?"="OAuth via Google, please" (note: short-lived tokens).',
   );
+});
+
+test("pressing an option moves nothing under the pointer, so the click lands", async ({ page }) => {
+  await startSession(page, "a pair of questions");
+  const features = card(page).getByRole("group", { name: "Which features do you want?" });
+  await features.getByRole("checkbox", { name: "Dark mode" }).click();
+  const preview = card(page).locator(".qc-preview").first();
+  await expect(preview).toContainText("Dark colours everywhere");
+  // Analytics has no preview: pressed, the open one stays until the click is done.
+  const analytics = features.getByRole("checkbox", { name: "Analytics" });
+  const before = (await analytics.boundingBox())!;
+  await page.mouse.move(before.x + before.width / 2, before.y + before.height / 2);
+  await page.mouse.down();
+  await expect(preview).toBeVisible();
+  expect(await analytics.boundingBox()).toEqual(before);
+  await page.mouse.up();
+  await expect(analytics).toBeChecked();
+  await expect(preview).toBeHidden();
 });
 
 test("Skip declines the question and the agent is told so", async ({ page, request }) => {

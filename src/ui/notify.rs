@@ -61,10 +61,12 @@ pub fn announce_question(title: &str, question: &str, tag: &str) {
     #[cfg(feature = "hydrate")]
     {
         let hidden = web_sys::window().and_then(|w| w.document()).is_some_and(|d| d.hidden());
-        let allowed = web_sys::window()
-            .is_some_and(|w| js_sys::Reflect::has(&w, &"Notification".into()).unwrap_or(false))
-            && web_sys::Notification::permission() == web_sys::NotificationPermission::Granted;
-        if hidden && allowed {
+        // Asked only for a tab in the background: in front, it is work on the way to the card.
+        let allowed = || {
+            web_sys::window().is_some_and(|w| js_sys::Reflect::has(&w, &"Notification".into()).unwrap_or(false))
+                && web_sys::Notification::permission() == web_sys::NotificationPermission::Granted
+        };
+        if hidden && allowed() {
             let options = web_sys::NotificationOptions::new();
             options.set_body(question);
             options.set_tag(tag);

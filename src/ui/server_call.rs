@@ -95,10 +95,11 @@ where
     /// The call itself, once per server function rather than once per function and callback:
     /// with `done` generic, every call site (and `dispatch`'s wrapper) made its own copy of this
     /// task. Boxing the callback measured 0.4 KB less on the first load (brotli).
+    ///
+    /// The request is queued before the state changes: what the change redraws then waits behind
+    /// the request rather than ahead of it (tasks and effects run in the order they are queued).
     fn call(&self, input: S, done: Box<dyn FnOnce(Result<S::Output, AppError>)>) {
         let state = self.state;
-        state.pending.set(true);
-        state.problem.set(None);
         leptos::task::spawn_local(async move {
             let result = S::run_on_client(input).await;
             // The control may be gone by now (its session closed): then nobody is told.
@@ -108,5 +109,7 @@ where
             }
             done(result);
         });
+        state.pending.set(true);
+        state.problem.set(None);
     }
 }
