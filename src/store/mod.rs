@@ -491,25 +491,37 @@ impl Store {
             // takes SQLite's write lock at once (a read first would have to upgrade its lock
             // later, which SQLite refuses under contention), and Postgres's row lock, under which
             // a second writer of the same number finds the row changed and updates nothing.
-            let updated = sqlx::query(
-                Sql {
-                    sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                               updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
-                             WHERE id = $5 AND last_seq = $6",
-                    postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                                 updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
-                               WHERE id = $5 AND last_seq = $6",
-                }
-                .on(dialect),
-            )
-            .bind(seq)
-            .bind(turn.map(storable).transpose()?)
-            .bind(touches)
-            .bind(event.at_ms)
-            .bind(session_id)
-            .bind(seq - 1)
-            .execute(&mut *tx)
-            .await?;
+            let updated = if touches || turn.is_some() {
+                sqlx::query(
+                    Sql {
+                        sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                   updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
+                                 WHERE id = $5 AND last_seq = $6",
+                        postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                     updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
+                                   WHERE id = $5 AND last_seq = $6",
+                    }
+                    .on(dialect),
+                )
+                .bind(seq)
+                .bind(turn.map(storable).transpose()?)
+                .bind(touches)
+                .bind(event.at_ms)
+                .bind(session_id)
+                .bind(seq - 1)
+                .execute(&mut *tx)
+                .await?
+            } else {
+                // A delta sets the sequence number only: naming `updated_at_ms` at all, even to
+                // its own value, makes SQLite rewrite the recency index's page too, one page of
+                // the three each streamed delta wrote.
+                sqlx::query("UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3")
+                    .bind(seq)
+                    .bind(session_id)
+                    .bind(seq - 1)
+                    .execute(&mut *tx)
+                    .await?
+            };
             if updated.rows_affected() == 0 {
                 // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
                 let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")

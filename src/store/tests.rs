@@ -276,6 +276,11 @@ async fn a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_eve
     });
     assert_eq!(written, 3, "the deltas did not rewrite the message");
     assert_eq!(store.load_thread("s1").await.unwrap(), live, "the deltas are replayed on load");
+    // A delta moves the log on, and not the session up the list.
+    let listed = store.session("s1").await.unwrap().updated_at_ms;
+    record(&store, "s1", &mut live, vec![EventBody::TextDelta { message_id: "a1".into(), text: "!".into() }]).await;
+    assert_eq!(store.last_seq("s1").await.unwrap(), live.seq);
+    assert_eq!(store.session("s1").await.unwrap().updated_at_ms, listed);
     // Then a tool call streams its arguments into the same message.
     record(
         &store,
