@@ -11,6 +11,8 @@
 // - click → tool_result: from the click event in the page to the mock having received the whole
 //   request that carries the question's tool_result. Split into the click → the POST to
 //   /api/submit_answers leaving the page (Resource Timing), and the rest.
+// With no page open, the same server answered through the API: the answer path without a browser
+// drawing it on the same cores (POST → the mock has the tool_result).
 // Alone, the same CLI with the same flags, driven over stdio (claude-cli.mjs), in the same runs,
 // alternating with AskBridge's: tool_use → the CLI's hook_callback / can_use_tool line read from its
 // stdout; our control_response written → the next request at the mock.
@@ -24,7 +26,7 @@ import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./br
 import { ClaudeCli } from "./claude-cli.mjs";
 import { figure, spread, stats } from "./figures.mjs";
 import { MockApi, newToolResults, resultFor, textBlock, toolUseBlock } from "./mock-api.mjs";
-import { AskBridge, CLAUDE_BIN, claudeEnv, sleep, tempDir } from "./processes.mjs";
+import { AskBridge, CLAUDE_BIN, claudeEnv, now, sleep, tempDir, waitFor } from "./processes.mjs";
 
 const RUNS = Number(process.env.BENCH_QUESTION_RUNS ?? 7);
 const PATHS = (process.env.BENCH_ANSWER_PATHS ?? "hook,can-use-tool").split(",");
@@ -77,17 +79,18 @@ export async function questions() {
       });
     }
     const cliHome = tempDir("claude-alone");
-    const runs = Object.fromEntries(PATHS.map((p) => [p, { askbridge: [], alone: [] }]));
+    const runs = Object.fromEntries(PATHS.map((p) => [p, { askbridge: [], noPage: [], alone: [] }]));
     for (let run = 0; run < RUNS; run++) {
       for (const answerPath of PATHS) {
         runs[answerPath].askbridge.push(await throughAskBridge(browser, servers[answerPath], mock, lastQuestion, run));
+        runs[answerPath].noPage.push(await withNoPage(servers[answerPath], mock, run));
         runs[answerPath].alone.push(await alone(cliHome, mock, answerPath, lastQuestion));
       }
     }
 
     const figures = [];
     for (const answerPath of PATHS) {
-      const { askbridge, alone: cli } = runs[answerPath];
+      const { askbridge, noPage, alone: cli } = runs[answerPath];
       const of = (list, key) => stats(list.map((r) => r[key]));
       const row = (name, s, options = {}) =>
         figure("questions", `${answerPath}: ${name}`, s.median, "ms", { shown: spread(s, "ms", { p95: true }), ...options });
@@ -107,6 +110,7 @@ export async function questions() {
         }),
         row("  click → POST leaves the page", of(askbridge, "clickToPost")),
         row("  POST leaves → API receives", of(askbridge, "postToResult")),
+        row("  (no page open: POST → API receives)", of(noPage, "postToResult")),
         row("  (CLI alone: answer → API receives)", cliAnswer),
       );
     }
@@ -171,6 +175,29 @@ async function throughAskBridge(browser, server, mock, lastQuestion, run) {
   } finally {
     await context.close();
   }
+}
+
+/**
+ * One run through AskBridge with no page open: the message and the answer go through the API.
+ * The same server and CLI as with a page, without a browser drawing the answer on the same cores.
+ */
+async function withNoPage(server, mock, run) {
+  const { id: session } = await server.api("create_session", {});
+  await server.api("send_message", { session, text: `Set up the database for my app (run ${run + 1}, no page). Ask me which one.` });
+  const asked = await waitFor("the question to open", 60_000, async () => {
+    const { thread } = await server.api("load_session", { id: session });
+    return thread.messages.flatMap((m) => m.blocks).find((b) => b.tool_call?.interaction)?.tool_call;
+  }, 5);
+  await sleep(THINK_MS);
+  const postedAt = now();
+  await server.api("submit_answers", { session, tool_use_id: asked.id, answers: [{ question: QUESTION, labels: ["Postgres"] }] });
+  const result = await answerReached(mock, asked.id);
+  await waitFor("the turn to end", 60_000, async () => {
+    const { thread } = await server.api("load_session", { id: session });
+    return !thread.turn.working;
+  });
+  await server.api("delete_session", { id: session });
+  return { postToResult: result.receivedAt - postedAt };
 }
 
 /** One run of the CLI alone over stdio, answered after the same think time. */
