@@ -75,9 +75,10 @@ pub fn normalize_question_args(tool: &str, args: &Value) -> Result<Vec<Question>
 /// What can be shown of arguments still streaming: the questions whose text has arrived, with the
 /// options that have a label so far. Never fails.
 ///
-/// Runs on the server: the Messages API agent turns the arguments it streams into a card that
-/// fills in, options included (`EventBody::ToolInputPreview`); the browser keeps to
-/// `question_texts_so_far`, which costs its bundle far less, for agents that send no preview.
+/// Runs on the server: every agent turns the question arguments it streams into a card that fills
+/// in, options included (`question_preview` on the sink, `EventBody::ToolInputPreview`); the
+/// browser keeps to `question_texts_so_far`, which costs its bundle far less, for a call that has
+/// no preview yet.
 pub fn normalize_partial(tool: &str, partial: &str) -> Vec<Question> {
     let Ok(value) = serde_json::from_str::<Value>(&repair_partial_json(partial)) else { return Vec::new() };
     if let Ok(questions) = normalize_question_args(tool, &value) {

@@ -439,8 +439,9 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         sends: "answer",
     };
     let body = view! {
-        // Redrawn only when the questions change: while the agent writes them, and once when
-        // they are complete (the memo holds equal values still).
+        // Redrawn only when the questions change, while the agent writes them: the card opens
+        // with the questions of its last preview, so opening it redraws nothing (the memo holds
+        // equal values).
         {move || {
             let questions = questions.get();
             let shows_missing = card.editable_untracked() && !untrack(|| card.auto_submits());

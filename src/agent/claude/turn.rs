@@ -57,6 +57,15 @@ enum Answer {
     Nothing,
 }
 
+/// A question tool's call as the CLI streams it: the tool, its arguments so far, and the
+/// questions its card shows of them.
+#[derive(Default)]
+struct QuestionWritten {
+    tool: String,
+    json: String,
+    shown: Vec<Question>,
+}
+
 /// A request of the CLI's that waits for the person.
 struct Asking {
     tool_use_id: String,
@@ -81,9 +90,8 @@ pub(super) struct Turn<'a> {
     block_tools: HashMap<(String, usize), String>,
     started_tools: HashSet<String>,
     ready_tools: HashSet<String>,
-    /// Question tools being written, by tool_use id: their name, arguments so far, and the
-    /// questions their card shows so far.
-    questions_written: HashMap<String, (String, String, Vec<Question>)>,
+    /// Question tools being written, by tool_use id.
+    questions_written: HashMap<String, QuestionWritten>,
     /// The CLI's pending requests, by its request id.
     asking: HashMap<String, Asking>,
     /// Requests parked, by request id: hooks deferred, or permission requests left unanswered.
@@ -243,7 +251,7 @@ impl<'a> Turn<'a> {
                         sink.tool_call_started(&ours, &id, &name).await?;
                     }
                     if is_question_tool(&name) {
-                        self.questions_written.insert(id.clone(), (name, String::new(), Vec::new()));
+                        self.questions_written.insert(id.clone(), QuestionWritten { tool: name, ..Default::default() });
                     }
                     self.block_tools.insert((message, index), id);
                 }
@@ -262,9 +270,10 @@ impl<'a> Turn<'a> {
                             {
                                 sink.tool_input_delta(tool, &partial_json).await?;
                                 // The card fills in as the model writes, options included.
-                                if let Some((name, json, shown)) = self.questions_written.get_mut(tool) {
-                                    json.push_str(&partial_json);
-                                    sink.question_preview(tool, name, json, shown).await?;
+                                if let Some(written) = self.questions_written.get_mut(tool) {
+                                    written.json.push_str(&partial_json);
+                                    sink.question_preview(tool, &written.tool, &written.json, &mut written.shown)
+                                        .await?;
                                 }
                             }
                         }
