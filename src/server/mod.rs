@@ -410,6 +410,7 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
         .route("/api/{*function}", post(server_fn))
         .route(LIVE_PATH, get(sse::live))
         .route(security::LOGIN_PATH, post(security::login))
+        .route(security::PING_PATH, get(|| async { StatusCode::NO_CONTENT }))
         .nest_service("/pkg", pkg_service(&args.site_root, hashed))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(move |options| {
             shell(options, fallback_assets.clone())
@@ -418,6 +419,7 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
         .layer(axum::middleware::map_response(typed_error_status))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(access, security::guard))
+        .layer(axum::middleware::map_response(security::safe_headers))
         // Spans name the path, never the query: a sign-in link carries the token there.
         .layer(TraceLayer::new_for_http().make_span_with(|request: &Request<Body>| {
             tracing::debug_span!("request", method = %request.method(), path = %request.uri().path())
