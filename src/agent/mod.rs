@@ -85,6 +85,12 @@ pub trait AgentBackend: Send + Sync + 'static {
         PermissionMode::Default
     }
 
+    /// Messages a newcomer can try, for the welcome page's buttons (the offline demo knows which
+    /// messages it answers; a real agent answers anything).
+    fn example_prompts(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The person switched the session's permission mode (`session` is empty to only check that
     /// `mode` is allowed).
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {

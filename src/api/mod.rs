@@ -73,6 +73,9 @@ pub struct WorkspaceData {
     pub current: Option<SessionView>,
     /// Why `current` is missing although a session was asked for.
     pub problem: Option<AppError>,
+    /// Messages to try, offered on the welcome page (the offline demo's).
+    #[serde(default)]
+    pub examples: Vec<String>,
 }
 
 /// The page's data, for the browser to switch sessions without a reload.
@@ -99,6 +102,7 @@ impl WorkspaceData {
             sessions,
             current,
             problem,
+            examples: manager.example_prompts(),
         })
     }
 }

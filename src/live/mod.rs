@@ -15,6 +15,9 @@ pub mod sse;
 
 /// The path of the live stream; `?session=<id>&after=<seq>`.
 pub const LIVE_PATH: &str = "/api/live";
+/// 204 for a signed-in browser, 401 otherwise (the server's `security::PING_PATH`): asked when
+/// the stream fails, to tell a server that is down from a sign-in that is gone.
+pub const PING_PATH: &str = "/api/ping";
 
 /// SSE event names.
 pub const SESSION_EVENT: &str = "session";
@@ -37,4 +40,7 @@ pub enum ConnectionStatus {
     },
     /// The server ended the stream for good (the session was deleted).
     Closed(AppError),
+    /// The server is up but does not know this browser any more (its access token changed):
+    /// nothing is retried until the person signs in again.
+    SignedOut,
 }

@@ -47,6 +47,7 @@ async fn open(
     let (tx, rx) = mpsc::channel::<Event>(64);
     let shutdown = manager.shutdown_token();
     let mut list = manager.watch_list();
+    let store = manager.store().clone();
     // The list as it is now comes first.
     list.mark_changed();
     let mut events = match &session {
@@ -54,7 +55,13 @@ async fn open(
         Some(id) => match manager.runtime(id).await {
             Ok(runtime) => Some(follow_session(manager.store().clone(), runtime, after, shutdown.clone())),
             Err(error) => {
-                let _ = tx.send(problem(&AppError::from(error))).await;
+                // A session that does not exist is news; a store that fails for now is not: the
+                // stream ends, and the tab tries again.
+                if let crate::store::StoreError::SessionNotFound(_) = error {
+                    let _ = tx.send(problem(&AppError::from(error))).await;
+                } else {
+                    tracing::warn!(%error, "could not open a session's live stream");
+                }
                 return ReceiverStream::new(rx).map(Ok);
             }
         },
@@ -73,9 +80,16 @@ async fn open(
                 event = next_event(&mut events) => match event {
                     Some(event) => Event::default().event(SESSION_EVENT).id(event.seq.to_string()).json_data(&*event),
                     None => {
-                        // The session's channel closed: it was deleted.
+                        // The session's channel closed: the session was deleted, or the server
+                        // is stopping, or this server let go of it, or the store failed. Only
+                        // the first is news for the tab; otherwise the stream just ends, and
+                        // the tab reconnects and catches up by sequence number.
                         let id = session.clone().unwrap_or_default();
-                        let _ = tx.send(problem(&AppError::SessionNotFound { id })).await;
+                        if !shutdown.is_cancelled()
+                            && let Err(crate::store::StoreError::SessionNotFound(_)) = store.session(&id).await
+                        {
+                            let _ = tx.send(problem(&AppError::SessionNotFound { id })).await;
+                        }
                         return;
                     }
                 },

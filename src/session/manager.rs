@@ -317,6 +317,11 @@ impl SessionManager {
         self.agent.name()
     }
 
+    /// Messages a newcomer can try (the offline demo's), for the welcome page.
+    pub fn example_prompts(&self) -> Vec<String> {
+        self.agent.example_prompts()
+    }
+
     /// Where a new session's agent works unless told otherwise, when that means anything.
     pub fn default_workdir(&self) -> Option<std::path::PathBuf> {
         self.agent.default_workdir()
@@ -474,6 +479,7 @@ impl SessionManager {
             working: false,
             waiting: false,
             workdir,
+            active_at_ms: now,
         };
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.
@@ -548,6 +554,7 @@ impl SessionManager {
             self.give_back_lease(session_id).await;
             return Err(error);
         }
+        self.mark_active(session_id).await;
         if first_message
             && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
         {
@@ -643,7 +650,9 @@ impl SessionManager {
         tool_use_id: &str,
         answers: Vec<QuestionAnswer>,
     ) -> Result<(), AppError> {
-        self.bridge.answer(session_id, tool_use_id, answers).await
+        self.bridge.answer(session_id, tool_use_id, answers).await?;
+        self.mark_active(session_id).await;
+        Ok(())
     }
 
     /// Skips a pending question; the agent is told that the person declined to answer.
@@ -653,7 +662,9 @@ impl SessionManager {
         tool_use_id: &str,
         reason: Option<String>,
     ) -> Result<(), AppError> {
-        self.bridge.decline(session_id, tool_use_id, reason).await
+        self.bridge.decline(session_id, tool_use_id, reason).await?;
+        self.mark_active(session_id).await;
+        Ok(())
     }
 
     /// Allows or denies a pending approval. The first decision wins.
@@ -663,7 +674,18 @@ impl SessionManager {
         tool_use_id: &str,
         decision: Decision,
     ) -> Result<(), AppError> {
-        self.bridge.decide(session_id, tool_use_id, decision).await
+        self.bridge.decide(session_id, tool_use_id, decision).await?;
+        self.mark_active(session_id).await;
+        Ok(())
+    }
+
+    /// The person did something in the session: it moves up the list. Not worth failing their
+    /// action for: what they did is stored.
+    async fn mark_active(&self, session_id: &str) {
+        match self.store().mark_active(session_id, now_ms()).await {
+            Ok(()) => self.log.list_changed(),
+            Err(error) => warn!(session = %session_id, %error, "could not move the session up the list"),
+        }
     }
 
     /// Sends the person's answer to a question whose answer never reached the agent (the server

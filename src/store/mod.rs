@@ -306,10 +306,12 @@ impl Store {
             let mut tx = pool.begin().await?;
             sqlx::query(
                 Sql {
-                    sqlite: "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir)
-                             VALUES ($1, $2, $3, $4, $5, $6)",
-                    postgres: "INSERT INTO sessions (id, title, agent, created_at, updated_at, workdir)
-                               VALUES ($1, $2, $3, to_timestamp($4 / 1000.0), to_timestamp($5 / 1000.0), $6)",
+                    sqlite:
+                        "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms, workdir, active_at_ms)
+                             VALUES ($1, $2, $3, $4, $5, $6, $4)",
+                    postgres: "INSERT INTO sessions (id, title, agent, created_at, updated_at, workdir, active_at)
+                               VALUES ($1, $2, $3, to_timestamp($4 / 1000.0), to_timestamp($5 / 1000.0), $6,
+                                       to_timestamp($4 / 1000.0))",
                 }
                 .on(dialect),
             )
@@ -327,14 +329,38 @@ impl Store {
         Ok(())
     }
 
-    /// Every session, the most recently active first.
+    /// Every session, the one the person was last active in first (what the agent does on its
+    /// own moves nothing: a list that reordered itself moved under the pointer).
     pub async fn list_sessions(&self) -> StoreResult<Vec<SessionSummary>> {
         let rows: Vec<SummaryRow> = on_pool!(self, |pool, dialect| {
-            sqlx::query_as(&format!("{} ORDER BY updated_at_ms DESC, created_at_ms DESC", SUMMARY.on(dialect)))
+            sqlx::query_as(&format!("{} ORDER BY active_at_ms DESC, created_at_ms DESC, id", SUMMARY.on(dialect)))
                 .fetch_all(pool)
                 .await?
         });
         Ok(rows.into_iter().map(SessionSummary::from).collect())
+    }
+
+    /// The person did something in the session (wrote, answered, decided): it moves to the top
+    /// of the list.
+    pub async fn mark_active(&self, id: &str, at_ms: i64) -> StoreResult<()> {
+        self.check_writable()?;
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                Sql {
+                    sqlite: "UPDATE sessions SET active_at_ms = $2 WHERE id = $1",
+                    postgres: "UPDATE sessions SET active_at = to_timestamp($2 / 1000.0) WHERE id = $1",
+                }
+                .on(dialect),
+            )
+            .bind(id)
+            .bind(at_ms)
+            .execute(&mut *tx)
+            .await?;
+            notify_in!(&mut *tx, dialect, &Notice::ListChanged);
+            tx.commit().await?;
+        });
+        Ok(())
     }
 
     pub async fn session(&self, id: &str) -> StoreResult<SessionSummary> {
@@ -642,13 +668,14 @@ impl Store {
 
 /// A session as the list shows it, with whether an interaction waits for the person.
 const SUMMARY: Sql = Sql {
-    sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, turn, workdir,
+    sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, active_at_ms, turn, workdir,
                EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
                  AS waiting
              FROM sessions",
     postgres: "SELECT id, title, agent,
                  (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms,
-                 (extract(epoch FROM updated_at) * 1000)::bigint AS updated_at_ms, turn, workdir,
+                 (extract(epoch FROM updated_at) * 1000)::bigint AS updated_at_ms,
+                 (extract(epoch FROM active_at) * 1000)::bigint AS active_at_ms, turn, workdir,
                  EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
                    AS waiting
                FROM sessions",
@@ -667,6 +694,7 @@ struct SummaryRow {
     agent: String,
     created_at_ms: i64,
     updated_at_ms: i64,
+    active_at_ms: i64,
     turn: Json<TurnState>,
     workdir: Option<String>,
     waiting: bool,
@@ -683,6 +711,7 @@ impl From<SummaryRow> for SessionSummary {
             working: row.turn.0.working,
             waiting: row.waiting,
             workdir: row.workdir,
+            active_at_ms: row.active_at_ms,
         }
     }
 }

@@ -56,6 +56,7 @@ on_sqlite_and_postgres!(
     a_sequence_number_is_written_once,
     of_two_servers_appending_the_same_sequence_number_exactly_one_wins,
     sessions_list_most_recent_first_and_rename_stops_auto_titles,
+    the_list_follows_the_persons_activity_not_the_agents_events,
     deleting_a_session_removes_its_log_and_unknown_ids_are_not_found,
     unfinished_turns_are_found_after_a_restart,
     unfinished_turns_skip_sessions_a_live_server_holds,
@@ -77,6 +78,7 @@ fn summary(id: &str, at: i64) -> SessionSummary {
         working: false,
         waiting: false,
         workdir: None,
+        active_at_ms: at,
     }
 }
 
@@ -220,6 +222,22 @@ async fn sessions_list_most_recent_first_and_rename_stops_auto_titles(db: Db) {
     assert_eq!(store.session("old").await.unwrap().title, "Mine");
     store.set_automatic_title("new", "from message").await.unwrap();
     assert_eq!(store.session("new").await.unwrap().title, "from message");
+}
+
+async fn the_list_follows_the_persons_activity_not_the_agents_events(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("worked-in", 1)).await.unwrap();
+    store.create_session(&summary("background", 2)).await.unwrap();
+    store.mark_active("worked-in", 3).await.unwrap();
+    let ids = |store: Store| async move {
+        store.list_sessions().await.unwrap().into_iter().map(|s| (s.id, s.active_at_ms)).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(store.clone()).await, vec![("worked-in".into(), 3), ("background".into(), 2)]);
+    // The agent of the other session streams, asks and parks: the list stays as it is.
+    let mut thread = Thread::default();
+    record(&store, "background", &mut thread, a_turn()).await;
+    assert_eq!(ids(store.clone()).await, vec![("worked-in".into(), 3), ("background".into(), 2)]);
+    assert!(matches!(store.mark_active("nope", 4).await, Ok(()) | Err(StoreError::SessionNotFound(_))));
 }
 
 async fn deleting_a_session_removes_its_log_and_unknown_ids_are_not_found(db: Db) {

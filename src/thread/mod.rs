@@ -31,6 +31,71 @@ pub struct SessionSummary {
     /// The folder the agent works in, when it is not the server's default.
     #[serde(default)]
     pub workdir: Option<String>,
+    /// When the person last did something in it (created it, wrote, answered): the list's order,
+    /// which the agent's own events (streaming, parking) do not change.
+    #[serde(default)]
+    pub active_at_ms: i64,
+}
+
+impl SessionSummary {
+    pub fn status(&self) -> SessionStatus {
+        SessionStatus::of(self.working, self.waiting)
+    }
+}
+
+/// Where a session stands, in the one vocabulary the header, the session list and the cards
+/// share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionStatus {
+    /// The agent is in the middle of a turn.
+    Working,
+    /// The agent runs and waits for the person's answer or decision.
+    WaitingForYou,
+    /// Something waits for the person and no agent runs for it: it let go (parked), and the
+    /// answer resumes it.
+    Paused,
+    /// Nothing runs and nothing waits: the session takes a message.
+    Ready,
+}
+
+impl SessionStatus {
+    pub fn of(working: bool, waiting: bool) -> Self {
+        match (working, waiting) {
+            (true, true) => Self::WaitingForYou,
+            (false, true) => Self::Paused,
+            (true, false) => Self::Working,
+            (false, false) => Self::Ready,
+        }
+    }
+
+    /// For styles (`data-status`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::WaitingForYou => "waiting",
+            Self::Paused => "paused",
+            Self::Ready => "ready",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Working => "Working",
+            Self::WaitingForYou => "Waiting for you",
+            Self::Paused => "Paused",
+            Self::Ready => "Ready",
+        }
+    }
+
+    /// What the label means, for screen readers and tooltips.
+    pub fn explained(self) -> &'static str {
+        match self {
+            Self::Working => "Working: the agent is busy with your last message",
+            Self::WaitingForYou => "Waiting for you: the agent asks you something and waits for your answer",
+            Self::Paused => "Paused: the agent waits for your answer and is not running; your answer resumes it",
+            Self::Ready => "Ready: the agent takes your next message",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -234,6 +234,10 @@ impl AgentBackend for ScriptedAgent {
         self.rules.lock().expect("rules lock").remove(session);
         Box::pin(async {})
     }
+
+    fn example_prompts(&self) -> Vec<String> {
+        self.scenario.examples.clone()
+    }
 }
 
 /// Where a parked turn stopped: the message it answers, its `tool_call`-th tool call (the one

@@ -20,6 +20,8 @@ pub struct Scenario {
     pub name: String,
     /// Words per second for streamed text.
     pub pace: f64,
+    /// Messages to try, offered as buttons on the welcome page.
+    pub examples: Vec<String>,
     pub turns: Vec<Turn>,
 }
 
@@ -124,7 +126,11 @@ impl Scenario {
             }
             turns.push(Turn { when, steps });
         }
-        Ok(Self { name: raw.name.unwrap_or_else(|| source_name.to_string()), pace, turns })
+        let examples: Vec<String> = raw.examples.iter().map(|e| e.trim().to_string()).collect();
+        if examples.iter().any(String::is_empty) {
+            return Err(invalid(0..0, "`examples` holds an empty message".to_string()));
+        }
+        Ok(Self { name: raw.name.unwrap_or_else(|| source_name.to_string()), pace, examples, turns })
     }
 
     /// The turn that answers `message`: the first with a `when` word (or phrase) among the
@@ -158,6 +164,8 @@ fn line_of(text: &str, offset: usize) -> usize {
 struct RawScenario {
     name: Option<String>,
     pace: Option<f64>,
+    #[serde(default)]
+    examples: Vec<String>,
     #[serde(default)]
     turn: Vec<Spanned<RawTurn>>,
 }
