@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 /// The API key the CLI is given. Its last 20 characters go in `customApiKeyResponses.approved`,
 /// without which the UI stops at "Detected a custom API key in your environment".
-pub const API_KEY: &str = "sk-ant-api03-askbridge-terminal-test-key-0123456789";
+pub const API_KEY: &str = "askbridge-terminal-test-key-not-a-secret-0123456789";
 
 /// Columns and rows of the pane. Wide enough that prompts are not wrapped mid-word.
 const COLUMNS: u16 = 160;
