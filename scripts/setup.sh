@@ -48,6 +48,13 @@ if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! [ -x /usr/bin/chromium ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 fi
 
+# tmux for the tests that drive Claude Code's interactive terminal UI (tests/terminal_cli.rs).
+if ! command -v tmux >/dev/null; then
+  say "installing Debian tmux"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux
+fi
+
 # PostgreSQL for the store's tests on Postgres: each test process starts a private server of its
 # own (src/testing/postgres.rs) from these binaries; Debian's cluster is not used.
 if ! [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then

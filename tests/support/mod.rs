@@ -3,3 +3,4 @@
 
 pub mod mock_anthropic;
 pub mod server;
+pub mod terminal;
