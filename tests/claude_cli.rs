@@ -394,7 +394,20 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     assert_eq!(call.result.as_deref(), Some(expected));
     assert_eq!(call.interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Answered { answers }));
     assert_eq!(stored, thread);
-    assert_eq!(h.manager.bridge().take_answer(&h.session, "toolu_ask"), None, "the answer was taken once");
+    // Once: the one result the CLI echoed, stored as the person's answer.
+    let results: Vec<String> = h
+        .manager
+        .store()
+        .events_after(&h.session, 0, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|event| match event.body {
+            EventBody::ToolResult { tool_use_id, output, .. } if tool_use_id == "toolu_ask" => Some(output),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [expected]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -133,8 +133,6 @@ pub struct InteractionBridge {
     ledger: Arc<dyn Ledger>,
     timeouts: Timeouts,
     waiters: Mutex<HashMap<Key, Waiter>>,
-    /// Answers kept for the override step (`take_answer`).
-    answers: Mutex<HashMap<Key, Vec<QuestionAnswer>>>,
     /// Sessions whose parked interaction was settled: their agent may resume.
     resume: mpsc::UnboundedSender<String>,
 }
@@ -143,7 +141,7 @@ impl InteractionBridge {
     /// The bridge, and the sessions to resume as their parked interactions are settled.
     pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> (Self, mpsc::UnboundedReceiver<String>) {
         let (resume, resumes) = mpsc::unbounded_channel();
-        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), answers: Mutex::default(), resume };
+        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), resume };
         (bridge, resumes)
     }
 
@@ -400,9 +398,6 @@ impl InteractionBridge {
     /// An outcome is recorded, by this server or (through the store they share) another: the
     /// waiting agent gets it, or, when nobody here waits, the session may resume its agent.
     pub fn resolved(&self, session: &str, tool_use_id: &str, outcome: &InteractionOutcome) {
-        if let InteractionOutcome::Answered { answers } = outcome {
-            self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
-        }
         info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
         if !self.deliver(session, tool_use_id, outcome.clone()) {
             // Nobody waits: the session decides whether its agent resumes now.
@@ -443,15 +438,9 @@ impl InteractionBridge {
         self.waiters.lock().expect("bridge lock").remove(&key(session, tool_use_id));
     }
 
-    /// Drops everything kept for a session whose turn ended or which was deleted.
+    /// Drops the waiters of a session whose turn ended or which was deleted.
     pub fn forget_session(&self, session: &str) {
         self.waiters.lock().expect("bridge lock").retain(|(s, _), _| s != session);
-        self.answers.lock().expect("bridge lock").retain(|(s, _), _| s != session);
-    }
-
-    /// The person's answer to `tool_use_id`, once: for replacing an auto-filled tool result.
-    pub fn take_answer(&self, session: &str, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
-        self.answers.lock().expect("bridge lock").remove(&key(session, tool_use_id))
     }
 }
 
@@ -591,8 +580,6 @@ mod tests {
         let got = agent.await.unwrap().unwrap();
         assert_eq!(got, InteractionOutcome::Answered { answers: answer("JWT") });
         assert_eq!(ledger.interactions.lock().await[&key("s", "t")].outcome, Some(got));
-        assert_eq!(bridge.take_answer("s", "t"), Some(answer("JWT")), "kept for the override step");
-        assert_eq!(bridge.take_answer("s", "t"), None, "once");
     }
 
     #[tokio::test]
@@ -687,12 +674,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_forgotten_session_keeps_no_waiter_and_no_answer() {
+    async fn a_forgotten_session_keeps_no_waiter() {
         let (bridge, _) = bridge(Timeouts::default());
         let _agent = waiting(&bridge, question(), CancellationToken::new()).await;
-        bridge.answer("s", "t", answer("JWT")).await.unwrap();
         bridge.forget_session("s");
-        assert_eq!(bridge.take_answer("s", "t"), None);
         assert!(!bridge.is_waiting("s", "t"));
     }
 

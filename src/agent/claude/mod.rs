@@ -245,7 +245,7 @@ impl ClaudeCliBackend {
             cli.send(ToCli::user_text(&told.join("\n\n")));
         }
         // A resume with nothing to say lets the CLI ask its parked call again by itself.
-        let result = Turn::new(sink.clone(), &request, self.config.answer_path, announced, preapproved).run(cli).await;
+        let result = Turn::new(sink.clone(), &request, announced, preapproved).run(cli).await;
         let ended = match result {
             Ok(usage) => return Ok(usage),
             Err(ended) => ended,
