@@ -16,12 +16,16 @@ use super::protocol::{
     self, ApiEvent, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow, hook_defer,
     hook_deny, input_with_answers,
 };
-use super::{AnswerPath, INTERRUPT_TIMEOUT};
+use super::config::AnswerPath;
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
 use crate::question::{Question, QuestionAnswer, is_question_tool, words};
 use crate::thread::Usage;
+
+/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
+/// the tools it stops).
+pub(super) const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long a turn whose `result` came while subagents were at work waits, once they are done,
 /// for the turn the CLI then starts by itself.
@@ -243,7 +247,7 @@ impl<'a> Turn<'a> {
                 if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
                 }
-                let info = super::describe(&system);
+                let info = describe(&system);
                 let announced = Some((info.clone(), system.session_id.clone()));
                 if *self.announced != announced {
                     sink.agent_started(&info, system.session_id.clone()).await?;
@@ -525,6 +529,15 @@ impl<'a> Turn<'a> {
             let _ = replies.send((request_id, answer));
         });
     }
+}
+
+/// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
+fn describe(system: &protocol::SystemMessage) -> String {
+    let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
+    parts.extend(system.model.clone());
+    parts.extend(system.permission_mode.as_ref().map(|m| format!("{m} mode")));
+    parts.extend(system.cwd.clone());
+    parts.join(" · ")
 }
 
 /// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
