@@ -6,15 +6,18 @@
 //! a while, or the agent's turn simply ends there, as the Messages API agent's does), the card
 //! stays pending, and the answer, once recorded, asks the session to resume the agent.
 //!
-//! The bridge decides; the [`Ledger`] records. Each resolution is judged against the interaction
-//! as recorded, under the ledger's lock, and recorded before the waiting agent hears of it. In
-//! production the ledger is the session's event log; in the tests below it is a map in memory.
+//! The bridge decides; the [`Ledger`] (`ledger.rs`) records. Each resolution is judged against
+//! the interaction as recorded, under the ledger's lock, and recorded before the waiting agent
+//! hears of it. In production the ledger is the session's event log; in the tests below it is a
+//! map in memory. How long everything waits is `timeouts.rs`.
+
+mod ledger;
+mod timeouts;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -24,86 +27,11 @@ use crate::error::AppError;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
 
+pub use ledger::{Elsewhere, Ledger, Verdict};
+pub use timeouts::{DEFAULT_LEASE, Timeouts};
+
 /// What an agent that is gone is told, and the card says.
 const AGENT_GONE: &str = "the agent is no longer running";
-
-/// How long the person has to answer (`None` waits as long as the agent does), how long an
-/// agent waits before it is parked (`None`: it waits, running), and how long a server's hold on
-/// a session's agent lasts unless renewed (`None`: [`DEFAULT_LEASE`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timeouts {
-    pub question: Option<Duration>,
-    pub approval: Option<Duration>,
-    pub park_after: Option<Duration>,
-    pub lease: Option<Duration>,
-}
-
-/// How long a server holds a session's agent (its lease) unless it renews it: after a crash,
-/// what its sessions wait before another server takes them.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
-
-impl Timeouts {
-    pub fn lease(&self) -> Duration {
-        self.lease.unwrap_or(DEFAULT_LEASE)
-    }
-}
-
-/// What the bridge decided about one resolution: what to record (if anything), and what the
-/// person who sent it is told.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    pub record: Option<InteractionOutcome>,
-    pub result: Result<(), AppError>,
-}
-
-impl Verdict {
-    fn record(outcome: InteractionOutcome) -> Self {
-        Self { record: Some(outcome), result: Ok(()) }
-    }
-
-    fn refuse(error: AppError) -> Self {
-        Self { record: None, result: Err(error) }
-    }
-}
-
-/// Where interactions are recorded, and the lock under which one is resolved at a time.
-pub trait Ledger: Send + Sync {
-    /// Records that tool call `tool_use_id` of `session` asks the person `request` — unless it was
-    /// decided already (an agent resumed after a park asks again): then its outcome.
-    fn open<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        request: InteractionRequest,
-    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
-
-    /// Under the lock: records that no agent waits for the pending interaction any more and then
-    /// calls `parked`; or, if it was decided meanwhile, returns that outcome and records nothing.
-    fn park<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        parked: &'a (dyn Fn() + Send + Sync),
-    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
-
-    /// Under the lock: reads the interaction, records the outcome `judge` picks (if any), and then,
-    /// still under the lock, tells `recorded` what was recorded. `judge` is also told whether the
-    /// session's agent runs on another server (which then waits, and hears of the outcome through
-    /// the ledger). Returns the verdict; an unknown session or interaction is `SessionNotFound` or
-    /// `InteractionNotFound`.
-    fn settle<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
-        recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
-    ) -> BoxFuture<'a, Result<Verdict, AppError>>;
-}
-
-/// Whether the session's agent runs on another server sharing the store, as far as the ledger
-/// knows: then its waiters are that server's, not this bridge's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Elsewhere(pub bool);
 
 type Key = (String, String);
 
@@ -452,6 +380,8 @@ fn not_a_question(tool_use_id: &str) -> AppError {
 
 #[cfg(test)]
 mod tests {
+    use futures::future::BoxFuture;
+
     use super::*;
     use crate::approval::Approval;
     use crate::question::{Choice, Question};
