@@ -42,6 +42,14 @@ const LIST_INTERVAL: Duration = Duration::from_millis(250);
 /// the events it found, so only a session written to by that many servers at once runs out.
 const ATTEMPTS: usize = 32;
 
+/// What a compare-and-set's judge decided, having read the thread.
+pub(super) enum Judged<T> {
+    /// Append this event; once it is stored, the caller gets `T`.
+    Append(EventBody, T),
+    /// Append nothing: the caller gets `T` at once.
+    Done(T),
+}
+
 /// An event another server appended, as this one caught up with it: (session, event).
 pub type RemoteEvent = (String, Arc<SessionEvent>);
 
@@ -215,23 +223,27 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            for attempt in 1..=ATTEMPTS {
-                let existing = state.thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
-                if let Some(decided) = existing.and_then(|interaction| interaction.outcome.clone()) {
-                    return Ok(Some(decided));
-                }
-                // New, or asked again by a resumed agent (then it is no longer parked).
-                let request = request.clone();
-                let opened = EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request };
-                match runtime.try_append_locked(&self.store, &mut state, opened).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
-                break;
-            }
+            let decided = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    let existing = thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
+                    Ok::<_, AppError>(match existing.and_then(|interaction| interaction.outcome.clone()) {
+                        Some(decided) => Judged::Done(Some(decided)),
+                        // New, or asked again by a resumed agent (then it is no longer parked).
+                        None => Judged::Append(
+                            EventBody::InteractionOpened {
+                                tool_use_id: tool_use_id.to_string(),
+                                request: request.clone(),
+                            },
+                            None,
+                        ),
+                    })
+                })
+                .await?;
             drop(state);
-            self.list_changed();
-            Ok(None)
+            if decided.is_none() {
+                self.list_changed();
+            }
+            Ok(decided)
         })
     }
 
@@ -244,20 +256,22 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            for attempt in 1..=ATTEMPTS {
-                let interaction = interaction_of(&state.thread, tool_use_id)?;
-                if let Some(decided) = &interaction.outcome {
-                    return Ok(Some(decided.clone()));
-                }
-                let body = EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() };
-                match runtime.try_append_locked(&self.store, &mut state, body).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
-                break;
+            let decided = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    Ok::<_, AppError>(match &interaction_of(thread, tool_use_id)?.outcome {
+                        Some(decided) => Judged::Done(Some(decided.clone())),
+                        None => Judged::Append(
+                            EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() },
+                            None,
+                        ),
+                    })
+                })
+                .await?;
+            if decided.is_none() {
+                // Still under the lock: an answer finds either the waiter or the park.
+                parked();
             }
-            parked();
-            Ok(None)
+            Ok(decided)
         })
     }
 
@@ -272,25 +286,30 @@ impl Ledger for SessionLog {
             let elsewhere = Elsewhere(self.runs_elsewhere(session).await?);
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            // The compare-and-set of an answer: judged against the log as this server has it,
-            // and written only if the log is still there; else judged again with what came.
-            // Across servers, exactly one outcome is recorded.
-            for attempt in 1..=ATTEMPTS {
-                let interaction = interaction_of(&state.thread, tool_use_id)?;
-                let verdict = judge(interaction, elsewhere);
-                let Some(outcome) = &verdict.record else { return Ok(verdict) };
-                let body =
-                    EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome: outcome.clone() };
-                match runtime.try_append_locked(&self.store, &mut state, body).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
+            // Judged against the log as this server has it, and written only if the log is still
+            // there; else judged again with what came. Across servers, exactly one outcome is
+            // recorded.
+            let verdict = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    let verdict = judge(interaction_of(thread, tool_use_id)?, elsewhere);
+                    Ok::<_, AppError>(match &verdict.record {
+                        Some(outcome) => Judged::Append(
+                            EventBody::InteractionResolved {
+                                tool_use_id: tool_use_id.to_string(),
+                                outcome: outcome.clone(),
+                            },
+                            verdict,
+                        ),
+                        None => Judged::Done(verdict),
+                    })
+                })
+                .await?;
+            if let Some(outcome) = &verdict.record {
                 recorded(outcome);
                 drop(state);
                 self.list_changed();
-                return Ok(verdict);
             }
-            unreachable!("the last attempt returns")
+            Ok(verdict)
         })
     }
 }
@@ -322,7 +341,7 @@ impl SessionRuntime {
         self.seq.load(Ordering::Acquire)
     }
 
-    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<SessionEvent> {
+    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<()> {
         let mut state = self.state.lock().await;
         self.append_locked(store, &mut state, body).await
     }
@@ -330,30 +349,47 @@ impl SessionRuntime {
     /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
     /// after the events of other servers sharing the store, if they appended first. For events
     /// that follow whatever came before (an agent's output); what depends on the thread as it
-    /// was must be judged again instead (`try_append_locked`).
-    pub(super) async fn append_locked(
-        &self,
-        store: &Store,
-        state: &mut RuntimeState,
-        body: EventBody,
-    ) -> StoreResult<SessionEvent> {
-        for _ in 1..ATTEMPTS {
-            match self.try_append_locked(store, state, body.clone()).await {
-                Err(StoreError::SequenceConflict { .. }) => continue,
-                result => return result,
-            }
-        }
-        self.try_append_locked(store, state, body).await
+    /// was is judged again instead (`append_judged`).
+    pub(super) async fn append_locked(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
+        self.append_judged(store, state, |_| Ok(Judged::Append(body.clone(), ()))).await
     }
 
-    /// As `append_locked`, once: when another server appended first, this runtime takes what it
-    /// appended (stored, applied, broadcast) and the conflict is returned, to judge again.
-    pub(super) async fn try_append_locked(
+    /// The compare-and-set on the session's log, the one way every event is appended: `judge`
+    /// reads the thread as this server has it and says what to append (or that nothing is to be
+    /// appended, and what to answer); the event is stored only if the stored log still ends where
+    /// this thread does. If another server appended first, this runtime takes its events and
+    /// `judge` reads the thread again, up to [`ATTEMPTS`] times; then the conflict is the error.
+    ///
+    /// Whatever a write must prove beyond the sequence number (the lease this server holds, as a
+    /// fencing token) belongs here, for every event at once.
+    pub(super) async fn append_judged<T, E: From<StoreError>>(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        mut judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
+    ) -> Result<T, E> {
+        let mut attempt = 1;
+        loop {
+            let (body, answer) = match judge(&state.thread)? {
+                Judged::Done(answer) => return Ok(answer),
+                Judged::Append(body, answer) => (body, answer),
+            };
+            match self.write_once(store, state, body).await {
+                Ok(()) => return Ok(answer),
+                Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => attempt += 1,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// One try of `append_judged`: when another server appended first, this runtime takes what
+    /// it appended (stored, applied, broadcast) and the conflict is returned, to judge again.
+    async fn write_once(
         &self,
         store: &Store,
         state: &mut RuntimeState,
         body: EventBody,
-    ) -> StoreResult<SessionEvent> {
+    ) -> StoreResult<()> {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         match store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
@@ -383,8 +419,8 @@ impl SessionRuntime {
             }
         }
         self.seq.store(event.seq, Ordering::Release);
-        let _ = self.events.send(Arc::new(event.clone()));
-        Ok(event)
+        let _ = self.events.send(Arc::new(event));
+        Ok(())
     }
 
     /// Takes the events other servers appended since this runtime's last one: applied, then

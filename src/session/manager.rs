@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
-use super::log::{RuntimeState, SessionLog, SessionRuntime};
+use super::log::{Judged, RuntimeState, SessionLog, SessionRuntime};
 use super::sink::SessionSink;
 use crate::agent::{AgentBackend, AgentError, TurnRequest};
 use crate::approval::{Decision, PermissionMode};
@@ -27,7 +27,7 @@ use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
-use crate::store::{Notice, Store, StoreError, StoreResult};
+use crate::store::{Notice, Store, StoreResult};
 use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
 
 pub struct SessionManager {
@@ -525,29 +525,28 @@ impl SessionManager {
             // Running, here or (the lease says) on another server sharing the store.
             return Err(AppError::AgentBusy);
         }
-        let mut first_message = false;
-        let mut history = Vec::new();
-        let stored = loop {
-            // Judged again when another server appended first (it may have started a turn).
-            if state.thread.turn.working {
-                break Err(AppError::AgentBusy);
-            }
-            // A parked agent takes its answer before anything else (a message would reach it first).
-            if state.thread.is_waiting() {
-                break Err(AppError::WaitingForAnswer);
-            }
-            first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
-            history = state.thread.messages.clone();
-            let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
-            match runtime.try_append_locked(self.store(), &mut state, message).await {
-                Err(StoreError::SequenceConflict { .. }) => continue,
-                result => break result.map_err(AppError::from),
+        // Judged again when another server appended first (it may have started a turn).
+        let stored = runtime
+            .append_judged(self.store(), &mut state, |thread| {
+                if thread.turn.working {
+                    return Err(AppError::AgentBusy);
+                }
+                // A parked agent takes its answer before anything else (a message would reach it first).
+                if thread.is_waiting() {
+                    return Err(AppError::WaitingForAnswer);
+                }
+                let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
+                let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
+                Ok(Judged::Append(message, (first_message, thread.messages.clone())))
+            })
+            .await;
+        let (first_message, history) = match stored {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.give_back_lease(session_id).await;
+                return Err(error);
             }
         };
-        if let Err(error) = stored {
-            self.give_back_lease(session_id).await;
-            return Err(error);
-        }
         if first_message
             && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
         {
