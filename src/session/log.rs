@@ -20,9 +20,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use super::leases::Leases;
 use crate::bridge::{Elsewhere, Ledger, Verdict};
 use crate::error::AppError;
-use crate::ids::{new_id, now_ms};
+use crate::ids::now_ms;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
@@ -55,8 +56,8 @@ pub type RemoteEvent = (String, Arc<SessionEvent>);
 
 pub struct SessionLog {
     store: Store,
-    /// This server among those that share the store: the holder of the leases it takes.
-    server_id: String,
+    /// The leases this server holds on sessions.
+    leases: Leases,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     remote_events: Mutex<Option<mpsc::UnboundedReceiver<RemoteEvent>>>,
@@ -83,12 +84,13 @@ pub(super) struct RuntimeState {
 }
 
 impl SessionLog {
-    /// The log of the sessions in `store`, and the task that keeps its session list read.
-    pub fn new(store: Store) -> Arc<Self> {
+    /// The log of the sessions in `store`, whose leases last `lease` unless renewed, and the task
+    /// that keeps its session list read.
+    pub fn new(store: Store, lease: Duration) -> Arc<Self> {
         let (remote, remote_events) = mpsc::unbounded_channel();
         let log = Arc::new(Self {
+            leases: Leases::new(store.clone(), lease),
             store,
-            server_id: new_id(),
             runtimes: Mutex::new(HashMap::new()),
             remote,
             remote_events: Mutex::new(Some(remote_events)),
@@ -103,9 +105,9 @@ impl SessionLog {
         &self.store
     }
 
-    /// This server's name in the leases it holds.
-    pub fn server_id(&self) -> &str {
-        &self.server_id
+    /// This server's leases.
+    pub(super) fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     /// The events other servers appended, as this server's runtimes take them (once: for the
@@ -122,14 +124,6 @@ impl SessionLog {
     /// Every loaded runtime: after notifications may have been missed, each catches up.
     pub(super) fn all_loaded(&self) -> Vec<Arc<SessionRuntime>> {
         self.runtimes.lock().expect("runtimes lock").values().cloned().collect()
-    }
-
-    /// Whether another server's live lease says that it runs the session's agent.
-    async fn runs_elsewhere(&self, session: &str) -> StoreResult<bool> {
-        if !self.store.is_shared() {
-            return Ok(false);
-        }
-        Ok(self.store.lease_holder(session).await?.is_some_and(|holder| holder != self.server_id))
     }
 
     /// The session list as JSON, now and after each change.
@@ -283,7 +277,7 @@ impl Ledger for SessionLog {
         recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
     ) -> BoxFuture<'a, Result<Verdict, AppError>> {
         Box::pin(async move {
-            let elsewhere = Elsewhere(self.runs_elsewhere(session).await?);
+            let elsewhere = Elsewhere(self.leases.held_elsewhere(session).await?);
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
             // Judged against the log as this server has it, and written only if the log is still

@@ -157,8 +157,8 @@ async fn deleting_a_working_session_stops_its_turn() {
     let session = manager.create_session(None).await.unwrap();
     manager.send_message(&session.id, "slow".into()).await.unwrap();
     manager.delete_session(&session.id).await.unwrap();
-    manager.turns.close();
-    tokio::time::timeout(Duration::from_secs(10), manager.turns.wait()).await.unwrap();
+    manager.turns.tasks.close();
+    tokio::time::timeout(Duration::from_secs(10), manager.turns.tasks.wait()).await.unwrap();
     assert!(manager.list_sessions().await.unwrap().is_empty());
 }
 
