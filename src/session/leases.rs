@@ -27,11 +27,6 @@ impl Leases {
         Self { store, server: new_id(), ttl }
     }
 
-    /// This server's name in the leases it holds.
-    pub(super) fn server_id(&self) -> &str {
-        &self.server
-    }
-
     /// How often the leases are renewed: three times a lease, so that one renewal that fails
     /// does not lose them.
     pub(super) fn renew_every(&self) -> Duration {
@@ -44,8 +39,13 @@ impl Leases {
     }
 
     /// Gives the session's lease back: no turn of it runs here (any more).
+    pub(super) async fn release(&self, session: &str) -> StoreResult<()> {
+        self.store.release_lease(session, &self.server).await
+    }
+
+    /// As `release`, where a failure is only worth a line in the log: the lease expires anyway.
     pub(super) async fn give_back(&self, session: &str) {
-        if let Err(error) = self.store.release_lease(session, &self.server).await {
+        if let Err(error) = self.release(session).await {
             warn!(%session, %error, "could not give back the session's lease");
         }
     }

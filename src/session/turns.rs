@@ -221,7 +221,7 @@ impl Turns {
                 warn!(session = %id, "the server stopped during a turn; ending it");
                 self.end_abandoned(&runtime, &mut state, "The server stopped").await?;
             }
-            self.store().release_lease(&id, self.leases().server_id()).await?;
+            self.leases().release(&id).await?;
         }
         Ok(())
     }
