@@ -125,7 +125,10 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     assert!(!cli_environments.is_empty(), "the CLI runs, as a child of the server");
     for environment in cli_environments {
         assert!(environment.contains("ANTHROPIC_BASE_URL="), "the CLI's environment was read");
-        assert!(!environment.contains("ASKBRIDGE_TOKEN") && !environment.contains(TOKEN), "the token reached the agent");
+        assert!(
+            !environment.contains("ASKBRIDGE_TOKEN") && !environment.contains(TOKEN),
+            "the token reached the agent"
+        );
     }
 
     // SIGKILL: no chance to park. The CLI, in its own process group, sees its stdin close.

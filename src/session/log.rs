@@ -43,7 +43,9 @@ const LIST_INTERVAL: Duration = Duration::from_millis(250);
 /// the events it found, so only a session written to by that many servers at once runs out.
 const ATTEMPTS: usize = 32;
 
-/// What a compare-and-set's judge decided, having read the thread.
+/// What a compare-and-set's judge decided, having read the thread. It lives for one attempt:
+/// boxing the event to make the two variants the same size would cost an allocation per append.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Judged<T> {
     /// Append this event; once it is stored, the caller gets `T`.
     Append(EventBody, T),
@@ -254,10 +256,9 @@ impl Ledger for SessionLog {
                 .append_judged(&self.store, &mut state, |thread| {
                     Ok::<_, AppError>(match &interaction_of(thread, tool_use_id)?.outcome {
                         Some(decided) => Judged::Done(Some(decided.clone())),
-                        None => Judged::Append(
-                            EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() },
-                            None,
-                        ),
+                        None => {
+                            Judged::Append(EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() }, None)
+                        }
                     })
                 })
                 .await?;
@@ -344,7 +345,12 @@ impl SessionRuntime {
     /// after the events of other servers sharing the store, if they appended first. For events
     /// that follow whatever came before (an agent's output); what depends on the thread as it
     /// was is judged again instead (`append_judged`).
-    pub(super) async fn append_locked(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
+    pub(super) async fn append_locked(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        body: EventBody,
+    ) -> StoreResult<()> {
         self.append_judged(store, state, |_| Ok(Judged::Append(body.clone(), ()))).await
     }
 
@@ -378,12 +384,7 @@ impl SessionRuntime {
 
     /// One try of `append_judged`: when another server appended first, this runtime takes what
     /// it appended (stored, applied, broadcast) and the conflict is returned, to judge again.
-    async fn write_once(
-        &self,
-        store: &Store,
-        state: &mut RuntimeState,
-        body: EventBody,
-    ) -> StoreResult<()> {
+    async fn write_once(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         match store.append(Append::of(&self.id, &event, &state.thread, &change)).await {

@@ -119,7 +119,6 @@ const SUMMARY: Sql = Sql {
                FROM sessions",
 };
 
-
 #[derive(sqlx::FromRow)]
 struct SummaryRow {
     id: String,

@@ -29,9 +29,9 @@ use tracing::{info, warn};
 pub use client::ApiError;
 use client::MessagesClient;
 use conversation::{outcome_result, push, rebuild, with_cache_breakpoint};
-pub use tools::ask_user_question_schema;
 use cost::{Spent, add_usage};
 use reply::{Call, IncompleteCall, Reply, ReplyReader, Stop};
+pub use tools::ask_user_question_schema;
 use wire::{ContentBlock, InputMessage, MessagesRequest, Role, SystemBlock};
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};

@@ -11,12 +11,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::config::AnswerPath;
 use super::process::{CliProcess, Output};
 use super::protocol::{
     self, ApiEvent, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow, hook_defer,
     hook_deny, input_with_answers,
 };
-use super::config::AnswerPath;
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
@@ -62,6 +62,9 @@ enum Answer {
     /// Nothing to say: the CLI withdrew the request, or the turn is over.
     Nothing,
 }
+
+/// A request's answer, as its task sends it back to the turn: (request id, answer).
+type Replied = (String, Answer);
 
 /// The answers the hook delivered, kept until the CLI echoes the tool's result. Through the hook
 /// the CLI writes that result itself; the stored transcript and the card show the person's real
@@ -131,7 +134,7 @@ pub(super) struct Turn<'a> {
     stream_message: Option<String>,
     /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
     /// flowing meanwhile); their answers come back here.
-    replies: (mpsc::UnboundedSender<(String, Answer)>, mpsc::UnboundedReceiver<(String, Answer)>),
+    replies: (mpsc::UnboundedSender<Replied>, mpsc::UnboundedReceiver<Replied>),
     /// Ends the waiting tasks with the turn.
     waits_end: CancellationToken,
 }
@@ -501,9 +504,8 @@ impl<'a> Turn<'a> {
             // Parkable: a permission request cannot be deferred, but its card can outlive the CLI
             // and the decision reach the resumed agent in words.
             let answer = match sink.ask_approval(&tool_use_id, approval.clone(), true, &cancel).await {
-                Ok(outcome) => {
-                    approval_reply(&outcome, &approval).map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None })
-                }
+                Ok(outcome) => approval_reply(&outcome, &approval)
+                    .map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None }),
                 Err(AgentError::Parked) => Answer::Parked,
                 Err(_) => Answer::Nothing,
             };
