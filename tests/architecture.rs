@@ -624,16 +624,3 @@ fn the_file_check_finds_a_circle_between_two_files_and_through_a_third() {
     let message = describe(&found[1], &graph);
     assert!(message.contains("→ src/ui/workspace.rs (by `super::workspace::SessionPane`)"), "{message}");
 }
-
-#[test]
-fn the_file_check_finds_the_pane_circle_in_ui_when_it_is_there() {
-    // The known circle that the first structure pass left (issue 24): found while it lasts, and
-    // once it is gone this test says nothing more.
-    let graph = source_files().graph();
-    let lazy = graph.get("src/ui/lazy.rs").is_some_and(|edges| edges.contains_key("src/ui/workspace.rs"));
-    let workspace = graph.get("src/ui/workspace.rs").is_some_and(|edges| edges.contains_key("src/ui/lazy.rs"));
-    if lazy && workspace {
-        let found = circles(&graph);
-        assert!(found.iter().any(|circle| circle.contains(&"src/ui/lazy.rs".to_string())), "{found:?}");
-    }
-}
