@@ -5,12 +5,14 @@
 //! only ever points down this list; `tests/architecture.rs` checks it, `docs/architecture.md`
 //! explains it):
 //!
-//! - `error`, `ids`: typed errors for people; ids and the clock (server).
+//! - `error`: typed errors for people, with their HTTP status (shared); `ids`: ids and the clock
+//!   (server).
 //! - `question`, `approval`, `interaction`: what the agent asks and how it ends (shared).
 //! - `thread`: the conversation and its events, one reducer for server and browser (shared).
-//! - `store` (SQLite), `bridge` (an interaction's life: who waits, who wins) (server).
+//! - `store` (SQLite or Postgres: sessions, event logs, leases, notices between servers) and
+//!   `bridge` (an interaction's life: who waits, who wins) (server).
 //! - `agent`: the backend trait, its output port (`TurnSink`), and the backends (server).
-//! - `session`: each session's event log, the manager of sessions and turns (server).
+//! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
 //! - `live`: live events (the hub and SSE route on the server, the client in the browser).
 //! - `api`: the server functions, the edge the browser calls (both faces).
 //! - `ui`, `app`: the components and the page shell (both faces, hydrated in the browser).

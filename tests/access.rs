@@ -129,10 +129,8 @@ async fn no_token_opens_loopback_only_and_a_network_address_refuses_it() {
     assert_eq!(api.status(), StatusCode::OK);
     server.child.kill().await.unwrap();
 
-    let refused = askbridge(&data, &log, &["--no-token", "--addr", &format!("0.0.0.0:{}", free_port())])
-        .status()
-        .await
-        .unwrap();
+    let refused =
+        askbridge(&data, &log, &["--no-token", "--addr", &format!("0.0.0.0:{}", free_port())]).status().await.unwrap();
     assert!(!refused.success());
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("--no-token is for loopback addresses only"), "{said}");

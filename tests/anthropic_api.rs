@@ -13,10 +13,10 @@ use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::{Question, QuestionAnswer};
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
-use askbridge::testing::wait_until;
-use askbridge::thread::{Block, EventBody, Role, Thread, ToolCall, TurnOutcome};
+use askbridge::thread::{EventBody, Role, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
 use support::mock_anthropic::{Block as MockBlock, End, MockAnthropic, Reply};
+use support::session::{AgentSession, thread_of, tool_calls, turn_ended};
 
 const MODEL: &str = "claude-sonnet-5-5";
 const SYSTEM: &str = "You help people set up their apps. Ask before you choose for them.";
@@ -58,82 +58,16 @@ fn agent(mock: &MockAnthropic) -> Arc<AnthropicAgent> {
     Arc::new(AnthropicAgent::new(config).unwrap())
 }
 
-struct Harness {
-    manager: Arc<SessionManager>,
-    mock: MockAnthropic,
-    session: String,
-}
-
-async fn harness(script: Vec<Reply>) -> Harness {
+async fn harness(script: Vec<Reply>) -> AgentSession {
     harness_with(script, Timeouts::default()).await
 }
 
-async fn harness_with(script: Vec<Reply>, timeouts: Timeouts) -> Harness {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+async fn harness_with(script: Vec<Reply>, timeouts: Timeouts) -> AgentSession {
+    support::session::log_to_test_output();
     let mock = MockAnthropic::start(script).await;
     let store = Store::open_in_memory().await.unwrap();
     let manager = SessionManager::with_timeouts(store, agent(&mock), timeouts);
-    let session = manager.create_session(None).await.unwrap().id;
-    Harness { manager, mock, session }
-}
-
-async fn thread_of(manager: &SessionManager, session: &str) -> Thread {
-    manager.snapshot(session).await.unwrap().1
-}
-
-/// Waits until the session's turn has ended (`turns` turns in all), and returns the thread.
-async fn turn_ended(manager: &SessionManager, session: &str, outcome: TurnOutcome) -> Thread {
-    wait_until(&format!("a turn to end {outcome:?}"), Duration::from_secs(20), || async {
-        let thread = thread_of(manager, session).await;
-        (!thread.turn.working && thread.turn.last_outcome.as_ref() == Some(&outcome)).then_some(thread)
-    })
-    .await
-}
-
-impl Harness {
-    async fn send(&self, text: &str) {
-        self.manager.send_message(&self.session, text.into()).await.unwrap();
-    }
-
-    async fn thread(&self) -> Thread {
-        thread_of(&self.manager, &self.session).await
-    }
-
-    async fn ended(&self, outcome: TurnOutcome) -> Thread {
-        turn_ended(&self.manager, &self.session, outcome).await
-    }
-
-    /// Waits for the turn to end on a failure, and returns its error.
-    async fn failed(&self) -> (Thread, String) {
-        wait_until("the turn to fail", Duration::from_secs(20), || async {
-            let thread = self.thread().await;
-            match (&thread.turn.working, &thread.turn.last_outcome) {
-                (false, Some(TurnOutcome::Failed { error })) => Some((thread.clone(), error.clone())),
-                (false, Some(other)) => panic!("the turn ended {other:?}, not failed"),
-                _ => None,
-            }
-        })
-        .await
-    }
-
-    async fn answer(&self, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
-        self.manager.answer_question(&self.session, tool_use_id, answers).await.unwrap();
-    }
-}
-
-fn tool_calls(thread: &Thread) -> Vec<&ToolCall> {
-    thread
-        .messages
-        .iter()
-        .flat_map(|m| m.blocks.iter())
-        .filter_map(|b| match b {
-            Block::ToolCall(call) => Some(call),
-            _ => None,
-        })
-        .collect()
+    AgentSession::start(manager, mock).await
 }
 
 fn call<'a>(thread: &'a Thread, id: &str) -> &'a ToolCall {
@@ -181,7 +115,7 @@ fn assert_request_frame(request: &Value) {
 async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() {
     let h = harness(vec![asks_auth("toolu_ask"), Reply::text("JWT it is.")]).await;
     h.send("Help me set up auth.").await;
-    let thread = h.ended(TurnOutcome::Parked).await;
+    let thread = h.turn_ended(TurnOutcome::Parked).await;
     let asked = call(&thread, "toolu_ask");
     let interaction = asked.interaction.as_ref().expect("a card");
     assert!(interaction.is_pending() && interaction.parked, "{interaction:?}");
@@ -215,7 +149,7 @@ async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() 
     assert_eq!(requests[0]["messages"], json!([{"role": "user", "content": [cached(text("Help me set up auth."))]}]));
 
     h.answer("toolu_ask", jwt()).await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     let requests = h.mock.wait_for_requests(2, Duration::from_secs(5)).await;
     assert_eq!(requests.len(), 2);
     assert_request_frame(&requests[1]);
@@ -240,9 +174,9 @@ async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() 
 async fn a_declined_question_is_an_error_result_that_says_so() {
     let h = harness(vec![asks_auth("toolu_ask"), Reply::text("I will not assume.")]).await;
     h.send("Help me set up auth.").await;
-    h.ended(TurnOutcome::Parked).await;
+    h.turn_ended(TurnOutcome::Parked).await;
     h.manager.decline_question(&h.session, "toolu_ask", Some("not now".into())).await.unwrap();
-    h.ended(TurnOutcome::Completed).await;
+    h.turn_ended(TurnOutcome::Completed).await;
     let declined = "The user declined to answer these questions: they chose none of the options and gave no \
                     answer. Do not assume one. Their reason: not now";
     assert_eq!(h.mock.tool_results(), vec![("toolu_ask".into(), declined.into(), true)]);
@@ -253,7 +187,7 @@ async fn an_expired_question_tells_the_model_nobody_answered() {
     let timeouts = Timeouts { question: Some(Duration::from_millis(300)), ..Timeouts::default() };
     let h = harness_with(vec![asks_auth("toolu_ask"), Reply::text("Nobody there.")], timeouts).await;
     h.send("Help me set up auth.").await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     assert_eq!(call(&thread, "toolu_ask").interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Expired));
     let expired = "The user did not answer these questions in time, so there is no answer. Do not assume one.";
     assert_eq!(h.mock.tool_results(), vec![("toolu_ask".into(), expired.into(), true)]);
@@ -301,14 +235,14 @@ async fn two_questions_in_one_message_are_answered_together() {
     });
     let h = harness(vec![reply, Reply::text("JWT on Postgres.")]).await;
     h.send("Set it all up.").await;
-    h.ended(TurnOutcome::Parked).await;
+    h.turn_ended(TurnOutcome::Parked).await;
     h.answer("toolu_db", vec![QuestionAnswer::new(DB, &["Postgres"], None, None)]).await;
     // One answer of two: the agent stays paused.
     let thread = h.thread().await;
     assert!(thread.is_waiting() && !thread.turn.working, "{:?}", thread.turn);
     assert_eq!(h.mock.requests().len(), 1);
     h.answer("toolu_auth", jwt()).await;
-    h.ended(TurnOutcome::Completed).await;
+    h.turn_ended(TurnOutcome::Completed).await;
     let requests = h.mock.wait_for_requests(2, Duration::from_secs(5)).await;
     let db_answered = "Your questions have been answered: \"Which database?\"=\"Postgres\". You can now continue \
                        with these answers in mind.";
@@ -329,7 +263,7 @@ async fn a_question_that_fails_its_schema_goes_back_to_the_model_and_the_card_sa
         harness(vec![Reply::tool_use("toolu_bad", "AskUserQuestion", one_option), Reply::text("I will go with JWT.")])
             .await;
     h.send("Help me set up auth.").await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     let interaction = call(&thread, "toolu_bad").interaction.clone().unwrap();
     let Some(InteractionOutcome::Failed { error }) = &interaction.outcome else { panic!("{interaction:?}") };
     assert!(error.contains("fewer than 2 options") && error.contains("too_small"), "{error}");
@@ -355,7 +289,7 @@ async fn a_rate_limit_is_retried_after_the_time_the_api_asks() {
     let h = harness(vec![Reply::error(429, "rate_limit_error", "slow down", Some(1)), Reply::text("Hello!")]).await;
     let started = std::time::Instant::now();
     h.send("Hello?").await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     assert!(started.elapsed() >= Duration::from_secs(1), "retry-after was honoured");
     assert_eq!(notices(&thread), ["The Messages API is rate-limiting this key (429): retrying in 1 s (4 tries left)."]);
     assert_eq!(thread.messages.last().unwrap().text(), "Hello!");
@@ -373,7 +307,7 @@ async fn an_overloaded_api_is_retried_with_back_off() {
     ])
     .await;
     h.send("Hello?").await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     assert_eq!(
         notices(&thread),
         [
@@ -409,7 +343,7 @@ async fn a_reply_cut_mid_stream_is_kept_marked_and_can_be_retried() {
 
     // Sending again works, and the model sees what arrived.
     h.send("Please go on.").await;
-    let thread = h.ended(TurnOutcome::Completed).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
     assert_eq!(thread.messages.last().unwrap().text(), "Sorry, again: all of it.");
     let requests = h.mock.requests();
     assert_eq!(

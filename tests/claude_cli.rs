@@ -17,9 +17,11 @@ use askbridge::question::{Question, QuestionAnswer};
 use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::testing::wait_until;
-use askbridge::thread::{Block, EventBody, Thread, ToolCall, TurnOutcome};
+use askbridge::thread::{EventBody, TurnOutcome};
 use serde_json::{Value, json};
+use support::claude_code::{ClaudeHome, claude_bin};
 use support::mock_anthropic::{MockAnthropic, Reply};
+use support::session::AgentSession;
 
 const AUTH: &str = "Which auth method should we use?";
 const FEATURES: &str = "Which features?";
@@ -39,58 +41,39 @@ fn ask(id: &str, questions: Vec<Value>) -> Reply {
     Reply::tool_use(id, "AskUserQuestion", json!({"questions": questions}))
 }
 
+/// A session of the real CLI's in this process, and what restarts AskBridge on the same
+/// database and home.
 struct Harness {
-    manager: Arc<SessionManager>,
+    base: AgentSession,
     backend: Arc<ClaudeCliBackend>,
-    mock: MockAnthropic,
-    session: String,
     config: ClaudeConfig,
     timeouts: Timeouts,
-    _home: tempfile::TempDir,
+    home: ClaudeHome,
 }
 
-fn claude_bin() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/claude");
-    assert!(bin.exists(), "the pinned Claude Code CLI is missing: run `make setup` (npm ci) first");
-    bin
+impl std::ops::Deref for Harness {
+    type Target = AgentSession;
+    fn deref(&self) -> &AgentSession {
+        &self.base
+    }
 }
 
-/// AskBridge with the real CLI, offline: a temporary HOME and config folder, the mock as the
-/// API, and the variables that stop the CLI's other traffic (protocol §1).
+/// AskBridge with the real CLI, offline: a temporary home, the mock as the API, and the
+/// variables that stop the CLI's other traffic (protocol §1).
 async fn harness(script: Vec<Reply>, answer_path: AnswerPath) -> Harness {
     harness_with(script, answer_path, Timeouts::default()).await
 }
 
 async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Timeouts) -> Harness {
-    // RUST_LOG=askbridge=debug shows what AskBridge and the CLI did.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    support::session::log_to_test_output();
     let mock = MockAnthropic::start(script).await;
-    let home = tempfile::tempdir().unwrap();
-    for dir in [".claude", "tmp", "project"] {
-        std::fs::create_dir_all(home.path().join(dir)).unwrap();
-    }
-    let path = |p: &str| home.path().join(p).display().to_string();
-    let env = vec![
-        ("HOME".to_string(), path("")),
-        ("CLAUDE_CONFIG_DIR".to_string(), path(".claude")),
-        ("TMPDIR".to_string(), path("tmp")),
-        ("XDG_RUNTIME_DIR".to_string(), path("tmp")),
-        ("CLAUDE_CODE_TMPDIR".to_string(), path("tmp")),
-        ("ANTHROPIC_BASE_URL".to_string(), mock.base_url()),
-        ("ANTHROPIC_API_KEY".to_string(), "dummy".to_string()),
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC".to_string(), "1".to_string()),
-        ("DISABLE_TELEMETRY".to_string(), "1".to_string()),
-        ("DISABLE_AUTOUPDATER".to_string(), "1".to_string()),
-        ("DISABLE_ERROR_REPORTING".to_string(), "1".to_string()),
-        // Test machines run as root; Claude Code allows bypassPermissions there only in a sandbox.
-        ("IS_SANDBOX".to_string(), "1".to_string()),
-    ];
+    let home = ClaudeHome::new();
+    let mut env = home.env(&mock);
+    // Test machines run as root; Claude Code allows bypassPermissions there only in a sandbox.
+    env.push(("IS_SANDBOX".to_string(), "1".to_string()));
     let config = ClaudeConfig {
         bin: claude_bin(),
-        workdir: home.path().join("project"),
+        workdir: home.project(),
         permission_mode: PermissionMode::Default,
         model: None,
         answer_path,
@@ -102,85 +85,20 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
     let backend = Arc::new(ClaudeCliBackend::new(config.clone()));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
     let manager = SessionManager::with_timeouts(store, backend.clone(), timeouts);
-    let session = manager.create_session(None).await.unwrap().id;
-    Harness { manager, backend, mock, session, config, timeouts, _home: home }
+    let base = AgentSession::start(manager, mock).await;
+    Harness { base, backend, config, timeouts, home }
 }
 
 impl Harness {
     /// Stops AskBridge gracefully (as on SIGTERM) and starts it again on the same database and
     /// the same Claude Code home.
     async fn restart(&mut self) {
-        self.manager.shut_down().await;
+        self.base.manager.shut_down().await;
         self.backend = Arc::new(ClaudeCliBackend::new(self.config.clone()));
-        let store = Store::open(&self._home.path().join("askbridge.db")).await.unwrap();
-        self.manager = SessionManager::with_timeouts(store, self.backend.clone(), self.timeouts);
-        self.manager.recover_unfinished_turns().await.unwrap();
+        let store = Store::open(&self.home.path().join("askbridge.db")).await.unwrap();
+        self.base.manager = SessionManager::with_timeouts(store, self.backend.clone(), self.timeouts);
+        self.base.manager.recover_unfinished_turns().await.unwrap();
     }
-
-    /// Waits until the turn has ended as `outcome`.
-    async fn turn_ended(&self, outcome: TurnOutcome) -> Thread {
-        wait_until("the turn to end", Duration::from_secs(60), || async {
-            let thread = self.thread().await;
-            (thread.turn.last_outcome.as_ref() == Some(&outcome) && !thread.turn.working).then_some(thread)
-        })
-        .await
-    }
-
-    async fn send(&self, text: &str) {
-        self.manager.send_message(&self.session, text.into()).await.unwrap();
-    }
-
-    async fn thread(&self) -> Thread {
-        self.manager.snapshot(&self.session).await.unwrap().1
-    }
-
-    /// Waits until `count` questions are pending, and returns their tool_use ids in order.
-    async fn pending(&self, count: usize) -> Vec<String> {
-        wait_until("a pending question", Duration::from_secs(30), || async {
-            let thread = self.thread().await;
-            let pending: Vec<String> = tool_calls(&thread)
-                .into_iter()
-                .filter(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending()))
-                .map(|c| c.id.clone())
-                .collect();
-            assert!(
-                pending.len() >= count || thread.turn.working,
-                "the turn ended before the question: {:?}",
-                thread.turn.last_outcome
-            );
-            (pending.len() >= count).then_some(pending)
-        })
-        .await
-    }
-
-    async fn answer(&self, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
-        self.manager.answer_question(&self.session, tool_use_id, answers).await.unwrap();
-    }
-
-    async fn turn_end(&self) -> Thread {
-        wait_until("the turn to end", Duration::from_secs(60), || async {
-            let thread = self.thread().await;
-            (!thread.turn.working).then_some(thread)
-        })
-        .await
-    }
-
-    /// The tool results the model was sent: (tool_use_id, text, is_error).
-    fn model_saw(&self) -> Vec<(String, String, bool)> {
-        self.mock.tool_results()
-    }
-}
-
-fn tool_calls(thread: &Thread) -> Vec<&ToolCall> {
-    thread
-        .messages
-        .iter()
-        .flat_map(|m| m.blocks.iter())
-        .filter_map(|b| match b {
-            Block::ToolCall(call) => Some(call),
-            _ => None,
-        })
-        .collect()
 }
 
 fn answered(text: &str) -> (String, String, bool) {
@@ -394,7 +312,20 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     assert_eq!(call.result.as_deref(), Some(expected));
     assert_eq!(call.interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Answered { answers }));
     assert_eq!(stored, thread);
-    assert_eq!(h.manager.bridge().take_answer(&h.session, "toolu_ask"), None, "the answer was taken once");
+    // Once: the one result the CLI echoed, stored as the person's answer.
+    let results: Vec<String> = h
+        .manager
+        .store()
+        .events_after(&h.session, 0, 1000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter_map(|event| match event.body {
+            EventBody::ToolResult { tool_use_id, output, .. } if tool_use_id == "toolu_ask" => Some(output),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [expected]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -459,7 +390,7 @@ fn bash(id: &str, command: &str) -> Reply {
 
 impl Harness {
     fn project(&self) -> PathBuf {
-        self._home.path().join("project")
+        self.home.project()
     }
 
     async fn decide(&self, tool_use_id: &str, decision: Decision) {

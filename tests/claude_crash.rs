@@ -5,12 +5,12 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
 use askbridge::testing::wait_until;
 use serde_json::{Value, json};
+use support::claude_code::{ClaudeHome, claude_bin};
 use support::mock_anthropic::{MockAnthropic, Reply};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -47,25 +47,13 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
-async fn serve(home: &std::path::Path, mock: &MockAnthropic, port: u16) -> Server {
-    let claude = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/.bin/claude");
-    assert!(claude.exists(), "the pinned Claude Code CLI is missing: run `make setup` (npm ci) first");
-    let path = |p: &str| home.join(p).display().to_string();
+async fn serve(home: &ClaudeHome, mock: &MockAnthropic, port: u16) -> Server {
+    let path = |p: &str| home.path().join(p).display().to_string();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
         .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path("data"), "--agent", "claude"])
-        .args(["--claude-bin", &claude.display().to_string(), "--workdir", &path("project")])
+        .args(["--claude-bin", &claude_bin().display().to_string(), "--workdir", &path("project")])
         .env("ASKBRIDGE_TOKEN", TOKEN)
-        .env("HOME", path(""))
-        .env("CLAUDE_CONFIG_DIR", path(".claude"))
-        .env("TMPDIR", path("tmp"))
-        .env("XDG_RUNTIME_DIR", path("tmp"))
-        .env("CLAUDE_CODE_TMPDIR", path("tmp"))
-        .env("ANTHROPIC_BASE_URL", mock.base_url())
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_ERROR_REPORTING", "1")
+        .envs(home.env(mock))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -118,12 +106,9 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
         Reply::text("Thanks, JWT then."),
     ])
     .await;
-    let home = tempfile::tempdir().unwrap();
-    for dir in [".claude", "tmp", "project", "data"] {
-        std::fs::create_dir_all(home.path().join(dir)).unwrap();
-    }
+    let home = ClaudeHome::new();
     let port = free_port();
-    let mut server = serve(home.path(), &mock, port).await;
+    let mut server = serve(&home, &mock, port).await;
     let (_, session) = post(port, "create_session", json!({})).await;
     let session = session["id"].as_str().unwrap().to_string();
     let (status, _) = post(port, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
@@ -140,7 +125,10 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     assert!(!cli_environments.is_empty(), "the CLI runs, as a child of the server");
     for environment in cli_environments {
         assert!(environment.contains("ANTHROPIC_BASE_URL="), "the CLI's environment was read");
-        assert!(!environment.contains("ASKBRIDGE_TOKEN") && !environment.contains(TOKEN), "the token reached the agent");
+        assert!(
+            !environment.contains("ASKBRIDGE_TOKEN") && !environment.contains(TOKEN),
+            "the token reached the agent"
+        );
     }
 
     // SIGKILL: no chance to park. The CLI, in its own process group, sees its stdin close.
@@ -152,7 +140,7 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
         "{told:?}"
     );
 
-    let server = serve(home.path(), &mock, port).await;
+    let server = serve(&home, &mock, port).await;
     let call = tool_call(server.port, &session, "toolu_ask").await.unwrap();
     let outcome = &call["interaction"]["outcome"];
     assert!(

@@ -207,6 +207,22 @@ export class AskBridge {
     return readings.sort((a, b) => a - b)[1];
   }
 
+  /** The processes this server started (an agent's CLI would be one), by pid. */
+  children() {
+    return fs
+      .readdirSync("/proc")
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((pid) => {
+        try {
+          const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === this.pid;
+        } catch {
+          return false; // gone meanwhile
+        }
+      })
+      .map(Number);
+  }
+
   /** CPU time the server has used so far (user + system), in ms (10 ms resolution). */
   cpuMs() {
     return processCpuMs(this.pid);

@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod claude;
+mod error;
 pub mod recording;
 pub mod scripted;
 mod sink;
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::PermissionMode;
 use crate::thread::{Message, Usage};
 
+pub use error::AgentError;
 pub use recording::RecordingSink;
 pub use sink::{Sink, TurnSink};
 
@@ -39,22 +41,6 @@ pub struct TurnRequest {
     pub permission_mode: Option<PermissionMode>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AgentError {
-    /// The turn was stopped through its cancellation token.
-    #[error("interrupted")]
-    Interrupted,
-    /// The agent paused at a question or approval it left waiting (parked): the turn ends
-    /// here, and the person's answer starts the next one (with `TurnRequest::resume`).
-    #[error("paused until the person answers")]
-    Parked,
-    /// The session was deleted or the server is stopping: nobody will read the rest of the turn.
-    #[error("the session is gone")]
-    SessionGone,
-    #[error("{0}")]
-    Failed(String),
 }
 
 pub trait AgentBackend: Send + Sync + 'static {

@@ -11,7 +11,6 @@ use tokio_util::sync::CancellationToken;
 use super::{AgentError, Sink, TurnSink};
 use crate::approval::PermissionMode;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::question::QuestionAnswer;
 use crate::thread::{EventBody, SessionEvent, Thread};
 
 /// How the stand-in person answers each request.
@@ -27,7 +26,6 @@ pub struct RecordingSink {
 struct Recorded {
     events: Vec<EventBody>,
     thread: Thread,
-    answers: Vec<(String, Vec<QuestionAnswer>)>,
 }
 
 impl RecordingSink {
@@ -82,10 +80,7 @@ impl TurnSink for RecordingSink {
         let outcome = (self.person)(&request);
         let tool_use_id = tool_use_id.to_string();
         self.record(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request });
-        self.record(EventBody::InteractionResolved { tool_use_id: tool_use_id.clone(), outcome: outcome.clone() });
-        if let InteractionOutcome::Answered { answers } = &outcome {
-            self.recorded.lock().expect("recording lock").answers.push((tool_use_id, answers.clone()));
-        }
+        self.record(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() });
         Box::pin(async move { Ok(outcome) })
     }
 
@@ -123,12 +118,6 @@ impl TurnSink for RecordingSink {
         let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
         self.record(EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome });
         Box::pin(async {})
-    }
-
-    fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
-        let mut recorded = self.recorded.lock().expect("recording lock");
-        let at = recorded.answers.iter().position(|(id, _)| id == tool_use_id)?;
-        Some(recorded.answers.remove(at).1)
     }
 
     fn tool_input<'a>(&'a self, tool_use_id: &'a str) -> BoxFuture<'a, Option<Value>> {

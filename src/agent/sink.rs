@@ -12,7 +12,7 @@ use super::AgentError;
 use crate::approval::{Approval, PermissionMode};
 use crate::ids::new_id;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::question::{Question, QuestionAnswer, normalize_partial, normalize_question_args, without_open_string};
+use crate::question::{Question, normalize_partial, normalize_question_args, without_open_string};
 use crate::thread::EventBody;
 
 /// A turn's sink, shared with the tasks a backend runs for it (questions wait in tasks of their own).
@@ -53,10 +53,6 @@ pub trait TurnSink: Send + Sync {
     /// The agent withdrew its request (it was interrupted, or gave up waiting): the card turns
     /// cancelled, and a late answer is refused.
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()>;
-
-    /// The person's answer to `tool_use_id`, once, for an agent that fills in the question's
-    /// result by itself (the override step).
-    fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>>;
 
     /// The arguments of tool call `tool_use_id` as the agent wrote them, once complete.
     fn tool_input<'a>(&'a self, tool_use_id: &'a str) -> BoxFuture<'a, Option<Value>>;

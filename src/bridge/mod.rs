@@ -6,15 +6,18 @@
 //! a while, or the agent's turn simply ends there, as the Messages API agent's does), the card
 //! stays pending, and the answer, once recorded, asks the session to resume the agent.
 //!
-//! The bridge decides; the [`Ledger`] records. Each resolution is judged against the interaction
-//! as recorded, under the ledger's lock, and recorded before the waiting agent hears of it. In
-//! production the ledger is the session's event log; in the tests below it is a map in memory.
+//! The bridge decides; the [`Ledger`] (`ledger.rs`) records. Each resolution is judged against
+//! the interaction as recorded, under the ledger's lock, and recorded before the waiting agent
+//! hears of it. In production the ledger is the session's event log; in the tests below it is a
+//! map in memory. How long everything waits is `timeouts.rs`.
+
+mod ledger;
+mod timeouts;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -24,86 +27,11 @@ use crate::error::AppError;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
 
+pub use ledger::{Elsewhere, Ledger, Verdict};
+pub use timeouts::{DEFAULT_LEASE, Timeouts};
+
 /// What an agent that is gone is told, and the card says.
 const AGENT_GONE: &str = "the agent is no longer running";
-
-/// How long the person has to answer (`None` waits as long as the agent does), how long an
-/// agent waits before it is parked (`None`: it waits, running), and how long a server's hold on
-/// a session's agent lasts unless renewed (`None`: [`DEFAULT_LEASE`]).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Timeouts {
-    pub question: Option<Duration>,
-    pub approval: Option<Duration>,
-    pub park_after: Option<Duration>,
-    pub lease: Option<Duration>,
-}
-
-/// How long a server holds a session's agent (its lease) unless it renews it: after a crash,
-/// what its sessions wait before another server takes them.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
-
-impl Timeouts {
-    pub fn lease(&self) -> Duration {
-        self.lease.unwrap_or(DEFAULT_LEASE)
-    }
-}
-
-/// What the bridge decided about one resolution: what to record (if anything), and what the
-/// person who sent it is told.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
-    pub record: Option<InteractionOutcome>,
-    pub result: Result<(), AppError>,
-}
-
-impl Verdict {
-    fn record(outcome: InteractionOutcome) -> Self {
-        Self { record: Some(outcome), result: Ok(()) }
-    }
-
-    fn refuse(error: AppError) -> Self {
-        Self { record: None, result: Err(error) }
-    }
-}
-
-/// Where interactions are recorded, and the lock under which one is resolved at a time.
-pub trait Ledger: Send + Sync {
-    /// Records that tool call `tool_use_id` of `session` asks the person `request` — unless it was
-    /// decided already (an agent resumed after a park asks again): then its outcome.
-    fn open<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        request: InteractionRequest,
-    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
-
-    /// Under the lock: records that no agent waits for the pending interaction any more and then
-    /// calls `parked`; or, if it was decided meanwhile, returns that outcome and records nothing.
-    fn park<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        parked: &'a (dyn Fn() + Send + Sync),
-    ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
-
-    /// Under the lock: reads the interaction, records the outcome `judge` picks (if any), and then,
-    /// still under the lock, tells `recorded` what was recorded. `judge` is also told whether the
-    /// session's agent runs on another server (which then waits, and hears of the outcome through
-    /// the ledger). Returns the verdict; an unknown session or interaction is `SessionNotFound` or
-    /// `InteractionNotFound`.
-    fn settle<'a>(
-        &'a self,
-        session: &'a str,
-        tool_use_id: &'a str,
-        judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
-        recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
-    ) -> BoxFuture<'a, Result<Verdict, AppError>>;
-}
-
-/// Whether the session's agent runs on another server sharing the store, as far as the ledger
-/// knows: then its waiters are that server's, not this bridge's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Elsewhere(pub bool);
 
 type Key = (String, String);
 
@@ -133,8 +61,6 @@ pub struct InteractionBridge {
     ledger: Arc<dyn Ledger>,
     timeouts: Timeouts,
     waiters: Mutex<HashMap<Key, Waiter>>,
-    /// Answers kept for the override step (`take_answer`).
-    answers: Mutex<HashMap<Key, Vec<QuestionAnswer>>>,
     /// Sessions whose parked interaction was settled: their agent may resume.
     resume: mpsc::UnboundedSender<String>,
 }
@@ -143,7 +69,7 @@ impl InteractionBridge {
     /// The bridge, and the sessions to resume as their parked interactions are settled.
     pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> (Self, mpsc::UnboundedReceiver<String>) {
         let (resume, resumes) = mpsc::unbounded_channel();
-        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), answers: Mutex::default(), resume };
+        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), resume };
         (bridge, resumes)
     }
 
@@ -400,9 +326,6 @@ impl InteractionBridge {
     /// An outcome is recorded, by this server or (through the store they share) another: the
     /// waiting agent gets it, or, when nobody here waits, the session may resume its agent.
     pub fn resolved(&self, session: &str, tool_use_id: &str, outcome: &InteractionOutcome) {
-        if let InteractionOutcome::Answered { answers } = outcome {
-            self.answers.lock().expect("bridge lock").insert(key(session, tool_use_id), answers.clone());
-        }
         info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
         if !self.deliver(session, tool_use_id, outcome.clone()) {
             // Nobody waits: the session decides whether its agent resumes now.
@@ -443,15 +366,9 @@ impl InteractionBridge {
         self.waiters.lock().expect("bridge lock").remove(&key(session, tool_use_id));
     }
 
-    /// Drops everything kept for a session whose turn ended or which was deleted.
+    /// Drops the waiters of a session whose turn ended or which was deleted.
     pub fn forget_session(&self, session: &str) {
         self.waiters.lock().expect("bridge lock").retain(|(s, _), _| s != session);
-        self.answers.lock().expect("bridge lock").retain(|(s, _), _| s != session);
-    }
-
-    /// The person's answer to `tool_use_id`, once: for replacing an auto-filled tool result.
-    pub fn take_answer(&self, session: &str, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
-        self.answers.lock().expect("bridge lock").remove(&key(session, tool_use_id))
     }
 }
 
@@ -463,6 +380,8 @@ fn not_a_question(tool_use_id: &str) -> AppError {
 
 #[cfg(test)]
 mod tests {
+    use futures::future::BoxFuture;
+
     use super::*;
     use crate::approval::Approval;
     use crate::question::{Choice, Question};
@@ -591,8 +510,6 @@ mod tests {
         let got = agent.await.unwrap().unwrap();
         assert_eq!(got, InteractionOutcome::Answered { answers: answer("JWT") });
         assert_eq!(ledger.interactions.lock().await[&key("s", "t")].outcome, Some(got));
-        assert_eq!(bridge.take_answer("s", "t"), Some(answer("JWT")), "kept for the override step");
-        assert_eq!(bridge.take_answer("s", "t"), None, "once");
     }
 
     #[tokio::test]
@@ -687,12 +604,10 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_forgotten_session_keeps_no_waiter_and_no_answer() {
+    async fn a_forgotten_session_keeps_no_waiter() {
         let (bridge, _) = bridge(Timeouts::default());
         let _agent = waiting(&bridge, question(), CancellationToken::new()).await;
-        bridge.answer("s", "t", answer("JWT")).await.unwrap();
         bridge.forget_session("s");
-        assert_eq!(bridge.take_answer("s", "t"), None);
         assert!(!bridge.is_waiting("s", "t"));
     }
 

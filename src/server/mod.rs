@@ -33,7 +33,7 @@ use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
-use crate::store::Store;
+use crate::store::{Store, without_password};
 use crate::ui::navigation::Page;
 use crate::ui::workspace::PageData;
 use access_token::TokenSource;
@@ -123,17 +123,6 @@ pub async fn serve_until(
         .await?;
     info!("stopped");
     Ok(())
-}
-
-/// A database URL fit for a log or an error: without the password it may carry.
-fn without_password(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme && url[scheme + 3..at].contains(':') => {
-            let user = url[scheme + 3..at].split(':').next().unwrap_or_default();
-            format!("{}{user}:…{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_string(),
-    }
 }
 
 fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
@@ -505,16 +494,6 @@ mod tests {
     use super::*;
 
     use clap::Parser;
-
-    #[test]
-    fn a_database_url_is_logged_without_its_password() {
-        assert_eq!(
-            without_password("postgres://team:s3cret@db.internal:5432/askbridge"),
-            "postgres://team:…@db.internal:5432/askbridge"
-        );
-        assert_eq!(without_password("postgres://team@db/askbridge"), "postgres://team@db/askbridge");
-        assert_eq!(without_password("sqlite:///home/me/data/askbridge.db"), "sqlite:///home/me/data/askbridge.db");
-    }
 
     fn args(flags: &[&str]) -> ServeArgs {
         let cli = cli::Cli::try_parse_from([&["askbridge", "serve"], flags].concat()).unwrap();

@@ -20,9 +20,10 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
+use super::leases::Leases;
 use crate::bridge::{Elsewhere, Ledger, Verdict};
 use crate::error::AppError;
-use crate::ids::{new_id, now_ms};
+use crate::ids::now_ms;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::store::{Append, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
@@ -42,13 +43,23 @@ const LIST_INTERVAL: Duration = Duration::from_millis(250);
 /// the events it found, so only a session written to by that many servers at once runs out.
 const ATTEMPTS: usize = 32;
 
+/// What a compare-and-set's judge decided, having read the thread. It lives for one attempt:
+/// boxing the event to make the two variants the same size would cost an allocation per append.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Judged<T> {
+    /// Append this event; once it is stored, the caller gets `T`.
+    Append(EventBody, T),
+    /// Append nothing: the caller gets `T` at once.
+    Done(T),
+}
+
 /// An event another server appended, as this one caught up with it: (session, event).
 pub type RemoteEvent = (String, Arc<SessionEvent>);
 
 pub struct SessionLog {
     store: Store,
-    /// This server among those that share the store: the holder of the leases it takes.
-    server_id: String,
+    /// The leases this server holds on sessions.
+    leases: Leases,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     remote_events: Mutex<Option<mpsc::UnboundedReceiver<RemoteEvent>>>,
@@ -75,12 +86,13 @@ pub(super) struct RuntimeState {
 }
 
 impl SessionLog {
-    /// The log of the sessions in `store`, and the task that keeps its session list read.
-    pub fn new(store: Store) -> Arc<Self> {
+    /// The log of the sessions in `store`, whose leases last `lease` unless renewed, and the task
+    /// that keeps its session list read.
+    pub fn new(store: Store, lease: Duration) -> Arc<Self> {
         let (remote, remote_events) = mpsc::unbounded_channel();
         let log = Arc::new(Self {
+            leases: Leases::new(store.clone(), lease),
             store,
-            server_id: new_id(),
             runtimes: Mutex::new(HashMap::new()),
             remote,
             remote_events: Mutex::new(Some(remote_events)),
@@ -95,9 +107,9 @@ impl SessionLog {
         &self.store
     }
 
-    /// This server's name in the leases it holds.
-    pub fn server_id(&self) -> &str {
-        &self.server_id
+    /// This server's leases.
+    pub(super) fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     /// The events other servers appended, as this server's runtimes take them (once: for the
@@ -114,14 +126,6 @@ impl SessionLog {
     /// Every loaded runtime: after notifications may have been missed, each catches up.
     pub(super) fn all_loaded(&self) -> Vec<Arc<SessionRuntime>> {
         self.runtimes.lock().expect("runtimes lock").values().cloned().collect()
-    }
-
-    /// Whether another server's live lease says that it runs the session's agent.
-    async fn runs_elsewhere(&self, session: &str) -> StoreResult<bool> {
-        if !self.store.is_shared() {
-            return Ok(false);
-        }
-        Ok(self.store.lease_holder(session).await?.is_some_and(|holder| holder != self.server_id))
     }
 
     /// The session list as JSON, now and after each change.
@@ -215,23 +219,27 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            for attempt in 1..=ATTEMPTS {
-                let existing = state.thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
-                if let Some(decided) = existing.and_then(|interaction| interaction.outcome.clone()) {
-                    return Ok(Some(decided));
-                }
-                // New, or asked again by a resumed agent (then it is no longer parked).
-                let request = request.clone();
-                let opened = EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request };
-                match runtime.try_append_locked(&self.store, &mut state, opened).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
-                break;
-            }
+            let decided = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    let existing = thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
+                    Ok::<_, AppError>(match existing.and_then(|interaction| interaction.outcome.clone()) {
+                        Some(decided) => Judged::Done(Some(decided)),
+                        // New, or asked again by a resumed agent (then it is no longer parked).
+                        None => Judged::Append(
+                            EventBody::InteractionOpened {
+                                tool_use_id: tool_use_id.to_string(),
+                                request: request.clone(),
+                            },
+                            None,
+                        ),
+                    })
+                })
+                .await?;
             drop(state);
-            self.list_changed();
-            Ok(None)
+            if decided.is_none() {
+                self.list_changed();
+            }
+            Ok(decided)
         })
     }
 
@@ -244,20 +252,21 @@ impl Ledger for SessionLog {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            for attempt in 1..=ATTEMPTS {
-                let interaction = interaction_of(&state.thread, tool_use_id)?;
-                if let Some(decided) = &interaction.outcome {
-                    return Ok(Some(decided.clone()));
-                }
-                let body = EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() };
-                match runtime.try_append_locked(&self.store, &mut state, body).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
-                break;
+            let decided = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    Ok::<_, AppError>(match &interaction_of(thread, tool_use_id)?.outcome {
+                        Some(decided) => Judged::Done(Some(decided.clone())),
+                        None => {
+                            Judged::Append(EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() }, None)
+                        }
+                    })
+                })
+                .await?;
+            if decided.is_none() {
+                // Still under the lock: an answer finds either the waiter or the park.
+                parked();
             }
-            parked();
-            Ok(None)
+            Ok(decided)
         })
     }
 
@@ -269,28 +278,33 @@ impl Ledger for SessionLog {
         recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
     ) -> BoxFuture<'a, Result<Verdict, AppError>> {
         Box::pin(async move {
-            let elsewhere = Elsewhere(self.runs_elsewhere(session).await?);
+            let elsewhere = Elsewhere(self.leases.held_elsewhere(session).await?);
             let runtime = self.runtime(session).await?;
             let mut state = runtime.state.lock().await;
-            // The compare-and-set of an answer: judged against the log as this server has it,
-            // and written only if the log is still there; else judged again with what came.
-            // Across servers, exactly one outcome is recorded.
-            for attempt in 1..=ATTEMPTS {
-                let interaction = interaction_of(&state.thread, tool_use_id)?;
-                let verdict = judge(interaction, elsewhere);
-                let Some(outcome) = &verdict.record else { return Ok(verdict) };
-                let body =
-                    EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome: outcome.clone() };
-                match runtime.try_append_locked(&self.store, &mut state, body).await {
-                    Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => continue,
-                    result => result?,
-                };
+            // Judged against the log as this server has it, and written only if the log is still
+            // there; else judged again with what came. Across servers, exactly one outcome is
+            // recorded.
+            let verdict = runtime
+                .append_judged(&self.store, &mut state, |thread| {
+                    let verdict = judge(interaction_of(thread, tool_use_id)?, elsewhere);
+                    Ok::<_, AppError>(match &verdict.record {
+                        Some(outcome) => Judged::Append(
+                            EventBody::InteractionResolved {
+                                tool_use_id: tool_use_id.to_string(),
+                                outcome: outcome.clone(),
+                            },
+                            verdict,
+                        ),
+                        None => Judged::Done(verdict),
+                    })
+                })
+                .await?;
+            if let Some(outcome) = &verdict.record {
                 recorded(outcome);
                 drop(state);
                 self.list_changed();
-                return Ok(verdict);
             }
-            unreachable!("the last attempt returns")
+            Ok(verdict)
         })
     }
 }
@@ -322,7 +336,7 @@ impl SessionRuntime {
         self.seq.load(Ordering::Acquire)
     }
 
-    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<SessionEvent> {
+    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<()> {
         let mut state = self.state.lock().await;
         self.append_locked(store, &mut state, body).await
     }
@@ -330,30 +344,47 @@ impl SessionRuntime {
     /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
     /// after the events of other servers sharing the store, if they appended first. For events
     /// that follow whatever came before (an agent's output); what depends on the thread as it
-    /// was must be judged again instead (`try_append_locked`).
+    /// was is judged again instead (`append_judged`).
     pub(super) async fn append_locked(
         &self,
         store: &Store,
         state: &mut RuntimeState,
         body: EventBody,
-    ) -> StoreResult<SessionEvent> {
-        for _ in 1..ATTEMPTS {
-            match self.try_append_locked(store, state, body.clone()).await {
-                Err(StoreError::SequenceConflict { .. }) => continue,
-                result => return result,
-            }
-        }
-        self.try_append_locked(store, state, body).await
+    ) -> StoreResult<()> {
+        self.append_judged(store, state, |_| Ok(Judged::Append(body.clone(), ()))).await
     }
 
-    /// As `append_locked`, once: when another server appended first, this runtime takes what it
-    /// appended (stored, applied, broadcast) and the conflict is returned, to judge again.
-    pub(super) async fn try_append_locked(
+    /// The compare-and-set on the session's log, the one way every event is appended: `judge`
+    /// reads the thread as this server has it and says what to append (or that nothing is to be
+    /// appended, and what to answer); the event is stored only if the stored log still ends where
+    /// this thread does. If another server appended first, this runtime takes its events and
+    /// `judge` reads the thread again, up to [`ATTEMPTS`] times; then the conflict is the error.
+    ///
+    /// Whatever a write must prove beyond the sequence number (the lease this server holds, as a
+    /// fencing token) belongs here, for every event at once.
+    pub(super) async fn append_judged<T, E: From<StoreError>>(
         &self,
         store: &Store,
         state: &mut RuntimeState,
-        body: EventBody,
-    ) -> StoreResult<SessionEvent> {
+        mut judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
+    ) -> Result<T, E> {
+        let mut attempt = 1;
+        loop {
+            let (body, answer) = match judge(&state.thread)? {
+                Judged::Done(answer) => return Ok(answer),
+                Judged::Append(body, answer) => (body, answer),
+            };
+            match self.write_once(store, state, body).await {
+                Ok(()) => return Ok(answer),
+                Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => attempt += 1,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// One try of `append_judged`: when another server appended first, this runtime takes what
+    /// it appended (stored, applied, broadcast) and the conflict is returned, to judge again.
+    async fn write_once(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         match store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
@@ -383,8 +414,8 @@ impl SessionRuntime {
             }
         }
         self.seq.store(event.seq, Ordering::Release);
-        let _ = self.events.send(Arc::new(event.clone()));
-        Ok(event)
+        let _ = self.events.send(Arc::new(event));
+        Ok(())
     }
 
     /// Takes the events other servers appended since this runtime's last one: applied, then

@@ -1,97 +1,38 @@
-//! The SessionManager: sessions created, renamed, loaded and deleted; a person's message starting
-//! the agent's turn, and the turn's end recorded however it ends. Events go through the session's
-//! log; questions and approvals through the bridge.
+//! The SessionManager: what a person does with sessions. Sessions created, renamed, loaded and
+//! deleted; a message that starts the agent's turn (`turns.rs` runs it); answers, declines and
+//! decisions, through the bridge; the permission mode. Events go through the session's log.
 //!
 //! Where several servers share one store (Postgres), a session's agent runs on the server that
-//! holds its lease: taken when a turn starts, renewed while this server lives, given back when
-//! the turn ends. An answer can be given through any server; the server whose agent waits takes it
-//! from the store. A server that dies lets its leases expire, and another server ends the turns it
-//! left (their cards say the answer was lost) and resumes what can be resumed.
+//! holds its lease (`leases.rs`). An answer can be given through any server; the server whose agent
+//! waits takes it from the store. A server that dies lets its leases expire, and another server
+//! ends the turns it left (their cards say the answer was lost) and resumes what can be resumed.
 
-use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::FutureExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{Instrument, info, info_span, warn};
+use tracing::{info, warn};
 
-use super::log::{RuntimeState, SessionLog, SessionRuntime};
-use super::sink::SessionSink;
-use crate::agent::{AgentBackend, AgentError, TurnRequest};
+use super::log::{Judged, SessionLog, SessionRuntime};
+use super::policy::SessionPolicy;
+use super::turns::Turns;
+use crate::agent::AgentBackend;
 use crate::approval::{Decision, PermissionMode};
 use crate::bridge::{InteractionBridge, Timeouts};
 use crate::error::{AppError, validate_message, validate_title};
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
-use crate::store::{Notice, Store, StoreError, StoreResult};
-use crate::thread::{Block, EventBody, Role, SessionSummary, Thread, TurnOutcome};
+use crate::store::{Notice, Store, StoreResult};
+use crate::thread::{EventBody, Role, SessionSummary, Thread};
 
 pub struct SessionManager {
     log: Arc<SessionLog>,
     bridge: Arc<InteractionBridge>,
     agent: Arc<dyn AgentBackend>,
-    policy: SessionPolicy,
-    /// How long this server's leases last unless renewed.
-    lease: std::time::Duration,
+    pub(super) turns: Arc<Turns>,
     shutdown: CancellationToken,
-    pub(super) turns: TaskTracker,
-}
-
-/// What sessions may do on this server, beyond what their agent allows.
-#[derive(Debug, Clone, Default)]
-pub struct SessionPolicy {
-    /// Session folders must be inside this one (`--workdir-root`), canonical: symlinks and `..`
-    /// are resolved before the comparison.
-    pub workdir_root: Option<PathBuf>,
-    /// Why no session may switch to bypassPermissions here, if none may.
-    pub bypass_refused: Option<String>,
-}
-
-impl SessionPolicy {
-    /// The folder `dir` (as a person typed it) as the agent will work in it: an existing folder,
-    /// canonical, inside the root.
-    pub fn check_workdir(&self, dir: &str) -> Result<PathBuf, AppError> {
-        let refuse = |why: String| Err(AppError::BadRequest { detail: why });
-        let path = Path::new(dir);
-        if !path.is_absolute() {
-            return refuse(format!("“{dir}” is not a full path: give the folder's full path, from /"));
-        }
-        let canonical = match path.canonicalize() {
-            Ok(canonical) => canonical,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                return refuse(format!("there is no folder “{dir}” on the server"));
-            }
-            Err(error) => return refuse(format!("the folder “{dir}” cannot be used: {error}")),
-        };
-        if !canonical.is_dir() {
-            return refuse(format!("“{dir}” is a file, not a folder"));
-        }
-        if let Some(root) = &self.workdir_root
-            && !canonical.starts_with(root)
-        {
-            return refuse(format!(
-                "“{dir}” is outside {}, the folder sessions may work in on this server (--workdir-root)",
-                root.display()
-            ));
-        }
-        Ok(canonical)
-    }
-
-    fn check_mode(&self, mode: PermissionMode) -> Result<(), AppError> {
-        if !mode.is_choosable() {
-            return Err(AppError::BadRequest {
-                detail: format!("a session cannot be switched to the {mode} mode here"),
-            });
-        }
-        match &self.bypass_refused {
-            Some(why) if mode == PermissionMode::BypassPermissions => Err(AppError::BadRequest { detail: why.clone() }),
-            _ => Ok(()),
-        }
-    }
 }
 
 impl SessionManager {
@@ -109,17 +50,19 @@ impl SessionManager {
         timeouts: Timeouts,
         policy: SessionPolicy,
     ) -> Arc<Self> {
-        let log = SessionLog::new(store);
+        let log = SessionLog::new(store, timeouts.lease());
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
-        let manager = Arc::new(Self {
-            bridge: Arc::new(bridge),
-            log,
-            agent,
+        let bridge = Arc::new(bridge);
+        let shutdown = CancellationToken::new();
+        let turns = Arc::new(Turns {
+            log: log.clone(),
+            bridge: bridge.clone(),
+            agent: agent.clone(),
             policy,
-            lease: timeouts.lease(),
-            shutdown: CancellationToken::new(),
-            turns: TaskTracker::new(),
+            shutdown: shutdown.clone(),
+            tasks: TaskTracker::new(),
         });
+        let manager = Arc::new(Self { log, bridge, agent, turns, shutdown });
         manager.follow_remote_events();
         // A parked interaction was settled: its session's agent may go on. Each session resumes
         // on its own task: one after the other, under load, the last of many parked sessions
@@ -131,7 +74,7 @@ impl SessionManager {
             while let Some(session) = resumes.recv().await {
                 let Some(manager) = weak.upgrade() else { return };
                 tokio::spawn(async move {
-                    if let Err(error) = manager.resume(&session).await {
+                    if let Err(error) = manager.turns.resume(&session).await {
                         warn!(%session, %error, "could not resume the agent");
                     }
                 });
@@ -200,7 +143,7 @@ impl SessionManager {
         });
         let weak = Arc::downgrade(self);
         let stop = self.shutdown.clone();
-        let every = self.lease / 3;
+        let every = self.log.leases().renew_every();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
@@ -240,73 +183,13 @@ impl SessionManager {
 
     /// Renews this server's leases, and takes over the sessions whose server let its lease
     /// expire: it died (or lost the store for longer than a lease).
-    async fn keep_leases(self: &Arc<Self>) {
-        if let Err(error) = self.store().renew_leases(self.log.server_id(), self.lease).await {
-            warn!(%error, "could not renew this server's leases");
-        }
-        match self.store().sessions_with_expired_leases().await {
-            Ok(sessions) => {
-                for session in sessions {
-                    if let Err(error) = self.take_over(&session).await {
-                        warn!(%session, %error, "could not take over the session");
-                    }
-                }
+    async fn keep_leases(&self) {
+        self.log.leases().renew().await;
+        for session in self.log.leases().expired().await {
+            if let Err(error) = self.turns.take_over(&session).await {
+                warn!(%session, %error, "could not take over the session");
             }
-            Err(error) => warn!(%error, "could not read the expired leases"),
         }
-    }
-
-    /// Takes a session whose server is gone: a turn it left unfinished ends (what its agent
-    /// waited for was lost), and a parked agent whose answers came resumes here.
-    async fn take_over(self: &Arc<Self>, session: &str) -> Result<(), AppError> {
-        let runtime = self.runtime(session).await?;
-        let mut state = runtime.lock().await;
-        if state.turn.is_some() {
-            // Ours, running: this server could not renew it in time (a renewal expires leases
-            // no more). Taken again, unless another server took it meanwhile.
-            if !self.take_lease(session).await? {
-                warn!(%session, "another server took this session's lease while its turn ran here");
-            }
-            return Ok(());
-        }
-        if !self.take_lease(session).await? {
-            return Ok(());
-        }
-        runtime.catch_up_locked(self.store(), &mut state).await?;
-        if state.thread.turn.working {
-            warn!(%session, "the server running this session's agent is gone; ending its turn");
-            self.end_abandoned_turn(&runtime, &mut state, "The server running the agent stopped").await?;
-        }
-        if state.thread.is_ready_to_resume() {
-            info!(%session, "resuming the agent, whose server is gone, with the person's answers");
-            let history = state.thread.messages.clone();
-            let workdir = self.workdir_for_turn(session).await?;
-            return self.start_turn(&runtime, &mut state, history, String::new(), workdir).await;
-        }
-        self.give_back_lease(session).await;
-        Ok(())
-    }
-
-    /// Takes the session's lease for a turn here: false while another server runs its agent.
-    async fn take_lease(&self, session: &str) -> StoreResult<bool> {
-        self.store().take_lease(session, self.log.server_id(), self.lease).await
-    }
-
-    /// Gives the session's lease back: no turn of it runs here (any more).
-    async fn give_back_lease(&self, session: &str) {
-        if let Err(error) = self.store().release_lease(session, self.log.server_id()).await {
-            warn!(%session, %error, "could not give back the session's lease");
-        }
-    }
-
-    /// The session's folder for a turn about to start with its lease taken (given back when the
-    /// folder cannot be used here: another server may reach it).
-    async fn workdir_for_turn(&self, session: &str) -> Result<Option<PathBuf>, AppError> {
-        let workdir = self.session_workdir(session).await;
-        if workdir.is_err() {
-            self.give_back_lease(session).await;
-        }
-        workdir
     }
 
     pub fn bridge(&self) -> &InteractionBridge {
@@ -360,67 +243,13 @@ impl SessionManager {
     /// Ends the turns that a previous run of the server left unfinished, saying so in the thread
     /// (where servers share the store: the turns no live server holds).
     pub async fn recover_unfinished_turns(&self) -> StoreResult<()> {
-        if !self.store().is_shared() {
-            // The only server: whatever lease the store holds is a previous run's.
-            self.store().clear_leases().await?;
-        }
-        for id in self.store().sessions_with_unfinished_turns().await? {
-            let runtime = self.runtime(&id).await?;
-            let mut state = runtime.lock().await;
-            // Another server may be taking it at the same moment: one of them does.
-            if !self.take_lease(&id).await? {
-                continue;
-            }
-            runtime.catch_up_locked(self.store(), &mut state).await?;
-            if state.thread.turn.working {
-                warn!(session = %id, "the server stopped during a turn; ending it");
-                self.end_abandoned_turn(&runtime, &mut state, "The server stopped").await?;
-            }
-            self.store().release_lease(&id, self.log.server_id()).await?;
-        }
-        Ok(())
-    }
-
-    /// Ends a turn whose server stopped while it ran. What waited and was not parked: the agent
-    /// answered it by itself when its server died; the card says what it was told, never that
-    /// the person answered.
-    async fn end_abandoned_turn(
-        &self,
-        runtime: &SessionRuntime,
-        state: &mut RuntimeState,
-        what: &str,
-    ) -> StoreResult<()> {
-        let lost: Vec<(String, String)> = state
-            .thread
-            .messages
-            .iter()
-            .flat_map(|message| message.blocks.iter())
-            .filter_map(|block| match block {
-                Block::ToolCall(call) => {
-                    let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
-                    Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
-                }
-                Block::Text { .. } => None,
-            })
-            .collect();
-        for (tool_use_id, told) in lost {
-            let outcome = InteractionOutcome::Lost { told };
-            runtime.append_locked(self.store(), state, EventBody::InteractionResolved { tool_use_id, outcome }).await?;
-        }
-        let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
-        runtime.append_locked(self.store(), state, ended).await?;
-        let text =
-            format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
-        let notice = EventBody::Notice { message_id: new_id(), text };
-        runtime.append_locked(self.store(), state, notice).await?;
-        self.log.list_changed();
-        Ok(())
+        self.turns.recover_unfinished().await
     }
 
     /// Parks what waits for the person (it outlives the server), stops every other turn, and
     /// waits (briefly) for them to record how they ended.
     pub async fn shut_down(&self) {
-        self.turns.close();
+        self.turns.tasks.close();
         let grace = self.agent.interrupt_grace();
         let parking = self.bridge.park_waiting(None);
         if !parking.is_empty() {
@@ -438,14 +267,11 @@ impl SessionManager {
             }
         }
         self.shutdown.cancel();
-        if tokio::time::timeout(grace * 2, self.turns.wait()).await.is_err() {
+        if tokio::time::timeout(grace * 2, self.turns.tasks.wait()).await.is_err() {
             warn!("some turns did not end in time");
         }
         self.agent.shut_down().await;
-        // Whatever this server still holds, another may take now rather than when it expires.
-        if let Err(error) = self.store().release_leases(self.log.server_id()).await {
-            warn!(%error, "could not give back this server's leases");
-        }
+        self.log.leases().give_back_all().await;
     }
 
     /// Starts a session in the agent's default folder and permission mode.
@@ -461,12 +287,12 @@ impl SessionManager {
         mode: Option<PermissionMode>,
     ) -> Result<SessionSummary, AppError> {
         if let Some(mode) = mode {
-            self.policy.check_mode(mode)?;
+            self.turns.policy.check_mode(mode)?;
             // Refused now rather than when the agent starts (bypass where it is not allowed).
             self.agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         }
         let workdir = match workdir.map(str::trim).filter(|w| !w.is_empty()) {
-            Some(dir) => Some(self.policy.check_workdir(dir)?.display().to_string()),
+            Some(dir) => Some(self.turns.policy.check_workdir(dir)?.display().to_string()),
             None => None,
         };
         let now = now_ms();
@@ -521,39 +347,38 @@ impl SessionManager {
 
     /// Stores the person's message and starts the agent's turn; returns once the message is
     /// stored, before the agent answers.
-    pub async fn send_message(self: &Arc<Self>, session_id: &str, text: String) -> Result<(), AppError> {
+    pub async fn send_message(&self, session_id: &str, text: String) -> Result<(), AppError> {
         validate_message(&text)?;
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
         // Before the message is stored: a turn that cannot start should not leave it behind.
-        let workdir = self.session_workdir(session_id).await?;
-        if state.thread.turn.working || !self.take_lease(session_id).await? {
+        let workdir = self.turns.workdir(session_id).await?;
+        if state.thread.turn.working || !self.log.leases().take(session_id).await? {
             // Running, here or (the lease says) on another server sharing the store.
             return Err(AppError::AgentBusy);
         }
-        let mut first_message = false;
-        let mut history = Vec::new();
-        let stored = loop {
-            // Judged again when another server appended first (it may have started a turn).
-            if state.thread.turn.working {
-                break Err(AppError::AgentBusy);
-            }
-            // A parked agent takes its answer before anything else (a message would reach it first).
-            if state.thread.is_waiting() {
-                break Err(AppError::WaitingForAnswer);
-            }
-            first_message = !state.thread.messages.iter().any(|message| message.role == Role::User);
-            history = state.thread.messages.clone();
-            let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
-            match runtime.try_append_locked(self.store(), &mut state, message).await {
-                Err(StoreError::SequenceConflict { .. }) => continue,
-                result => break result.map_err(AppError::from),
+        // Judged again when another server appended first (it may have started a turn).
+        let stored = runtime
+            .append_judged(self.store(), &mut state, |thread| {
+                if thread.turn.working {
+                    return Err(AppError::AgentBusy);
+                }
+                // A parked agent takes its answer before anything else (a message would reach it first).
+                if thread.is_waiting() {
+                    return Err(AppError::WaitingForAnswer);
+                }
+                let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
+                let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
+                Ok(Judged::Append(message, (first_message, thread.messages.clone())))
+            })
+            .await;
+        let (first_message, history) = match stored {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.log.leases().give_back(session_id).await;
+                return Err(error);
             }
         };
-        if let Err(error) = stored {
-            self.give_back_lease(session_id).await;
-            return Err(error);
-        }
         self.mark_active(session_id).await;
         if first_message
             && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
@@ -561,72 +386,7 @@ impl SessionManager {
             // A title is not worth a turn: the message is stored, and the list keeps its old title.
             warn!(session = %session_id, %error, "could not title the session after its first message");
         }
-        self.start_turn(&runtime, &mut state, history, text, workdir).await
-    }
-
-    /// Resumes a session whose agent parked, once nothing it left waits for the person any more.
-    async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
-        let runtime = self.runtime(session_id).await?;
-        let mut state = runtime.lock().await;
-        // Running here already; or on another server (its lease), which resumes it.
-        if state.turn.is_some() || !state.thread.is_ready_to_resume() || !self.take_lease(session_id).await? {
-            return Ok(());
-        }
-        // The lease taken, the log as it is now: another server may have resumed it meanwhile.
-        if let Err(error) = runtime.catch_up_locked(self.store(), &mut state).await {
-            self.give_back_lease(session_id).await;
-            return Err(error.into());
-        }
-        if !state.thread.is_ready_to_resume() {
-            self.give_back_lease(session_id).await;
-            return Ok(());
-        }
-        info!(session = %session_id, "resuming the agent with the person's answers");
-        let history = state.thread.messages.clone();
-        let workdir = self.workdir_for_turn(session_id).await?;
-        self.start_turn(&runtime, &mut state, history, String::new(), workdir).await
-    }
-
-    /// The session's folder as its agent will work in it, checked again at every start: it may
-    /// have gone, or become a link out of the root.
-    async fn session_workdir(&self, session_id: &str) -> Result<Option<PathBuf>, AppError> {
-        match self.store().session(session_id).await?.workdir {
-            Some(dir) => Ok(Some(self.policy.check_workdir(&dir)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Records the turn's start and runs it; `text` is the person's message, empty to resume.
-    /// Called with the session's lease taken, which it gives back if the turn cannot start.
-    async fn start_turn(
-        self: &Arc<Self>,
-        runtime: &Arc<SessionRuntime>,
-        state: &mut RuntimeState,
-        history: Vec<crate::thread::Message>,
-        text: String,
-        workdir: Option<PathBuf>,
-    ) -> Result<(), AppError> {
-        let session_id = runtime.id();
-        if let Err(error) = runtime.append_locked(self.store(), state, EventBody::TurnStarted).await {
-            self.give_back_lease(session_id).await;
-            return Err(error.into());
-        }
-        let cancel = self.shutdown.child_token();
-        state.turn = Some(cancel.clone());
-        self.log.list_changed();
-        let request = TurnRequest {
-            session_id: session_id.to_string(),
-            resume: text.is_empty(),
-            text,
-            history,
-            agent_session: state.thread.turn.agent_session.clone(),
-            workdir,
-            permission_mode: state.thread.turn.permission_mode,
-            cancel,
-        };
-        let span = info_span!("turn", session = %session_id, agent = self.agent.name());
-        self.turns.spawn(self.clone().run_turn(runtime.clone(), request).instrument(span));
-        Ok(())
+        self.turns.start(&runtime, &mut state, history, text, workdir).await
     }
 
     /// Stops the session's running turn. Stopping an idle session does nothing.
@@ -691,7 +451,7 @@ impl SessionManager {
     /// Sends the person's answer to a question whose answer never reached the agent (the server
     /// died while it waited: `InteractionOutcome::Lost`) as a message, with their consent.
     pub async fn send_lost_answer(
-        self: &Arc<Self>,
+        &self,
         session_id: &str,
         tool_use_id: &str,
         answers: Vec<QuestionAnswer>,
@@ -718,7 +478,7 @@ impl SessionManager {
     /// Switches the session's permission mode: recorded for the next start, and sent to the
     /// agent now if it runs.
     pub async fn set_permission_mode(&self, session_id: &str, mode: PermissionMode) -> Result<(), AppError> {
-        self.policy.check_mode(mode)?;
+        self.turns.policy.check_mode(mode)?;
         let runtime = self.runtime(session_id).await?;
         // The agent may refuse (bypass not allowed here); a running one switches now.
         self.agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
@@ -729,63 +489,8 @@ impl SessionManager {
         info!(session = %session_id, %mode, "permission mode set");
         Ok(())
     }
-
-    async fn run_turn(self: Arc<Self>, runtime: Arc<SessionRuntime>, request: TurnRequest) {
-        let cancel = request.cancel.clone();
-        let sink =
-            Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
-        let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
-        let grace = self.agent.interrupt_grace();
-        let grace_over = async {
-            cancel.cancelled().await;
-            tokio::time::sleep(grace).await;
-        };
-        let result = tokio::select! {
-            result = turn => result.unwrap_or_else(|_| Err(AgentError::Failed("the agent crashed".into()))),
-            () = grace_over => Err(AgentError::Interrupted),
-        };
-        let (outcome, usage) = match result {
-            Ok(usage) => (TurnOutcome::Completed, usage),
-            Err(AgentError::SessionGone) => return,
-            Err(AgentError::Parked) => (TurnOutcome::Parked, None),
-            Err(_) if self.shutdown.is_cancelled() => (TurnOutcome::Abandoned, None),
-            Err(AgentError::Interrupted) => (TurnOutcome::Interrupted, None),
-            Err(_) if cancel.is_cancelled() => (TurnOutcome::Interrupted, None),
-            Err(AgentError::Failed(error)) => {
-                warn!(%error, "the agent failed");
-                (TurnOutcome::Failed { error }, None)
-            }
-        };
-        info!(?outcome, "turn ended");
-        let parked = outcome == TurnOutcome::Parked;
-        let mut state = runtime.lock().await;
-        state.turn = None;
-        let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
-        if let Err(error) = runtime.append_locked(self.store(), &mut state, ended).await {
-            // The session was deleted meanwhile, or the disk failed. The turn is over all the
-            // same: the session takes the next message (the store says so after the restart
-            // recovery, or with the next turn's end).
-            warn!(%error, "could not record the end of the turn");
-            state.thread.turn.working = false;
-            state.thread.turn.last_outcome = Some(outcome);
-        }
-        let answered_meanwhile = !state.thread.is_waiting();
-        // Given back under the session's lock, before a next turn here takes it again.
-        self.give_back_lease(runtime.id()).await;
-        // Under the session's lock, before the next turn can start: forgotten after it, the
-        // next turn's first question could lose its waiter, and the answer found it cancelled
-        // (seen in `tests/load.rs` when this task is slow to get here).
-        self.bridge.forget_session(runtime.id());
-        drop(state);
-        self.log.list_changed();
-        if parked && answered_meanwhile {
-            // The answers came while the turn was ending: nobody else will resume it.
-            self.bridge.ask_to_resume(runtime.id());
-        }
-    }
 }
 
-/// A person may put a session in the modes the UI offers, not Claude Code's others.
 /// A title from the first message: its first line, cut at a word near 60 characters.
 pub(super) fn title_from_message(text: &str) -> String {
     const MAX: usize = 60;

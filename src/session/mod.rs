@@ -1,13 +1,23 @@
-//! Sessions on the server: each session's event log (the one writer that numbers, applies, stores
-//! and broadcasts its events), the SessionManager that creates, loads and deletes sessions and runs
-//! their turns, and the sink through which a backend reports a turn.
+//! Sessions on the server:
+//! - `log.rs`: each session's event log, the one writer that numbers, applies, stores and
+//!   broadcasts its events, through one compare-and-set (`SessionRuntime::append_judged`);
+//! - `manager.rs`: the SessionManager, what a person does with sessions (create, load, delete,
+//!   send a message, answer, decide, switch the mode);
+//! - `turns.rs`: the agent's turns, started, run and ended, and those a stopped server left;
+//! - `leases.rs`: which server runs a session's agent, where several share the store;
+//! - `policy.rs`: what sessions may do on this server (folders, modes);
+//! - `sink.rs`: the sink through which a backend reports a turn.
 
+mod leases;
 mod log;
 mod manager;
+mod policy;
 mod sink;
 #[cfg(test)]
 mod tests;
+mod turns;
 
 pub use crate::bridge::Timeouts;
 pub use log::{SessionLog, SessionRuntime};
-pub use manager::{SessionManager, SessionPolicy};
+pub use manager::SessionManager;
+pub use policy::SessionPolicy;

@@ -13,7 +13,6 @@ use crate::approval::PermissionMode;
 use crate::bridge::{InteractionBridge, NoOutcome};
 use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::question::QuestionAnswer;
 use crate::store::StoreError;
 use crate::thread::EventBody;
 
@@ -85,10 +84,6 @@ impl TurnSink for SessionSink {
 
     fn withdraw<'a>(&'a self, tool_use_id: &'a str, reason: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(self.bridge.cancel(self.runtime.id(), tool_use_id, reason))
-    }
-
-    fn take_answer(&self, tool_use_id: &str) -> Option<Vec<QuestionAnswer>> {
-        self.bridge.take_answer(self.session_id(), tool_use_id)
     }
 
     fn tool_input<'a>(&'a self, tool_use_id: &'a str) -> BoxFuture<'a, Option<Value>> {

@@ -132,6 +132,28 @@ impl Store {
             .await?
         }))
     }
+
+    /// Sessions whose last turn never ended and that no live server holds: the server running
+    /// them stopped while their agent was working.
+    pub async fn sessions_with_unfinished_turns(&self) -> StoreResult<Vec<String>> {
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 1
+                             AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                               AND l.expires_at_ms > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+                             ORDER BY id",
+                    postgres: "SELECT id FROM sessions WHERE (turn ->> 'working')::boolean
+                               AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                                 AND l.expires_at > now())
+                               ORDER BY id",
+                }
+                .on(dialect),
+            )
+            .fetch_all(pool)
+            .await?
+        }))
+    }
 }
 
 fn millis(ttl: Duration) -> i64 {

@@ -7,6 +7,16 @@ use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 
 use super::{Pool, Store, StoreResult};
 
+/// Sends `$notice` from within the transaction `$tx` on Postgres (delivered at its commit); on
+/// SQLite, with a single server, there is no one to tell.
+macro_rules! notify_in {
+    ($tx:expr, $dialect:expr, $notice:expr) => {
+        if $dialect == crate::store::Dialect::Postgres {
+            sqlx::query(crate::store::notices::NOTIFY).bind(serde_json::to_string($notice)?).execute($tx).await?;
+        }
+    };
+}
+
 const CHANNEL: &str = "askbridge";
 
 /// Sends one notice (its JSON) on the channel.

@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::*;
+use crate::error::AppError;
 use crate::testing::postgres::TestPostgres;
-use crate::thread::{EventBody, TurnOutcome};
+use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread, TurnOutcome};
 
 /// A fresh, empty database: a SQLite file in a folder of its own, or a database of its own on
 /// this process's test Postgres.
@@ -544,7 +545,18 @@ async fn urls_choose_the_database() {
     assert!(path.exists());
     Store::connect("sqlite::memory:").await.unwrap();
     let error = Store::connect("mysql://me:secret@db.example/askbridge").await.err().expect("refused");
-    assert!(matches!(&error, StoreError::UnknownUrl(url) if url == "mysql://me@db.example/askbridge"), "{error:?}");
+    assert!(matches!(&error, StoreError::UnknownUrl(url) if url == "mysql://me:…@db.example/askbridge"), "{error:?}");
+}
+
+#[test]
+fn a_database_url_is_shown_without_its_password() {
+    assert_eq!(
+        without_password("postgres://team:s3cret@db.internal:5432/askbridge"),
+        "postgres://team:…@db.internal:5432/askbridge"
+    );
+    assert_eq!(without_password("postgres://team@db/askbridge"), "postgres://team@db/askbridge");
+    assert_eq!(without_password("postgres://db/ask:me@bridge"), "postgres://db/ask:me@bridge", "an @ after the host");
+    assert_eq!(without_password("sqlite:///home/me/data/askbridge.db"), "sqlite:///home/me/data/askbridge.db");
 }
 
 #[tokio::test]

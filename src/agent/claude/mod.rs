@@ -7,6 +7,7 @@
 //! questions, says why, and is resumed by the next message. Idle CLIs exit after `--idle-exit`,
 //! and no more than `--max-agents` run at once.
 
+mod config;
 mod process;
 pub mod protocol;
 mod turn;
@@ -21,69 +22,21 @@ use serde_json::Value;
 use tracing::info;
 
 use self::process::{CliProcess, Launch, Output, RequestError, Requester};
-use self::protocol::{CliInfo, FromCli, HostRequest, ToCli, question_hooks};
-use self::turn::{Ended, Turn};
+use self::protocol::{CliInfo, FromCli, HostRequest, TOLD_ON_HOOK_EOF, TOLD_ON_REQUEST_EOF, ToCli, question_hooks};
+use self::turn::{Ended, INTERRUPT_TIMEOUT, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{PermissionMode, Shows};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, Usage};
 
+pub use self::config::{AnswerPath, ClaudeConfig};
+
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long the CLI has to confirm a switch of permission mode.
 const MODE_SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
-/// the tools it stops).
-const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
-/// What Claude Code tells the model about a hook call whose host went away (§12, l_hook_eof).
-pub(crate) const TOLD_ON_HOOK_EOF: &str = "The user doesn't want to take this action right now. STOP what you are doing and \
-                                wait for the user to tell you how to proceed.";
-/// What it tells about a permission request whose host went away (§9: as an interrupt).
-const TOLD_ON_REQUEST_EOF: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected.";
 /// The id under which our PreToolUse hook is registered.
 const HOOK_ID: &str = "askbridge_question_hook";
-
-/// How the person's answer reaches the CLI (`../shared/DESIGN.md` §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AnswerPath {
-    /// A PreToolUse hook waits for the person and hands the answers over with `updatedInput`;
-    /// it can park the question (`defer`): the default.
-    Hook,
-    /// The CLI asks over the control protocol (`can_use_tool`) and waits; cannot be parked.
-    CanUseTool,
-}
-
-#[derive(Debug, Clone)]
-pub struct ClaudeConfig {
-    pub bin: PathBuf,
-    pub workdir: PathBuf,
-    pub permission_mode: PermissionMode,
-    pub model: Option<String>,
-    pub answer_path: AnswerPath,
-    /// Set for the CLI on top of the server's environment.
-    pub env: Vec<(String, String)>,
-    /// Whether a session may switch to bypassPermissions (the person still confirms it).
-    pub allow_bypass: bool,
-    /// The most CLI processes alive at once; the least recently active idle or waiting session
-    /// lets go of its process first.
-    pub max_agents: usize,
-    /// An idle session's CLI exits after this long; the next message resumes it.
-    pub idle_exit: Option<Duration>,
-}
-
-impl ClaudeConfig {
-    /// As many CLIs as the machine's memory holds comfortably (each takes about 200 MB).
-    pub fn default_max_agents() -> usize {
-        let total_mib = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|info| {
-                let line = info.lines().find(|line| line.starts_with("MemTotal:"))?;
-                line.split_whitespace().nth(1)?.parse::<usize>().ok()
-            })
-            .map_or(4096, |kib| kib / 1024);
-        (total_mib / 800).clamp(2, 32)
-    }
-}
 
 pub struct ClaudeCliBackend {
     config: ClaudeConfig,
@@ -245,7 +198,7 @@ impl ClaudeCliBackend {
             cli.send(ToCli::user_text(&told.join("\n\n")));
         }
         // A resume with nothing to say lets the CLI ask its parked call again by itself.
-        let result = Turn::new(sink.clone(), &request, self.config.answer_path, announced, preapproved).run(cli).await;
+        let result = Turn::new(sink.clone(), &request, announced, preapproved).run(cli).await;
         let ended = match result {
             Ok(usage) => return Ok(usage),
             Err(ended) => ended,
@@ -407,16 +360,6 @@ fn decided_in_words(history: &[Message], preapproved: &mut Vec<(String, Value)>)
     told
 }
 
-/// "Claude Code exited (exit code 1). Its last words: …"
-/// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
-fn describe(system: &protocol::SystemMessage) -> String {
-    let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
-    parts.extend(system.model.clone());
-    parts.extend(system.permission_mode.as_ref().map(|m| format!("{m} mode")));
-    parts.extend(system.cwd.clone());
-    parts.join(" · ")
-}
-
 /// Whether this server runs as root (Claude Code then refuses to bypass permissions).
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -426,6 +369,7 @@ fn running_as_root() -> bool {
     }
 }
 
+/// "Claude Code exited (exit status: 1). Its last output: …"
 async fn exit_report(process: &mut CliProcess, what: &str) -> String {
     let status = process.exit_status().await;
     let tail = process.stderr_tail();

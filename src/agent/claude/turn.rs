@@ -11,17 +11,21 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::config::AnswerPath;
 use super::process::{CliProcess, Output};
 use super::protocol::{
     self, ApiEvent, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_allow, hook_defer,
     hook_deny, input_with_answers,
 };
-use super::{AnswerPath, INTERRUPT_TIMEOUT};
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::interaction::InteractionOutcome;
-use crate::question::{Question, is_question_tool, words};
+use crate::question::{Question, QuestionAnswer, is_question_tool, words};
 use crate::thread::Usage;
+
+/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
+/// the tools it stops).
+pub(super) const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long a turn whose `result` came while subagents were at work waits, once they are done,
 /// for the turn the CLI then starts by itself.
@@ -49,12 +53,38 @@ impl From<AgentError> for Ended {
 
 /// What the person's decision means to the CLI.
 enum Answer {
-    Reply(Value),
+    /// What the CLI is told; with the person's answers when the hook delivered them (the CLI then
+    /// fills in the tool's result by itself, and the turn keeps them for it: [`HookAnswers`]).
+    Reply { reply: Value, answers: Option<Vec<QuestionAnswer>> },
     /// The wait was parked: a hook's call is deferred; a permission request cannot be (it stays
     /// unanswered, and the CLI is stopped).
     Parked,
     /// Nothing to say: the CLI withdrew the request, or the turn is over.
     Nothing,
+}
+
+/// A request's answer, as its task sends it back to the turn: (request id, answer).
+type Replied = (String, Answer);
+
+/// The answers the hook delivered, kept until the CLI echoes the tool's result. Through the hook
+/// the CLI writes that result itself; the stored transcript and the card show the person's real
+/// answer instead, in the CLI's words (the override step).
+#[derive(Default)]
+struct HookAnswers(HashMap<String, Vec<QuestionAnswer>>);
+
+impl HookAnswers {
+    fn keep(&mut self, tool_use_id: &str, answers: Vec<QuestionAnswer>) {
+        self.0.insert(tool_use_id.to_string(), answers);
+    }
+
+    /// The result to store for `tool_use_id`, whose echo says `echoed`: the person's answer where
+    /// the hook delivered one (once: the answers go with the echo).
+    fn result_text(&mut self, tool_use_id: &str, echoed: String) -> String {
+        match self.0.remove(tool_use_id) {
+            Some(answers) => words::as_tool_result(&answers),
+            None => echoed,
+        }
+    }
 }
 
 /// A question tool's call as the CLI streams it: the tool, its arguments so far, and the
@@ -77,7 +107,6 @@ struct Asking {
 pub(super) struct Turn<'a> {
     sink: Sink,
     request: &'a TurnRequest,
-    answer_path: AnswerPath,
     announced: &'a mut Option<(String, Option<String>)>,
     /// Calls decided after a restart, in words: their identical retry is allowed without a card.
     preapproved: &'a mut Vec<(String, Value)>,
@@ -96,6 +125,8 @@ pub(super) struct Turn<'a> {
     asking: HashMap<String, Asking>,
     /// Requests parked, by request id: hooks deferred, or permission requests left unanswered.
     parked: HashMap<String, Asking>,
+    /// Answers the hook delivered, until their tool results come.
+    hook_answers: HookAnswers,
     /// Background tasks (subagents) at work, and what each was asked to do.
     tasks: HashMap<String, String>,
     /// A `result` came (the main turn ended) while subagents worked or asked.
@@ -103,7 +134,7 @@ pub(super) struct Turn<'a> {
     stream_message: Option<String>,
     /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
     /// flowing meanwhile); their answers come back here.
-    replies: (mpsc::UnboundedSender<(String, Answer)>, mpsc::UnboundedReceiver<(String, Answer)>),
+    replies: (mpsc::UnboundedSender<Replied>, mpsc::UnboundedReceiver<Replied>),
     /// Ends the waiting tasks with the turn.
     waits_end: CancellationToken,
 }
@@ -112,14 +143,12 @@ impl<'a> Turn<'a> {
     pub(super) fn new(
         sink: Sink,
         request: &'a TurnRequest,
-        answer_path: AnswerPath,
         announced: &'a mut Option<(String, Option<String>)>,
         preapproved: &'a mut Vec<(String, Value)>,
     ) -> Self {
         Self {
             sink,
             request,
-            answer_path,
             announced,
             preapproved,
             messages: HashMap::new(),
@@ -131,6 +160,7 @@ impl<'a> Turn<'a> {
             questions_written: HashMap::new(),
             asking: HashMap::new(),
             parked: HashMap::new(),
+            hook_answers: HookAnswers::default(),
             tasks: HashMap::new(),
             result_seen: None,
             stream_message: None,
@@ -161,7 +191,11 @@ impl<'a> Turn<'a> {
                 Some((request_id, answer)) = self.replies.1.recv() => {
                     let Some(asking) = self.asking.remove(&request_id) else { continue };
                     match answer {
-                        Answer::Reply(reply) => {
+                        Answer::Reply { reply, answers } => {
+                            // Kept before the CLI hears the answer, so before it can echo the result.
+                            if let Some(answers) = answers {
+                                self.hook_answers.keep(&asking.tool_use_id, answers);
+                            }
                             cli.send(ToCli::success(&request_id, reply));
                         }
                         Answer::Parked => {
@@ -216,7 +250,7 @@ impl<'a> Turn<'a> {
                 if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
                 }
-                let info = super::describe(&system);
+                let info = describe(&system);
                 let announced = Some((info.clone(), system.session_id.clone()));
                 if *self.announced != announced {
                     sink.agent_started(&info, system.session_id.clone()).await?;
@@ -305,14 +339,7 @@ impl<'a> Turn<'a> {
                     if subagent && !self.started_tools.contains(&tool_use_id) {
                         continue;
                     }
-                    let mut text = ContentBlock::result_text(&content);
-                    // The override step: where the result was filled in by the hook, the stored
-                    // transcript shows the answer the person really gave, in the CLI's words.
-                    if let Some(answers) = sink.take_answer(&tool_use_id)
-                        && self.answer_path == AnswerPath::Hook
-                    {
-                        text = words::as_tool_result(&answers);
-                    }
+                    let text = self.hook_answers.result_text(&tool_use_id, ContentBlock::result_text(&content));
                     sink.tool_result(&tool_use_id, &text, is_error.unwrap_or(false)).await?;
                 }
             }
@@ -477,7 +504,8 @@ impl<'a> Turn<'a> {
             // Parkable: a permission request cannot be deferred, but its card can outlive the CLI
             // and the decision reach the resumed agent in words.
             let answer = match sink.ask_approval(&tool_use_id, approval.clone(), true, &cancel).await {
-                Ok(outcome) => approval_reply(&outcome, &approval).map_or(Answer::Nothing, Answer::Reply),
+                Ok(outcome) => approval_reply(&outcome, &approval)
+                    .map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None }),
                 Err(AgentError::Parked) => Answer::Parked,
                 Err(_) => Answer::Nothing,
             };
@@ -496,13 +524,22 @@ impl<'a> Turn<'a> {
         let path = if hook { AnswerPath::Hook } else { AnswerPath::CanUseTool };
         tokio::spawn(async move {
             let answer = match sink.ask(&tool_use_id, &tool, &input, hook, &cancel).await {
-                Ok(outcome) => question_reply(&outcome, &input, path).map_or(Answer::Nothing, Answer::Reply),
+                Ok(outcome) => question_answer(outcome, &input, path),
                 Err(AgentError::Parked) => Answer::Parked,
                 Err(_) => Answer::Nothing,
             };
             let _ = replies.send((request_id, answer));
         });
     }
+}
+
+/// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
+fn describe(system: &protocol::SystemMessage) -> String {
+    let mut parts = vec![format!("Claude Code {}", system.claude_code_version.as_deref().unwrap_or("?"))];
+    parts.extend(system.model.clone());
+    parts.extend(system.permission_mode.as_ref().map(|m| format!("{m} mode")));
+    parts.extend(system.cwd.clone());
+    parts.join(" · ")
 }
 
 /// A permission mode the CLI reports, if this build knows it (a newer CLI may have more).
@@ -549,6 +586,17 @@ fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<V
     })
 }
 
+/// The outcome of a question as the turn hands it to the CLI: the reply, with the answers it
+/// delivered through the hook.
+fn question_answer(outcome: InteractionOutcome, input: &Value, path: AnswerPath) -> Answer {
+    let Some(reply) = question_reply(&outcome, input, path) else { return Answer::Nothing };
+    let answers = match (outcome, path) {
+        (InteractionOutcome::Answered { answers }, AnswerPath::Hook) => Some(answers),
+        _ => None,
+    };
+    Answer::Reply { reply, answers }
+}
+
 /// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
 pub(super) fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
     let refusal = match outcome {
@@ -582,4 +630,39 @@ pub(super) fn question_reply(outcome: &InteractionOutcome, input: &Value, path: 
         AnswerPath::CanUseTool => deny(&refusal),
         AnswerPath::Hook => hook_deny(&refusal),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jwt() -> Vec<QuestionAnswer> {
+        vec![QuestionAnswer::new("Which auth?", &["JWT"], None, None)]
+    }
+
+    #[test]
+    fn the_hook_path_keeps_the_answers_it_delivered_and_can_use_tool_keeps_none() {
+        let input = json!({"questions": []});
+        let answered = InteractionOutcome::Answered { answers: jwt() };
+        let Answer::Reply { reply, answers } = question_answer(answered.clone(), &input, AnswerPath::Hook) else {
+            panic!("an answer is a reply")
+        };
+        assert_eq!(reply["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(answers, Some(jwt()));
+        let Answer::Reply { answers, .. } = question_answer(answered, &input, AnswerPath::CanUseTool) else {
+            panic!("an answer is a reply")
+        };
+        assert_eq!(answers, None, "the CLI's own result already says it");
+        let declined = question_answer(InteractionOutcome::Declined { reason: None }, &input, AnswerPath::Hook);
+        assert!(matches!(declined, Answer::Reply { answers: None, .. }));
+    }
+
+    #[test]
+    fn the_echoed_result_of_a_hook_answer_is_the_persons_answer_once() {
+        let mut kept = HookAnswers::default();
+        kept.keep("toolu_ask", jwt());
+        assert_eq!(kept.result_text("toolu_other", "its own".into()), "its own");
+        assert_eq!(kept.result_text("toolu_ask", "filled in by the CLI".into()), words::as_tool_result(&jwt()));
+        assert_eq!(kept.result_text("toolu_ask", "again".into()), "again", "the answers went with the echo");
+    }
 }

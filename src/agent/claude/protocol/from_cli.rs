@@ -1,150 +1,18 @@
-//! The Claude Code CLI's stream-json control protocol, as serde types that match the wire
-//! (captured from CLI 2.1.332; see `../shared/protocol/claude-cli.md`).
-//!
-//! Reading is tolerant: unknown fields are ignored, and a message of a type this build does not
-//! know, or one whose known type has an unexpected shape, becomes [`FromCli::Unknown`] and is
-//! logged, never an error. A new CLI release must not break a session.
+//! What the host reads from the CLI's stdout. Reading is tolerant: unknown fields are ignored,
+//! and a message of a type this build does not know, or one whose known type has an unexpected
+//! shape, becomes [`FromCli::Unknown`] and is logged, never an error. A new CLI release must not
+//! break a session.
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde::Deserialize;
+use serde_json::Value;
 
-use crate::question::QuestionAnswer;
+use super::to_cli::ControlResponse;
 
-// ---- host → CLI ----
-
-/// A line the host writes to the CLI's stdin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ToCli {
-    User { message: UserContent, parent_tool_use_id: Option<String>, session_id: String },
-    ControlRequest { request_id: String, request: HostRequest },
-    ControlResponse { response: ControlResponse },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UserContent {
-    pub role: String,
-    /// A string, or an array of content blocks.
-    pub content: Value,
-}
-
-impl ToCli {
-    pub fn user_text(text: &str) -> Self {
-        Self::User {
-            message: UserContent { role: "user".into(), content: Value::String(text.into()) },
-            parent_tool_use_id: None,
-            session_id: String::new(),
-        }
-    }
-
-    pub fn success(request_id: &str, response: Value) -> Self {
-        Self::ControlResponse { response: ControlResponse::Success { request_id: request_id.into(), response } }
-    }
-
-    pub fn error(request_id: &str, error: &str) -> Self {
-        Self::ControlResponse {
-            response: ControlResponse::Error { request_id: request_id.into(), error: error.into() },
-        }
-    }
-
-    /// One NDJSON line, newline included.
-    pub fn to_line(&self) -> String {
-        let mut line = serde_json::to_string(self).expect("protocol messages serialize");
-        line.push('\n');
-        line
-    }
-}
-
-/// Requests the host makes of the CLI.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "subtype", rename_all = "snake_case")]
-pub enum HostRequest {
-    Initialize { hooks: Option<Value> },
-    Interrupt,
-    SetPermissionMode { mode: crate::approval::PermissionMode },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "subtype", rename_all = "snake_case")]
-pub enum ControlResponse {
-    Success {
-        request_id: String,
-        #[serde(default)]
-        response: Value,
-    },
-    Error {
-        request_id: String,
-        error: String,
-    },
-}
-
-impl ControlResponse {
-    pub fn request_id(&self) -> &str {
-        match self {
-            Self::Success { request_id, .. } | Self::Error { request_id, .. } => request_id,
-        }
-    }
-}
-
-/// The PreToolUse hook registration for the question tools (answer path 2).
-pub fn question_hooks(callback_id: &str) -> Value {
-    json!({"PreToolUse": [{"matcher": "AskUserQuestion", "hookCallbackIds": [callback_id]}]})
-}
-
-/// The question's arguments with the person's answers added, as `updatedInput`: `answers` maps
-/// each question's text to its answer (several labels joined with ", ", free text verbatim),
-/// `annotations` carries notes.
-pub fn input_with_answers(input: &Value, answers: &[QuestionAnswer]) -> Value {
-    let mut updated = input.as_object().cloned().unwrap_or_default();
-    let mut by_question = Map::new();
-    let mut annotations = Map::new();
-    for answer in answers {
-        by_question.insert(answer.question.clone(), Value::String(answer.summary()));
-        if let Some(notes) = &answer.notes {
-            annotations.insert(answer.question.clone(), json!({"notes": notes}));
-        }
-    }
-    updated.insert("answers".into(), Value::Object(by_question));
-    if !annotations.is_empty() {
-        updated.insert("annotations".into(), Value::Object(annotations));
-    }
-    Value::Object(updated)
-}
-
-/// `can_use_tool` answers.
-pub fn allow(updated_input: Value) -> Value {
-    json!({"behavior": "allow", "updatedInput": updated_input})
-}
-
-pub fn deny(message: &str) -> Value {
-    json!({"behavior": "deny", "message": message})
-}
-
-/// PreToolUse hook answers. Allowed with `updatedInput` carrying the answers, the question is
-/// answered at once and the model reads exactly what the can_use_tool answer gives it (§8).
-pub fn hook_allow(updated_input: Value) -> Value {
-    json!({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "allow",
-        "updatedInput": updated_input,
-    }})
-}
-
-/// Parks the call (§12): the CLI ends its turn with `stop_reason: tool_deferred`, and a later
-/// `--resume` asks again.
-pub fn hook_defer() -> Value {
-    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
-}
-
-pub fn hook_deny(reason: &str) -> Value {
-    json!({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "deny",
-        "permissionDecisionReason": reason,
-    }})
-}
-
-// ---- CLI → host ----
+/// What Claude Code tells the model about a hook call whose host went away (§12, l_hook_eof).
+pub const TOLD_ON_HOOK_EOF: &str = "The user doesn't want to take this action right now. STOP what you are doing and \
+                                wait for the user to tell you how to proceed.";
+/// What it tells about a permission request whose host went away (§9: as an interrupt).
+pub const TOLD_ON_REQUEST_EOF: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected.";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FromCli {
@@ -466,34 +334,11 @@ impl CliInfo {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
-
-    /// A copy of `../shared/fixtures/claude-cli`, kept in the repository so that CI has it.
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-cli");
-
-    /// Every line of every trace, with its direction.
-    fn trace_lines() -> Vec<(String, String, Value)> {
-        let dir = std::path::Path::new(FIXTURES);
-        let mut lines = Vec::new();
-        let mut files: Vec<_> = std::fs::read_dir(dir)
-            .unwrap_or_else(|e| panic!("the shared fixtures are missing at {FIXTURES}: {e}"))
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-            .collect();
-        files.sort();
-        assert!(files.len() >= 30, "expected the shared traces, found {}", files.len());
-        for file in files {
-            let name = file.file_name().unwrap().to_string_lossy().to_string();
-            for line in std::fs::read_to_string(&file).unwrap().lines() {
-                let record: Value = serde_json::from_str(line).unwrap();
-                let direction = record["direction"].as_str().unwrap_or_default().to_string();
-                if let Some(msg) = record.get("msg") {
-                    lines.push((name.clone(), direction, msg.clone()));
-                }
-            }
-        }
-        lines
-    }
+    use crate::agent::claude::protocol::hook_defer;
+    use crate::agent::claude::protocol::traces::{first_exchange, trace_lines};
 
     #[test]
     fn every_line_from_the_cli_in_every_trace_parses_into_a_known_message() {
@@ -513,23 +358,6 @@ mod tests {
     }
 
     #[test]
-    fn every_line_to_the_cli_has_the_shape_our_types_write() {
-        for (file, direction, mut msg) in trace_lines() {
-            if direction != "to_cli" {
-                continue;
-            }
-            // An initialize without hooks is written with `"hooks": null` by some hosts and
-            // without the key by others (l_defer_resume); the CLI reads both the same.
-            if msg["request"]["subtype"] == "initialize" && msg["request"].get("hooks").is_none() {
-                msg["request"]["hooks"] = Value::Null;
-            }
-            let ours: ToCli = serde_json::from_value(msg.clone()).unwrap_or_else(|e| panic!("{file}: {e}: {msg}"));
-            let written: Value = serde_json::from_str(&ours.to_line()).unwrap();
-            assert_eq!(written, msg, "{file}");
-        }
-    }
-
-    #[test]
     fn an_unknown_message_type_or_shape_is_kept_not_refused() {
         let unknown = FromCli::parse(r#"{"type":"telepathy","x":1}"#).unwrap();
         assert_eq!(unknown, FromCli::Unknown(json!({"type": "telepathy", "x": 1})));
@@ -538,74 +366,6 @@ mod tests {
         let new_field = FromCli::parse(r#"{"type":"control_cancel_request","request_id":"r","future":true}"#).unwrap();
         assert_eq!(new_field, FromCli::ControlCancelRequest { request_id: "r".into() });
         assert!(FromCli::parse("not json").is_err());
-    }
-
-    /// The first `(request, response)` pair of a trace: the CLI's can_use_tool or hook_callback
-    /// and the host's answer to it.
-    fn first_exchange(file: &str, subtype: &str) -> (Value, Value) {
-        let lines: Vec<_> = trace_lines().into_iter().filter(|(f, _, _)| f == file).collect();
-        let (request_id, request) = lines
-            .iter()
-            .find_map(|(_, d, m)| {
-                (d == "from_cli" && m["type"] == "control_request" && m["request"]["subtype"] == subtype)
-                    .then(|| (m["request_id"].clone(), m["request"].clone()))
-            })
-            .unwrap();
-        let response = lines
-            .iter()
-            .find_map(|(_, d, m)| {
-                (d == "to_cli" && m["type"] == "control_response" && m["response"]["request_id"] == request_id)
-                    .then(|| m["response"]["response"].clone())
-            })
-            .unwrap();
-        (request, response)
-    }
-
-    #[test]
-    fn answers_are_written_exactly_as_the_traces_show() {
-        let (request, response) = first_exchange("a_allow.jsonl", "can_use_tool");
-        let answers = [
-            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
-            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
-        ];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
-
-        let (request, response) = first_exchange("c_other.jsonl", "can_use_tool");
-        let answers = [
-            QuestionAnswer::new("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
-            QuestionAnswer::new("Which features?", &["Dark mode"], Some("Offline support"), None),
-        ];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
-
-        let (request, response) = first_exchange("a_allow_response.jsonl", "can_use_tool");
-        let answers = [QuestionAnswer::new(
-            "Which auth method should we use?",
-            &["JWT"],
-            None,
-            Some("short-lived tokens please"),
-        )];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
-
-        let (_, response) = first_exchange("b_deny.jsonl", "can_use_tool");
-        assert_eq!(deny("The user dismissed the questions without answering."), response);
-    }
-
-    #[test]
-    fn hook_answers_are_written_exactly_as_the_traces_show() {
-        let (request, response) = first_exchange("f_hook_updated_input.jsonl", "hook_callback");
-        let callback: HookCallback = serde_json::from_value(request).unwrap();
-        assert_eq!(callback.tool_name(), Some("AskUserQuestion"));
-        let answers = [
-            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
-            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
-        ];
-        let updated = input_with_answers(&callback.tool_input(), &answers);
-        assert_eq!(hook_allow(updated), response);
-
-        let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
-        let reason =
-            "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n";
-        assert_eq!(hook_deny(reason), response);
     }
 
     /// The messages of one trace from the CLI, parsed.
@@ -651,7 +411,7 @@ mod tests {
             }),
             _ => None,
         });
-        assert_eq!(told.as_deref(), Some(super::super::TOLD_ON_HOOK_EOF));
+        assert_eq!(told.as_deref(), Some(TOLD_ON_HOOK_EOF));
         let heartbeats =
             from_cli("f_hook_long_wait.jsonl").into_iter().filter(|m| matches!(m, FromCli::Progress(_))).count();
         assert!(heartbeats >= 2, "a long hook wait's heartbeats are understood");

@@ -1,0 +1,91 @@
+//! What a turn cost: tokens over its requests, and dollars at the list prices of the model's
+//! family, for the session header.
+
+use std::time::Duration;
+
+use super::wire::ApiUsage;
+use crate::thread::Usage;
+
+/// Tokens and dollars over a turn's requests.
+#[derive(Debug, Default)]
+pub(super) struct Spent {
+    pub(super) replies: u32,
+    input_tokens: u64,
+    output_tokens: u64,
+    cost_usd: Option<f64>,
+}
+
+impl Spent {
+    pub(super) fn add(&mut self, usage: &ApiUsage, model: &str) {
+        self.replies += 1;
+        let n = |v: Option<u64>| v.unwrap_or(0);
+        self.input_tokens +=
+            n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + n(usage.cache_read_input_tokens);
+        self.output_tokens += n(usage.output_tokens);
+        if let Some(cost) = cost_usd(model, usage) {
+            self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+        }
+    }
+
+    pub(super) fn usage(&self, elapsed: Option<Duration>) -> Usage {
+        Usage {
+            input_tokens: Some(self.input_tokens),
+            output_tokens: Some(self.output_tokens),
+            cost_usd: self.cost_usd,
+            duration_ms: elapsed.map(|e| e.as_millis() as u64),
+        }
+    }
+}
+
+/// Two spendings as one: the turns that parked are paid by the turn that completes.
+pub(super) fn add_usage(a: &Usage, b: &Usage) -> Usage {
+    let sum = |x: Option<u64>, y: Option<u64>| {
+        if x.is_none() && y.is_none() { None } else { Some(x.unwrap_or(0) + y.unwrap_or(0)) }
+    };
+    Usage {
+        input_tokens: sum(a.input_tokens, b.input_tokens),
+        output_tokens: sum(a.output_tokens, b.output_tokens),
+        cost_usd: match (a.cost_usd, b.cost_usd) {
+            (None, None) => None,
+            (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
+        },
+        duration_ms: b.duration_ms,
+    }
+}
+
+/// List prices in dollars per million tokens, (input, output), by model family, as Claude Code
+/// 2.1.332 lists them. Cache writes cost 1.25× input, cache reads 0.1×. `None` for a model this
+/// table does not know: the header then shows no cost rather than a wrong one.
+fn prices(model: &str) -> Option<(f64, f64)> {
+    let families = [("opus", (4.0, 20.0)), ("fable", (8.0, 40.0)), ("sonnet", (2.0, 10.0)), ("haiku", (0.10, 0.50))];
+    families.iter().find(|(family, _)| model.contains(family)).map(|(_, prices)| *prices)
+}
+
+fn cost_usd(model: &str, usage: &ApiUsage) -> Option<f64> {
+    let (input, output) = prices(model)?;
+    let n = |v: Option<u64>| v.unwrap_or(0) as f64 / 1_000_000.0;
+    Some(
+        n(usage.input_tokens) * input
+            + n(usage.cache_creation_input_tokens) * input * 1.25
+            + n(usage.cache_read_input_tokens) * input * 0.1
+            + n(usage.output_tokens) * output,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cost_follows_the_model_family_and_counts_the_cache() {
+        let usage = ApiUsage {
+            input_tokens: Some(1_000_000),
+            output_tokens: Some(100_000),
+            cache_creation_input_tokens: Some(1_000_000),
+            cache_read_input_tokens: Some(1_000_000),
+        };
+        let cost = cost_usd("claude-sonnet-5-5", &usage).unwrap();
+        assert!((cost - (2.0 + 1.0 + 2.5 + 0.2)).abs() < 1e-9, "{cost}");
+        assert_eq!(cost_usd("some-other-model", &usage), None);
+    }
+}

@@ -1,0 +1,19 @@
+//! The Claude Code CLI's stream-json control protocol, as serde types that match the wire
+//! (captured from CLI 2.1.332; see `../shared/protocol/claude-cli.md`): what the host writes
+//! (`to_cli.rs`: messages, requests, and the answers in the CLI's form) and what it reads
+//! (`from_cli.rs`).
+
+mod from_cli;
+mod to_cli;
+#[cfg(test)]
+mod traces;
+
+pub use from_cli::{
+    ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, ContentBlock, Delta,
+    EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage, TOLD_ON_HOOK_EOF,
+    TOLD_ON_REQUEST_EOF, UserEcho,
+};
+pub use to_cli::{
+    ControlResponse, HostRequest, ToCli, UserContent, allow, deny, hook_allow, hook_defer, hook_deny,
+    input_with_answers, question_hooks,
+};

@@ -1,0 +1,210 @@
+//! What the host writes to the CLI's stdin: user messages, its own control requests, and its
+//! replies to the CLI's — the person's answers and decisions in the exact form the CLI reads.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::question::QuestionAnswer;
+
+/// A line the host writes to the CLI's stdin.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToCli {
+    User { message: UserContent, parent_tool_use_id: Option<String>, session_id: String },
+    ControlRequest { request_id: String, request: HostRequest },
+    ControlResponse { response: ControlResponse },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserContent {
+    pub role: String,
+    /// A string, or an array of content blocks.
+    pub content: Value,
+}
+
+impl ToCli {
+    pub fn user_text(text: &str) -> Self {
+        Self::User {
+            message: UserContent { role: "user".into(), content: Value::String(text.into()) },
+            parent_tool_use_id: None,
+            session_id: String::new(),
+        }
+    }
+
+    pub fn success(request_id: &str, response: Value) -> Self {
+        Self::ControlResponse { response: ControlResponse::Success { request_id: request_id.into(), response } }
+    }
+
+    pub fn error(request_id: &str, error: &str) -> Self {
+        Self::ControlResponse {
+            response: ControlResponse::Error { request_id: request_id.into(), error: error.into() },
+        }
+    }
+
+    /// One NDJSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("protocol messages serialize");
+        line.push('\n');
+        line
+    }
+}
+
+/// Requests the host makes of the CLI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum HostRequest {
+    Initialize { hooks: Option<Value> },
+    Interrupt,
+    SetPermissionMode { mode: crate::approval::PermissionMode },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum ControlResponse {
+    Success {
+        request_id: String,
+        #[serde(default)]
+        response: Value,
+    },
+    Error {
+        request_id: String,
+        error: String,
+    },
+}
+
+impl ControlResponse {
+    pub fn request_id(&self) -> &str {
+        match self {
+            Self::Success { request_id, .. } | Self::Error { request_id, .. } => request_id,
+        }
+    }
+}
+
+/// The PreToolUse hook registration for the question tools (answer path 2).
+pub fn question_hooks(callback_id: &str) -> Value {
+    json!({"PreToolUse": [{"matcher": "AskUserQuestion", "hookCallbackIds": [callback_id]}]})
+}
+
+/// The question's arguments with the person's answers added, as `updatedInput`: `answers` maps
+/// each question's text to its answer (several labels joined with ", ", free text verbatim),
+/// `annotations` carries notes.
+pub fn input_with_answers(input: &Value, answers: &[QuestionAnswer]) -> Value {
+    let mut updated = input.as_object().cloned().unwrap_or_default();
+    let mut by_question = Map::new();
+    let mut annotations = Map::new();
+    for answer in answers {
+        by_question.insert(answer.question.clone(), Value::String(answer.summary()));
+        if let Some(notes) = &answer.notes {
+            annotations.insert(answer.question.clone(), json!({"notes": notes}));
+        }
+    }
+    updated.insert("answers".into(), Value::Object(by_question));
+    if !annotations.is_empty() {
+        updated.insert("annotations".into(), Value::Object(annotations));
+    }
+    Value::Object(updated)
+}
+
+/// `can_use_tool` answers.
+pub fn allow(updated_input: Value) -> Value {
+    json!({"behavior": "allow", "updatedInput": updated_input})
+}
+
+pub fn deny(message: &str) -> Value {
+    json!({"behavior": "deny", "message": message})
+}
+
+/// PreToolUse hook answers. Allowed with `updatedInput` carrying the answers, the question is
+/// answered at once and the model reads exactly what the can_use_tool answer gives it (§8).
+pub fn hook_allow(updated_input: Value) -> Value {
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": updated_input,
+    }})
+}
+
+/// Parks the call (§12): the CLI ends its turn with `stop_reason: tool_deferred`, and a later
+/// `--resume` asks again.
+pub fn hook_defer() -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
+}
+
+pub fn hook_deny(reason: &str) -> Value {
+    json!({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": reason,
+    }})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::claude::protocol::HookCallback;
+    use crate::agent::claude::protocol::traces::{first_exchange, trace_lines};
+
+    #[test]
+    fn every_line_to_the_cli_has_the_shape_our_types_write() {
+        for (file, direction, mut msg) in trace_lines() {
+            if direction != "to_cli" {
+                continue;
+            }
+            // An initialize without hooks is written with `"hooks": null` by some hosts and
+            // without the key by others (l_defer_resume); the CLI reads both the same.
+            if msg["request"]["subtype"] == "initialize" && msg["request"].get("hooks").is_none() {
+                msg["request"]["hooks"] = Value::Null;
+            }
+            let ours: ToCli = serde_json::from_value(msg.clone()).unwrap_or_else(|e| panic!("{file}: {e}: {msg}"));
+            let written: Value = serde_json::from_str(&ours.to_line()).unwrap();
+            assert_eq!(written, msg, "{file}");
+        }
+    }
+
+    #[test]
+    fn answers_are_written_exactly_as_the_traces_show() {
+        let (request, response) = first_exchange("a_allow.jsonl", "can_use_tool");
+        let answers = [
+            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
+            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
+        ];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (request, response) = first_exchange("c_other.jsonl", "can_use_tool");
+        let answers = [
+            QuestionAnswer::new("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
+            QuestionAnswer::new("Which features?", &["Dark mode"], Some("Offline support"), None),
+        ];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (request, response) = first_exchange("a_allow_response.jsonl", "can_use_tool");
+        let answers = [QuestionAnswer::new(
+            "Which auth method should we use?",
+            &["JWT"],
+            None,
+            Some("short-lived tokens please"),
+        )];
+        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+
+        let (_, response) = first_exchange("b_deny.jsonl", "can_use_tool");
+        assert_eq!(deny("The user dismissed the questions without answering."), response);
+    }
+
+    #[test]
+    fn hook_answers_are_written_exactly_as_the_traces_show() {
+        let (request, response) = first_exchange("f_hook_updated_input.jsonl", "hook_callback");
+        let callback: HookCallback = serde_json::from_value(request).unwrap();
+        assert_eq!(callback.tool_name(), Some("AskUserQuestion"));
+        let answers = [
+            QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
+            QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
+        ];
+        let updated = input_with_answers(&callback.tool_input(), &answers);
+        assert_eq!(hook_allow(updated), response);
+
+        let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
+        let reason =
+            "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n";
+        assert_eq!(hook_deny(reason), response);
+    }
+}

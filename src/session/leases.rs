@@ -1,0 +1,92 @@
+//! This server's leases on sessions (the SQL is `store/leases.rs`). Where several servers share
+//! one store, a session's agent runs on the server that holds its lease: taken when a turn
+//! starts, renewed while the server lives, given back when the turn ends. A lease left to expire
+//! marks a session whose server is gone, for another to take over. With SQLite there is one
+//! server, and every lease it finds at start is a previous run's.
+//!
+//! The lease is also what a write will carry as its fencing token (issue 20): the session log's
+//! compare-and-set reaches it here.
+
+use std::time::Duration;
+
+use tracing::warn;
+
+use crate::ids::new_id;
+use crate::store::{Store, StoreResult};
+
+pub(super) struct Leases {
+    store: Store,
+    /// This server among those that share the store: the holder of the leases it takes.
+    server: String,
+    /// How long a lease lasts unless renewed.
+    ttl: Duration,
+}
+
+impl Leases {
+    pub(super) fn new(store: Store, ttl: Duration) -> Self {
+        Self { store, server: new_id(), ttl }
+    }
+
+    /// How often the leases are renewed: three times a lease, so that one renewal that fails
+    /// does not lose them.
+    pub(super) fn renew_every(&self) -> Duration {
+        self.ttl / 3
+    }
+
+    /// Takes the session's lease for a turn here: false while another server runs its agent.
+    pub(super) async fn take(&self, session: &str) -> StoreResult<bool> {
+        self.store.take_lease(session, &self.server, self.ttl).await
+    }
+
+    /// Gives the session's lease back: no turn of it runs here (any more).
+    pub(super) async fn release(&self, session: &str) -> StoreResult<()> {
+        self.store.release_lease(session, &self.server).await
+    }
+
+    /// As `release`, where a failure is only worth a line in the log: the lease expires anyway.
+    pub(super) async fn give_back(&self, session: &str) {
+        if let Err(error) = self.release(session).await {
+            warn!(%session, %error, "could not give back the session's lease");
+        }
+    }
+
+    /// Gives back every lease this server holds, as it stops: another server may take them now
+    /// rather than when they expire.
+    pub(super) async fn give_back_all(&self) {
+        if let Err(error) = self.store.release_leases(&self.server).await {
+            warn!(%error, "could not give back this server's leases");
+        }
+    }
+
+    /// Renews this server's live leases for another lease's length.
+    pub(super) async fn renew(&self) {
+        if let Err(error) = self.store.renew_leases(&self.server, self.ttl).await {
+            warn!(%error, "could not renew this server's leases");
+        }
+    }
+
+    /// The sessions whose lease expired: their server died (or lost the store for longer than a
+    /// lease), and they may need taking over.
+    pub(super) async fn expired(&self) -> Vec<String> {
+        self.store.sessions_with_expired_leases().await.unwrap_or_else(|error| {
+            warn!(%error, "could not read the expired leases");
+            Vec::new()
+        })
+    }
+
+    /// Whether another server's live lease says that it runs the session's agent.
+    pub(super) async fn held_elsewhere(&self, session: &str) -> StoreResult<bool> {
+        if !self.store.is_shared() {
+            return Ok(false);
+        }
+        Ok(self.store.lease_holder(session).await?.is_some_and(|holder| holder != self.server))
+    }
+
+    /// At start: alone on the store (SQLite), whatever lease it holds is a previous run's.
+    pub(super) async fn forget_previous_run(&self) -> StoreResult<()> {
+        if !self.store.is_shared() {
+            self.store.clear_leases().await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,75 @@
+//! What can go wrong with the store, in words a person can act on (a full disk, a read-only
+//! file, someone else's database), and how each becomes an `AppError`.
+
+use sqlx::postgres::PgDatabaseError;
+use sqlx::sqlite::SqliteError;
+
+use crate::error::AppError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Database(sqlx::Error),
+    #[error("the disk is full")]
+    DiskFull,
+    #[error("the database cannot be written (a read-only file, file system or database)")]
+    ReadOnly,
+    #[error(
+        "{path} is not a database, or it is damaged. AskBridge does not overwrite it: move it away (or \
+         restore it from a backup) and start again, or choose another --data-dir"
+    )]
+    NotADatabase { path: String },
+    #[error(
+        "{path} is another program's database (it has the tables {tables} and none of AskBridge's). AskBridge \
+         does not change it: choose another --data-dir or database"
+    )]
+    Foreign { path: String, tables: String },
+    #[error("{0} is not a database URL AskBridge knows: use sqlite://PATH or postgres://…")]
+    UnknownUrl(String),
+    #[error("migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("stored JSON is unreadable: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    #[error("no session {0}")]
+    SessionNotFound(String),
+    /// Another writer stored an event of this session first: the log is as it was.
+    #[error("event {seq} of session {session} was not written: the log is at {stored}")]
+    SequenceConflict { session: String, seq: u64, stored: u64 },
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        let Some(database) = error.as_database_error() else { return Self::Database(error) };
+        if let Some(postgres) = database.try_downcast_ref::<PgDatabaseError>() {
+            // SQLSTATE (https://www.postgresql.org/docs/current/errcodes-appendix.html).
+            match postgres.code() {
+                "53100" => return Self::DiskFull,
+                "25006" => return Self::ReadOnly,
+                _ => {}
+            }
+        } else if database.try_downcast_ref::<SqliteError>().is_some() {
+            // SQLite's primary result codes (https://sqlite.org/rescode.html), extended codes folded.
+            match database.code().and_then(|c| c.parse::<i32>().ok()).map(|code| code & 0xff) {
+                Some(13) => return Self::DiskFull,
+                Some(8) => return Self::ReadOnly,
+                Some(26) => return Self::NotADatabase { path: String::new() },
+                _ => {}
+            }
+        }
+        Self::Database(error)
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::SessionNotFound(id) => AppError::SessionNotFound { id },
+            other => {
+                tracing::error!(error = %other, "store failed");
+                AppError::Storage { detail: other.to_string() }
+            }
+        }
+    }
+}
+
+pub type StoreResult<T> = Result<T, StoreError>;

@@ -1,0 +1,322 @@
+//! Each session's event log as stored: an event is written together with what it changed (its
+//! messages, turn state and interactions) in one transaction, as a compare-and-set on the
+//! session's last sequence number; and a thread is read back as of its last event.
+
+use sqlx::types::Json;
+
+use super::{Dialect, Sql, Store, StoreError, StoreResult, storable};
+use crate::interaction::Interaction;
+use crate::store::Notice;
+use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState};
+
+/// What one event changed, written in a single transaction.
+pub struct Append<'a> {
+    pub session_id: &'a str,
+    pub event: &'a SessionEvent,
+    /// The messages the event changed, with their positions in the thread.
+    pub messages: Vec<(usize, &'a Message)>,
+    /// The turn state, when the event changed it.
+    pub turn: Option<&'a TurnState>,
+    /// The interactions the event opened or changed, by tool_use id.
+    pub interactions: Vec<(&'a str, &'a Interaction)>,
+}
+
+impl<'a> Append<'a> {
+    /// What `thread` (after applying `event`) needs stored. A streamed piece (a text or argument
+    /// delta) is stored as its event alone: the message it grows is written whole at its next
+    /// other change (and read back with its deltas replayed), so that a long reply costs what
+    /// streamed, not its length for every word.
+    pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &'a Change) -> Self {
+        let delta = event.body.is_delta();
+        Self {
+            session_id,
+            event,
+            messages: change
+                .messages
+                .iter()
+                .filter(|_| !delta)
+                .filter_map(|&i| Some((i, thread.messages.get(i)?)))
+                .collect(),
+            turn: change.turn.then_some(&thread.turn),
+            interactions: change
+                .interactions
+                .iter()
+                .filter_map(|id| Some((id.as_str(), thread.tool_call(id)?.interaction.as_ref()?)))
+                .collect(),
+        }
+    }
+}
+
+impl Store {
+    /// The sequence number of the session's last stored event (0 before the first).
+    pub async fn last_seq(&self, id: &str) -> StoreResult<u64> {
+        let stored: Option<i64> = on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1").bind(id).fetch_optional(pool).await?
+        });
+        stored.map(|seq| seq as u64).ok_or_else(|| StoreError::SessionNotFound(id.to_string()))
+    }
+
+    /// The thread as of the session's last stored event.
+    pub async fn load_thread(&self, id: &str) -> StoreResult<Thread> {
+        let (head, rows, deltas) = on_pool!(self, |pool, dialect| {
+            // One read transaction, so the messages and `last_seq` describe the same moment
+            // (Postgres reads each statement at its own moment unless asked for one snapshot).
+            let mut tx = pool.begin().await?;
+            if dialect == Dialect::Postgres {
+                sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").execute(&mut *tx).await?;
+            }
+            let head: HeadRow = sqlx::query_as("SELECT last_seq, turn FROM sessions WHERE id = $1")
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+            let rows: Vec<MessageRow> = sqlx::query_as(
+                Sql {
+                    sqlite: "SELECT id, role, blocks, streaming, created_at_ms, updated_seq FROM messages
+                             WHERE session_id = $1 ORDER BY position",
+                    postgres: "SELECT id, role, blocks, streaming,
+                                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms, updated_seq
+                               FROM messages WHERE session_id = $1 ORDER BY position",
+                }
+                .on(dialect),
+            )
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+            // The deltas a streaming message got since its row was last written.
+            let since = rows.iter().filter(|row| row.streaming).map(|row| row.updated_seq).min();
+            let deltas: Vec<EventRow> = match since {
+                Some(since) => {
+                    sqlx::query_as(&format!(
+                        "{} WHERE session_id = $1 AND seq > $2 AND kind IN ('text_delta', 'tool_input_delta')
+                         ORDER BY seq",
+                        EVENT.on(dialect)
+                    ))
+                    .bind(id)
+                    .bind(since)
+                    .fetch_all(&mut *tx)
+                    .await?
+                }
+                None => Vec::new(),
+            };
+            tx.commit().await?;
+            (head, rows, deltas)
+        });
+
+        let written_at: Vec<u64> = rows.iter().map(|row| row.updated_seq as u64).collect();
+        let messages = rows
+            .into_iter()
+            .map(|row| Message {
+                id: row.id,
+                role: role_from_str(&row.role),
+                blocks: row.blocks.0,
+                streaming: row.streaming,
+                created_at_ms: row.created_at_ms,
+            })
+            .collect();
+        let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
+        for row in deltas {
+            let event = SessionEvent::from(row);
+            // Only onto a message whose row was written before this delta.
+            let target = thread.delta_target(&event.body);
+            if target.is_some_and(|index| written_at[index] < event.seq) {
+                thread.seq = event.seq - 1;
+                thread.apply(&event);
+            }
+        }
+        thread.seq = head.last_seq as u64;
+        Ok(thread)
+    }
+
+    /// Stores one event and what it changed, atomically; it must follow the stored log's last
+    /// event, or nothing is written. On Postgres, the other servers are told (`Notice::Appended`)
+    /// when it commits.
+    pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
+        self.check_writable()?;
+        let Append { session_id, event, messages, turn, interactions } = append;
+        let seq = event.seq as i64;
+        // Deltas do not move a session up the list; messages and turn changes do.
+        let touches = !event.body.is_delta();
+        on_pool!(self, |pool, dialect| {
+            let mut tx = pool.begin().await?;
+            // The session's row first, as a compare-and-set on its last sequence number: writing it
+            // takes SQLite's write lock at once (a read first would have to upgrade its lock
+            // later, which SQLite refuses under contention), and Postgres's row lock, under which
+            // a second writer of the same number finds the row changed and updates nothing.
+            let updated = if touches || turn.is_some() {
+                sqlx::query(
+                    Sql {
+                        sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                   updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
+                                 WHERE id = $5 AND last_seq = $6",
+                        postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                     updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
+                                   WHERE id = $5 AND last_seq = $6",
+                    }
+                    .on(dialect),
+                )
+                .bind(seq)
+                .bind(turn.map(storable).transpose()?)
+                .bind(touches)
+                .bind(event.at_ms)
+                .bind(session_id)
+                .bind(seq - 1)
+                .execute(&mut *tx)
+                .await?
+            } else {
+                // A delta sets the sequence number only: naming `updated_at_ms` at all, even to
+                // its own value, makes SQLite rewrite the recency index's page too, one page of
+                // the three each streamed delta wrote.
+                sqlx::query("UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3")
+                    .bind(seq)
+                    .bind(session_id)
+                    .bind(seq - 1)
+                    .execute(&mut *tx)
+                    .await?
+            };
+            if updated.rows_affected() == 0 {
+                // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
+                let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
+                    .bind(session_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                return Err(match stored {
+                    None => StoreError::SessionNotFound(session_id.to_string()),
+                    Some(stored) => StoreError::SequenceConflict {
+                        session: session_id.to_string(),
+                        seq: event.seq,
+                        stored: stored as u64,
+                    },
+                });
+            }
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES ($1, $2, $3, $4, $5)",
+                    postgres: "INSERT INTO events (session_id, seq, at, kind, body)
+                               VALUES ($1, $2, to_timestamp($3 / 1000.0), $4, $5)",
+                }
+                .on(dialect),
+            )
+            .bind(session_id)
+            .bind(seq)
+            .bind(event.at_ms)
+            .bind(event.body.kind())
+            .bind(storable(&event.body)?)
+            .execute(&mut *tx)
+            .await?;
+            for (position, message) in &messages {
+                sqlx::query(
+                    Sql {
+                        sqlite: "INSERT INTO messages
+                                   (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                 ON CONFLICT (session_id, position) DO UPDATE SET
+                                   blocks = excluded.blocks, streaming = excluded.streaming,
+                                   updated_seq = excluded.updated_seq",
+                        postgres: "INSERT INTO messages
+                                     (session_id, position, id, role, blocks, streaming, created_at, updated_seq)
+                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
+                                   ON CONFLICT (session_id, position) DO UPDATE SET
+                                     blocks = excluded.blocks, streaming = excluded.streaming,
+                                     updated_seq = excluded.updated_seq",
+                    }
+                    .on(dialect),
+                )
+                .bind(session_id)
+                .bind(*position as i64)
+                .bind(&message.id)
+                .bind(role_to_str(message.role))
+                .bind(storable(&message.blocks)?)
+                .bind(message.streaming)
+                .bind(message.created_at_ms)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            for (tool_use_id, interaction) in &interactions {
+                sqlx::query(
+                    "INSERT INTO interactions (session_id, tool_use_id, request, state, outcome, updated_seq)
+                     VALUES ($1, $2, $3, $4, $5, $6)
+                     ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                       state = excluded.state, outcome = excluded.outcome, updated_seq = excluded.updated_seq",
+                )
+                .bind(session_id)
+                .bind(*tool_use_id)
+                .bind(storable(&interaction.request)?)
+                .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
+                .bind(interaction.outcome.as_ref().map(storable).transpose()?)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            }
+            // Sent at commit, in commit order, and not at all if the transaction fails.
+            notify_in!(&mut *tx, dialect, &Notice::Appended { session: session_id.to_string(), seq: event.seq });
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    /// Up to `limit` events after `after`, oldest first.
+    pub async fn events_after(&self, session_id: &str, after: u64, limit: u32) -> StoreResult<Vec<SessionEvent>> {
+        let rows: Vec<EventRow> = on_pool!(self, |pool, dialect| {
+            sqlx::query_as(&format!("{} WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", EVENT.on(dialect)))
+                .bind(session_id)
+                .bind(after as i64)
+                .bind(i64::from(limit))
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(rows.into_iter().map(SessionEvent::from).collect())
+    }
+}
+
+/// Events, to be followed by a WHERE clause.
+const EVENT: Sql = Sql {
+    sqlite: "SELECT seq, at_ms, body FROM events",
+    postgres: "SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, body FROM events",
+};
+
+#[derive(sqlx::FromRow)]
+struct HeadRow {
+    last_seq: i64,
+    turn: Json<TurnState>,
+}
+
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    id: String,
+    role: String,
+    blocks: Json<Vec<Block>>,
+    streaming: bool,
+    created_at_ms: i64,
+    updated_seq: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    seq: i64,
+    at_ms: i64,
+    body: Json<EventBody>,
+}
+
+impl From<EventRow> for SessionEvent {
+    fn from(row: EventRow) -> Self {
+        SessionEvent { seq: row.seq as u64, at_ms: row.at_ms, body: row.body.0 }
+    }
+}
+
+fn role_to_str(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Notice => "notice",
+    }
+}
+
+fn role_from_str(role: &str) -> Role {
+    match role {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        _ => Role::Notice,
+    }
+}
