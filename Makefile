@@ -9,7 +9,7 @@ export RUSTFLAGS := --cfg erase_components
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup release test-rust test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve release test-rust test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
@@ -20,15 +20,28 @@ test: setup
 	$(MAKE) test-e2e
 	scripts/size.sh
 
+# Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
+# Postgres, tmux or twiggy).
 setup:
-	scripts/setup.sh
+	scripts/setup.sh test
+
+setup-serve:
+	scripts/setup.sh serve
 
 # The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen), split
 # so that the open session's pane is a chunk of its own (src/ui/lazy.rs, docs/size.md), then
-# pre-compressed assets.
-release: setup
-	cargo leptos build --release --split
+# pre-compressed assets. Built again only when one of its inputs changed, so that `make run`
+# with nothing changed starts at once (cargo-leptos itself re-links and re-optimizes the WASM
+# every time: about 30 s).
+RELEASE_INPUTS := $(shell find src style public migrations -type f) Cargo.toml Cargo.lock package-lock.json
+RELEASE_STAMP := target/release/.askbridge-release
+
+release: setup-serve $(RELEASE_STAMP)
+
+$(RELEASE_STAMP): $(RELEASE_INPUTS)
+	cargo leptos build --release --split 2> >(scripts/quiet-leptos.sh >&2)
 	node scripts/precompress.mjs target/site/pkg
+	@touch $@
 
 # The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the
 # browser test of the same loop, and the test_postgres example the team server's.

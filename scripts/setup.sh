@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing AskBridge needs, and skips what is already there.
-# Called by `make run` and `make test`; safe to run again. Versions are pinned on purpose:
-# see ../shared/BUILD-NOTES.md for why each one.
+# `scripts/setup.sh serve` (what `make run` calls) installs only what building and serving needs;
+# `scripts/setup.sh` (what `make test` calls) adds what the tests and `make size` need: twiggy,
+# Chromium, tmux, PostgreSQL. Safe to run again. Versions are pinned on purpose: see
+# ../shared/BUILD-NOTES.md for why each one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+FOR="${1:-test}"
+case "$FOR" in
+  serve | test) ;;
+  *) echo "usage: scripts/setup.sh [serve|test]" >&2; exit 2 ;;
+esac
 
 CARGO_LEPTOS_VERSION=0.3.10
 WASM_BINDGEN_VERSION=0.2.130
@@ -34,6 +42,15 @@ if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
   cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
 fi
 
+# npm packages: wasm-opt (binaryen, for the release WASM), Playwright, and the pinned Claude Code CLI.
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  say "installing npm packages"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
+fi
+
+# What follows only the tests (and `make size`) need.
+[ "$FOR" = serve ] && exit 0
+
 # twiggy reads the function names of the release WASM for `make size`'s breakdown by crate.
 # 0.8.0 builds with rustc 1.95; about 4 minutes on 2 busy cores, once per machine.
 if ! twiggy --version 2>/dev/null | grep -q " $TWIGGY_VERSION\$"; then
@@ -61,10 +78,4 @@ if ! [ -x "$(pg_config --bindir 2>/dev/null)/initdb" ] && ! ls /usr/lib/postgres
   say "installing Debian postgresql"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
-fi
-
-# npm packages: wasm-opt (binaryen), Playwright, and the pinned Claude Code CLI.
-if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  say "installing npm packages"
-  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 fi

@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::ui::navigation::{Page, provide_location};
-use crate::ui::workspace::{PAGE_DATA_ID, PageData, Workspace};
+use crate::ui::workspace::{PAGE_DATA_ID, PageData, SESSION_DATA_ID, Workspace};
 
 /// Where the stylesheet is, and the loader of the lazily loaded chunk: their names carry a
 /// content hash in release builds.
@@ -34,7 +34,9 @@ impl AssetPaths {
 }
 
 pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
-    let page_data = use_context::<PageData>().map(|data| data.to_script_json());
+    let data = use_context::<PageData>();
+    let page_data = data.as_ref().map(PageData::to_script_json);
+    let session_data = data.as_ref().and_then(PageData::session_script_json);
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -49,6 +51,7 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <title>"AskBridge"</title>
                 // The page's data, for the browser to hydrate from (the head is not hydrated).
                 {page_data.map(|json| view! { <script type="application/json" id=PAGE_DATA_ID inner_html=json></script> })}
+                {session_data.map(|json| view! { <script type="application/json" id=SESSION_DATA_ID inner_html=json></script> })}
                 <HydrationScripts options />
                 // The main module imports the chunks' loader: fetched with it, not after it (it
                 // was a round trip more on the way to a usable page, measured on `/`).

@@ -1,6 +1,6 @@
 import { test, expect } from "@playwright/test";
 import { anthropicURL, apiMockURL } from "../playwright.config";
-import { waitForHydration } from "./helpers";
+import { sessionStatus, waitForHydration } from "./helpers";
 
 test.use({ baseURL: anthropicURL });
 
@@ -48,7 +48,7 @@ test("the Messages API agent: the question pauses the turn, survives a reload, a
   await expect(page.getByRole("article", { name: "Agent" }).last()).toContainText(
     "JWT it is. I will add token signing and a refresh endpoint next.",
   );
-  await expect(page.locator(".turn-status")).toHaveText("Ready");
+  await expect(sessionStatus(page)).toContainText("Ready");
   // What the session cost so far, from the API's usage.
   await expect(page.locator(".session-cost")).toHaveText(/^\$\d+\.\d{4}$/);
 });

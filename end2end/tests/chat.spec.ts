@@ -1,5 +1,5 @@
 import { test, expect } from "@playwright/test";
-import { agentReplies, composerHint, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+import { agentReplies, composerHint, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
 
 test("a message gets a reply that streams in, with a tool card", async ({ page }) => {
   await startSession(page, "please stream something");
@@ -97,7 +97,7 @@ test("Stop interrupts the turn", async ({ page }) => {
   await expect(reply).toContainText("w005");
   await page.getByRole("button", { name: "Stop" }).click();
   await expect(page.getByRole("status").filter({ hasText: "Stopped. Send a message to go on." })).toBeVisible();
-  await expect(page.locator(".turn-status")).toHaveText("Stopped");
+  await expect(sessionStatus(page)).toContainText("Ready · last turn stopped");
   const stoppedAt = await reply.innerText();
   expect(stoppedAt).not.toContain("w300");
   // The composer works again.

@@ -1,5 +1,6 @@
 import { test, expect } from "@playwright/test";
 import { claudeURL, mockURL } from "../playwright.config";
+import { sessionStatus } from "./helpers";
 
 test.use({ baseURL: claudeURL });
 
@@ -36,7 +37,7 @@ test("the whole loop with the real Claude Code CLI: message, card, click, the mo
   await expect(page.getByRole("article", { name: "Agent" }).last()).toContainText(
     "Postgres it is. I will write the migration for it next",
   );
-  await expect(page.locator(".turn-status")).toHaveText("Ready", { timeout: 30_000 });
+  await expect(sessionStatus(page)).toContainText("Ready", { timeout: 30_000 });
 });
 
 test("a working folder that does not exist is explained on the new-session page, and nothing is started", async ({

@@ -29,10 +29,20 @@ export function composerHint(page: Page) {
   return page.locator("#composer-hint");
 }
 
+/** The session header's status: Working, Waiting for you, Paused or Ready (and how the last turn ended). */
+export function sessionStatus(page: Page) {
+  return page.getByRole("status", { name: "Session status" });
+}
+
+/** The open session's entry in the session list (its link, which says its status and time). */
+export function openInList(page: Page) {
+  return page.getByRole("navigation", { name: "Session list" }).locator('[aria-current="page"]');
+}
+
 /** Waits until the agent has finished its turn (the Stop button is gone, the status says Ready). */
 export async function waitForTurnEnd(page: Page) {
   await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0, { timeout: 30_000 });
-  await expect(page.locator(".turn-status")).toHaveText(/Ready|Stopped|Failed/, { timeout: 30_000 });
+  await expect(sessionStatus(page)).toContainText("Ready", { timeout: 30_000 });
 }
 
 /** Server functions, for setting up without clicking. */
@@ -119,7 +129,7 @@ export class OwnServer {
         throw new Error(`askbridge exited before it answered:\n${this.stderr}`);
       }
       try {
-        const signedIn = { headers: { Authorization: `Bearer ${process.env.ASKBRIDGE_TOKEN}` } };
+        const signedIn = { headers: { Authorization: `Bearer ${this.token}` } };
         if ((await fetch(`${this.url}/`, signedIn)).ok) return;
       } catch {
         // not listening yet
@@ -133,6 +143,11 @@ export class OwnServer {
   async stop(): Promise<number | null> {
     this.child?.kill("SIGTERM");
     return this.exited;
+  }
+
+  /** The access token it asks for (`env.ASKBRIDGE_TOKEN`, else the suite's). */
+  get token(): string {
+    return this.env.ASKBRIDGE_TOKEN ?? process.env.ASKBRIDGE_TOKEN!;
   }
 
   /** A crash: SIGKILL, nothing recorded on the way out; the data folder stays for a restart. */

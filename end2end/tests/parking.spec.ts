@@ -10,8 +10,10 @@ import {
   call,
   claudeEnv,
   composerHint,
+  openInList,
   OwnMock,
   OwnServer,
+  sessionStatus,
   startSession,
   waitForHydration,
   waitForTurnEnd,
@@ -61,10 +63,15 @@ async function parkedAndPending(page: Page, session: string): Promise<boolean> {
   return parked && pending;
 }
 
-/** A pending card whose options can still be chosen. */
-async function expectPending(page: Page) {
+/**
+ * A pending card whose options can still be chosen; `status` as the card, the header and the
+ * session list all say it: "Waiting for you" while the agent waits, "Paused" once it let go.
+ */
+async function expectPending(page: Page, status: "Waiting for you" | "Paused") {
   await expect(card(page)).toHaveAttribute("data-state", "pending");
-  await expect(card(page).getByRole("status")).toHaveText("Waiting for your answer");
+  await expect(card(page).getByRole("status")).toHaveText(status);
+  await expect(sessionStatus(page)).toContainText(status);
+  await expect(openInList(page)).toContainText(status);
   for (const option of ["Files", "Journald"]) {
     await expect(logsQuestion(page).getByRole("radio", { name: option })).toBeEnabled();
     await expect(logsQuestion(page).getByRole("radio", { name: option })).not.toBeChecked();
@@ -73,7 +80,7 @@ async function expectPending(page: Page) {
 
 test("a question waiting at a restart is still pending after it, and its answer resumes the turn", async ({ page, server }) => {
   const session = await startSession(page, "park this question");
-  await expectPending(page);
+  await expectPending(page, "Waiting for you");
   await expect(agentReplies(page).first()).toContainText("One thing first.");
 
   // A graceful stop parks the question; the server comes back on the same port and data folder.
@@ -83,10 +90,10 @@ test("a question waiting at a restart is still pending after it, and its answer 
 
   await page.reload();
   await waitForHydration(page);
-  await expectPending(page);
-  // What tells a person today that the agent waits for them (the card itself does not say that
-  // the agent is paused): the session list, the tab's title, no Stop button, the composer's hint.
-  await expect(page.locator(".session-item.active .waiting-badge")).toHaveText("Waiting");
+  // The card, the header and the list say Paused; the tab's title, no Stop button, the composer's
+  // hint and the card's own note say that the agent waits for the person.
+  await expectPending(page, "Paused");
+  await expect(card(page)).toContainText("The agent is paused until you answer.");
   await expect(page).toHaveTitle(/^● /);
   await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
   await expect(composerHint(page)).toHaveText(/waiting for your answer above/);
@@ -110,12 +117,12 @@ test.describe("with --park-after 1s", () => {
 
   test("a question nobody answers parks by itself, and the answer resumes the turn", async ({ page }) => {
     const session = await startSession(page, "park this question too");
-    await expectPending(page);
+    await expectPending(page, "Waiting for you");
     await expect.poll(() => parkedAndPending(page, session), { timeout: 15_000 }).toBe(true);
 
-    // The open page follows: the turn has ended, the card stays pending.
+    // The open page follows: the turn has ended, the card stays pending, and says Paused.
     await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
-    await expectPending(page);
+    await expectPending(page, "Paused");
     expect(await stored(page, session)).toEqual({ parked: true, pending: true, turn: "parked" });
 
     await logsQuestion(page).getByRole("radio", { name: "Files" }).click();
@@ -144,7 +151,7 @@ test.describe("with --park-after 1s", () => {
 
 test("a question not yet parked when the server is killed is cancelled after the restart, and the card says why", async ({ page, server }) => {
   const session = await startSession(page, "park this one, then crash");
-  await expectPending(page);
+  await expectPending(page, "Waiting for you");
   await server.crash();
   await server.start();
   await page.reload();

@@ -60,7 +60,10 @@ pub async fn delete_session(id: String) -> Result<(), AppError> {
     manager()?.delete_session(&id).await
 }
 
-/// What the workspace page shows: the session list and the open session, or why it cannot.
+/// What the workspace page shows besides the open session: the session list, what a new session
+/// gets, and why the session asked for cannot be shown. The open session travels apart
+/// (`SessionView`): the browser reads it in the session pane's chunk, so that the first load of `/`
+/// carries no code to decode a thread (docs/size.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceData {
     /// The agent new sessions talk to, and the folder it works in by default (if it has one).
@@ -70,22 +73,29 @@ pub struct WorkspaceData {
     #[serde(default)]
     pub default_mode: PermissionMode,
     pub sessions: Vec<SessionSummary>,
-    pub current: Option<SessionView>,
-    /// Why `current` is missing although a session was asked for.
+    /// Why the session asked for is not shown.
     pub problem: Option<AppError>,
     /// Messages to try, offered on the welcome page (the offline demo's).
     #[serde(default)]
     pub examples: Vec<String>,
 }
 
-/// The page's data, for the browser to switch sessions without a reload.
+/// A page's data: the workspace, and the session asked for when it could be loaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceView {
+    #[serde(flatten)]
+    pub workspace: WorkspaceData,
+    pub current: Option<SessionView>,
+}
+
+/// The page's data, for scripts: what a page load of `/` or `/s/<session>` is drawn from.
 #[server(input = Json, endpoint = "load_workspace")]
-pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceData, AppError> {
-    WorkspaceData::load(&*manager()?, session.as_deref()).await
+pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceView, AppError> {
+    WorkspaceView::load(&*manager()?, session.as_deref()).await
 }
 
 #[cfg(feature = "ssr")]
-impl WorkspaceData {
+impl WorkspaceView {
     pub async fn load(manager: &SessionManager, session: Option<&str>) -> Result<Self, AppError> {
         let sessions = manager.list_sessions().await?;
         let (current, problem) = match session {
@@ -95,15 +105,15 @@ impl WorkspaceData {
                 Err(error) => (None, Some(error)),
             },
         };
-        Ok(Self {
+        let workspace = WorkspaceData {
             agent: manager.agent_name().to_string(),
             default_workdir: manager.default_workdir().map(|dir| dir.display().to_string()),
             default_mode: manager.default_permission_mode(),
             sessions,
-            current,
             problem,
             examples: manager.example_prompts(),
-        })
+        };
+        Ok(Self { workspace, current })
     }
 }
 

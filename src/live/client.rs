@@ -18,9 +18,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use web_sys::{EventSource, MessageEvent};
 
-use super::{ConnectionStatus, HEARTBEAT_EVENT, LIVE_PATH, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
+use super::{ConnectionStatus, HEARTBEAT_EVENT, LIVE_PATH, PING_PATH, PROBLEM_EVENT, SESSION_EVENT, SESSIONS_EVENT};
 use crate::error::AppError;
-use crate::thread::{SessionEvent, SessionSummary};
+use crate::thread::SessionSummary;
 
 const FIRST_RETRY: Duration = Duration::from_millis(500);
 const LAST_RETRY: Duration = Duration::from_secs(15);
@@ -29,7 +29,10 @@ const SILENCE_MS: f64 = 45_000.0;
 
 /// What the page does with what arrives.
 pub struct Handlers {
-    pub on_event: Box<dyn Fn(SessionEvent)>,
+    /// A session event: its sequence number and its JSON, which the open session's pane reads
+    /// (its types are decoded in that chunk, not in the first load: docs/size.md). False when
+    /// nothing could read it yet: it is then asked for again.
+    pub on_event: Box<dyn Fn(u64, String) -> bool>,
     pub on_sessions: Box<dyn Fn(Vec<SessionSummary>)>,
     pub on_status: Box<dyn Fn(ConnectionStatus)>,
 }
@@ -195,23 +198,30 @@ fn open(this: &Rc<RefCell<Inner>>) {
             this.borrow_mut().attempt = 0;
             status(this, ConnectionStatus::Live);
         }),
-        listen(&source, "error", &weak, |this, _| drop_connection(this)),
+        listen(&source, "error", &weak, |this, _| {
+            close(&mut this.borrow_mut());
+            ask_why(this);
+        }),
         listen(&source, HEARTBEAT_EVENT, &weak, |_, _| {}),
-        listen(&source, SESSION_EVENT, &weak, |this, data| {
-            let Ok(event) = serde_json::from_str::<SessionEvent>(&data) else { return };
+        listen_with_id(&source, SESSION_EVENT, &weak, |this, seq, data| {
+            // The event's number is its SSE id: no need to read the event here.
+            let Some(seq) = seq else { return };
             let last = this.borrow().last_seq;
-            if event.seq <= last {
+            if seq <= last {
                 return; // already applied
             }
-            if event.seq != last + 1 {
+            if seq != last + 1 {
                 // A gap would lose events: start again from the last one applied.
                 close(&mut this.borrow_mut());
                 open(this);
                 return;
             }
-            this.borrow_mut().last_seq = event.seq;
             let handlers = this.borrow().handlers.clone();
-            (handlers.on_event)(event);
+            if (handlers.on_event)(seq, data) {
+                this.borrow_mut().last_seq = seq;
+            } else {
+                drop_connection(this);
+            }
         }),
         listen(&source, SESSIONS_EVENT, &weak, |this, data| {
             if let Ok(list) = serde_json::from_str::<Vec<SessionSummary>>(&data) {
@@ -222,6 +232,12 @@ fn open(this: &Rc<RefCell<Inner>>) {
         listen(&source, PROBLEM_EVENT, &weak, |this, data| {
             let error = serde_json::from_str::<AppError>(&data)
                 .unwrap_or_else(|_| AppError::Internal { detail: "the live stream ended".into() });
+            // Only a session the server says is gone ends the stream for good; anything else is
+            // tried again.
+            if !matches!(error, AppError::SessionNotFound { .. }) {
+                drop_connection(this);
+                return;
+            }
             {
                 let mut inner = this.borrow_mut();
                 inner.stopped = true;
@@ -231,6 +247,46 @@ fn open(this: &Rc<RefCell<Inner>>) {
         }),
     ];
     this.borrow_mut().source = Some((source, listeners));
+}
+
+/// The stream failed: asks the server whether this browser is still signed in. 401: signed out,
+/// and nothing more is tried (the person must sign in again, and every retry would be a wrong
+/// token); no answer: the server is down, tried again with back-off; else tried again.
+fn ask_why(this: &Rc<RefCell<Inner>>) {
+    let weak = Rc::downgrade(this);
+    wasm_bindgen_futures::spawn_local(async move {
+        let reply = match web_sys::window() {
+            Some(window) => wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(PING_PATH)).await.ok(),
+            None => None,
+        };
+        let signed_out = reply.and_then(|r| r.dyn_into::<web_sys::Response>().ok()).is_some_and(|r| r.status() == 401);
+        let Some(this) = weak.upgrade() else { return };
+        if signed_out {
+            this.borrow_mut().stopped = true;
+            status(&this, ConnectionStatus::SignedOut);
+        } else {
+            schedule_retry(&this);
+        }
+    });
+}
+
+/// As `listen`, with the event's SSE id (`lastEventId`) read as a number.
+fn listen_with_id(
+    source: &EventSource,
+    name: &str,
+    weak: &Weak<RefCell<Inner>>,
+    handle: impl Fn(&Rc<RefCell<Inner>>, Option<u64>, String) + 'static,
+) -> Listener {
+    let weak = weak.clone();
+    let listener: Listener = Closure::new(move |event: web_sys::Event| {
+        let Some(this) = weak.upgrade() else { return };
+        this.borrow_mut().last_heard = js_sys::Date::now();
+        let Some(message) = event.dyn_ref::<MessageEvent>() else { return };
+        let seq = message.last_event_id().parse().ok();
+        handle(&this, seq, message.data().as_string().unwrap_or_default());
+    });
+    let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+    listener
 }
 
 fn listen(

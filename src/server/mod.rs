@@ -27,7 +27,7 @@ use crate::agent::AgentBackend;
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
-use crate::api::WorkspaceData;
+use crate::api::WorkspaceView;
 use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
@@ -375,7 +375,7 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
                     Page::Session(id) => Some(id),
                     _ => None,
                 };
-                let data = PageData(WorkspaceData::load(&manager, session.as_deref()).await);
+                let data = PageData(WorkspaceView::load(&manager, session.as_deref()).await);
                 let render = leptos_axum::render_app_async_with_context(
                     move || {
                         context();

@@ -9,7 +9,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
+use super::interaction_card::{CardLife, FrameText, Phase, focus_in_place, interaction_frame};
 use super::kept::Kept;
 use super::markdown::markdown;
 use super::server_call::ServerCall;
@@ -111,16 +111,20 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     };
     life.take_focus_when_pending(move || {
         if let Some(root) = root.try_get_untracked().flatten() {
-            let _ = root.focus();
+            focus_in_place(&root);
         }
     });
+    life.let_go_of_focus_when_closed(root);
+    life.retry_when_back(retry);
 
     let title = title_of(&approval);
     let status = move || match phase.get() {
         Phase::Sending => "Sending…".to_string(),
         Phase::Unsent(_) => "Not sent".to_string(),
         Phase::Done(outcome) => outcome_status(&outcome, plan).to_string(),
-        _ => "Waiting for your decision".to_string(),
+        // As the header and the session list say it.
+        _ if life.parked.get() => "Paused".to_string(),
+        _ => "Waiting for you".to_string(),
     };
     let state = move || match phase.get() {
         Phase::Sending => "submitting",
@@ -145,7 +149,8 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     let Approval { description, reason, blocked_path, shows, asked_by, .. } = approval;
 
     let body = view! {
-        <div class="ac-body" hidden=move || !plan && !open()>
+        // Kept once decided: the card is the record of what was allowed or denied.
+        <div class="ac-body">
             {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
             {shows_view(shows)}
             {asked_by.map(|who| view! { <p class="ac-reason">"Asked by the subagent working on “" {who} "”"</p> })}

@@ -67,6 +67,7 @@ pub fn Composer(
     let working = move || thread().is_some_and(|t| t.turn.try_with(|turn| turn.working).unwrap_or(false));
     let waiting = move || thread().is_some_and(|t| t.waiting.try_get().unwrap_or(false));
     let gone = move || matches!(workspace.connection.get(), ConnectionStatus::Closed(_));
+    let signed_out = move || workspace.connection.get() == ConnectionStatus::SignedOut;
     let too_long = move || draft.with(|d| d.chars().count() > MAX_MESSAGE_CHARS);
     // Why the message cannot be sent right now, in words; None when it can.
     let blocked = move || -> Option<String> {
@@ -74,6 +75,8 @@ pub fn Composer(
             Some("Loading…".into())
         } else if target.with(|t| *t == Target::Opening) {
             Some(if queued.get() { "Sending…" } else { "Opening a new session…" }.into())
+        } else if signed_out() {
+            Some("Signed out: open the new sign-in link.".into())
         } else if gone() && thread().is_some() {
             Some("This session is no longer available.".into())
         } else if waiting() {
@@ -134,6 +137,16 @@ pub fn Composer(
             }
         }
     };
+
+    // An example chosen on the welcome page: as if the person had typed it and pressed Enter.
+    Effect::new(move |_| {
+        if let Some(text) = workspace.compose.get() {
+            workspace.compose.set(None);
+            draft.set(text.clone());
+            Target::NewSession.kept().save(&text);
+            send();
+        }
+    });
 
     // The box follows the target: each session has its draft. Text typed while a session opened
     // comes along into it (joined to a draft it may have), and a queued message is sent.

@@ -46,6 +46,8 @@ pub struct CardLife {
     sent: RwSignal<bool>,
     /// Pending, and the agent let go of it: it is paused until the person answers.
     pub parked: Memo<bool>,
+    /// The answer could not reach the server: it is sent again once the live stream is back.
+    unreachable: RwSignal<bool>,
 }
 
 impl CardLife {
@@ -69,7 +71,7 @@ impl CardLife {
         let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
         let parked =
             Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked)));
-        Self { session, tool_use_id, phase, calls, sent, parked }
+        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false) }
     }
 
     /// For the `done` of a call that answers the card.
@@ -78,8 +80,32 @@ impl CardLife {
             Ok(()) => self.sent.set(true),
             // Another tab, or an expiry, got there first: its outcome is on its way.
             Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => self.calls.problem.set(None),
+            // The server is away (stopped, restarting, or the network is down): the choice stays
+            // on the card, and goes out again once the page is connected (`retry_when_back`).
+            Err(AppError::Unreachable { .. }) => {
+                self.unreachable.set(true);
+                self.calls.problem.set(Some(
+                    "the server cannot be reached. Your choice is kept, and is sent when the server is back".into(),
+                ));
+            }
             Err(_) => {}
         }
+    }
+
+    /// Sends the answer again (`retry`) once the page is connected again, if it could not reach
+    /// the server, so that nothing clicked while the server was down waits on the person.
+    pub fn retry_when_back(&self, retry: impl Fn() + Copy + 'static) {
+        let Some(workspace) = use_context::<super::state::Workspace>() else { return };
+        let (unreachable, phase) = (self.unreachable, self.phase);
+        Effect::new(move |_| {
+            let live = workspace.connection.get() == crate::live::ConnectionStatus::Live;
+            if live && unreachable.get_untracked() {
+                unreachable.set(false);
+                if phase.with_untracked(Phase::is_open) {
+                    retry();
+                }
+            }
+        });
     }
 
     /// The server took this tab's answer (tracked).
@@ -91,8 +117,9 @@ impl CardLife {
         self.phase.with_untracked(Phase::is_open)
     }
 
-    /// Moves the focus into the card (with `focus`) when it turns pending, so that its keys work
-    /// at once; after the frame in which its controls are drawn.
+    /// Moves the focus into the card (with `focus`, which should use `focus_in_place`) when it
+    /// turns pending, so that its keys work at once; after the frame in which its controls are
+    /// drawn.
     pub fn take_focus_when_pending(&self, focus: impl Fn() + Copy + 'static) {
         #[cfg(feature = "hydrate")]
         {
@@ -109,6 +136,35 @@ impl CardLife {
         let _ = focus;
     }
 
+    /// Once the card is answered or sent (here or in another tab), the focus leaves it for the
+    /// message box if it was inside, or was lost when the card's controls were disabled (the
+    /// browser then drops it on the page): an answered card kept a focus ring, and its keys no
+    /// longer do anything.
+    pub fn let_go_of_focus_when_closed(&self, root: NodeRef<html::Section>) {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let phase = self.phase;
+            Effect::new(move |was_open: Option<bool>| {
+                let open = phase.with(Phase::is_open);
+                if was_open == Some(true) && !open {
+                    let active = document().active_element();
+                    let in_card =
+                        root.get_untracked().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
+                    let lost = active.is_none_or(|el| el.tag_name() == "BODY");
+                    if (in_card || lost)
+                        && let Some(composer) = document().query_selector(".composer-input").ok().flatten()
+                    {
+                        _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
+                    }
+                }
+                open
+            });
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = root;
+    }
+
     /// What the person typed or chose is kept in the browser only while the card is open.
     pub fn forget_when_closed(&self, kept: Kept) {
         let phase = self.phase;
@@ -118,6 +174,20 @@ impl CardLife {
             }
         });
     }
+}
+
+/// Focuses `element` without scrolling to it: a card that takes the focus as it opens is at the
+/// end of the thread, which keeps its end in view; scrolling to its first option had left a long
+/// card's Submit row out of view, below the fold.
+pub fn focus_in_place(element: &leptos::web_sys::HtmlElement) {
+    #[cfg(feature = "hydrate")]
+    {
+        let options = web_sys::FocusOptions::new();
+        options.set_prevent_scroll(true);
+        let _ = element.focus_with_options(&options);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = element;
 }
 
 /// What the frame says about the card, fixed for its life.

@@ -1,14 +1,27 @@
 //! What the first load of a page leaves out (issue 12; the bytes are in docs/size.md). The open
-//! session's pane (its header, the thread, markdown, tool cards, question and approval cards) is
-//! a WASM chunk of its own (`cargo leptos build --split`), so the welcome page becomes
-//! interactive without it. The browser fetches it when it is idle after hydration, or when a
-//! session is first drawn; a session page the server drew fetches it before it hydrates (its
-//! `<head>` preloads it), so that its HTML is taken over as it is.
+//! session is a WASM chunk of its own (`cargo leptos build --split`), so the welcome page becomes
+//! interactive without it:
+//! - its pane (its header, the thread, markdown, tool cards, question and approval cards);
+//! - reading a session at all: its thread as the page or `load_session` carries it, and its live
+//!   events. The code that decodes a thread and its events (a third of the bundle's serde code)
+//!   lives only here, behind `read_page_session`, `load_session` and the event reader.
+//!
+//! The browser fetches the chunk when it is idle after hydration, or when a session is first
+//! shown; a session page the server drew fetches it before it hydrates (its `<head>` preloads
+//! it), so that its HTML is taken over as it is.
+
+#[cfg(feature = "hydrate")]
+use std::future::Future;
+#[cfg(feature = "hydrate")]
+use std::pin::Pin;
 
 use leptos::prelude::*;
 
+use super::notify::Bell;
+use super::session_pane::SessionPane;
 use super::state::ThreadState;
-use super::workspace::SessionPane;
+use crate::api::SessionView;
+use crate::error::AppError;
 use crate::thread::SessionSummary;
 
 /// The name of the chunk, as `__wasm_split_manifest.json` (written by cargo-leptos) knows it.
@@ -46,6 +59,66 @@ fn draw_session_pane(thread: ThreadState, initial: SessionSummary) -> Result<Any
     Ok(view! { <SessionPane thread initial /> }.into_any())
 }
 
+/// Loads a session to show it (switching sessions without a reload): the request is made, and its
+/// answer read, by the chunk. `Err` when the chunk cannot be fetched.
+pub async fn load_session(id: String) -> Result<Result<SessionView, AppError>, ChunkMissing> {
+    #[cfg(feature = "hydrate")]
+    {
+        Ok(load_session_in_chunk(id).await?.await)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = id;
+        Ok(Err(AppError::Internal { detail: "sessions are loaded by the browser".into() }))
+    }
+}
+
+/// The future that loads the session (a split point cannot be `async` itself). Reaching the chunk
+/// also means that its event reader is set (`set_event_reader`) before the session is followed.
+#[cfg(feature = "hydrate")]
+#[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn load_session_in_chunk(
+    id: String,
+) -> Result<Pin<Box<dyn Future<Output = Result<SessionView, AppError>>>>, ChunkMissing> {
+    use server_fn::ServerFn;
+    set_event_reader(super::session_pane::apply_live_event);
+    Ok(Box::pin(crate::api::LoadSession::run_on_client(crate::api::LoadSession { id })))
+}
+
+/// The session's page data (`SESSION_DATA_ID`), read by the chunk.
+#[cfg(feature = "hydrate")]
+#[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn read_page_session() -> Result<Option<SessionView>, ChunkMissing> {
+    set_event_reader(super::session_pane::apply_live_event);
+    let text = document().get_element_by_id(super::workspace::SESSION_DATA_ID).and_then(|s| s.text_content());
+    Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+}
+
+/// How a live event's JSON reaches the open thread: a function of the chunk's.
+pub type EventReader = fn(ThreadState, Bell, &str) -> bool;
+
+thread_local! {
+    static EVENT_READER: std::cell::Cell<Option<EventReader>> = const { std::cell::Cell::new(None) };
+    /// The session the server drew in the page, as the chunk read it before hydration.
+    static PAGE_SESSION: std::cell::RefCell<Option<SessionView>> = const { std::cell::RefCell::new(None) };
+}
+
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+fn set_event_reader(reader: EventReader) {
+    EVENT_READER.with(|cell| cell.set(Some(reader)));
+}
+
+/// Applies a live event (`json`) to the open thread; false while the chunk that reads events is
+/// not here yet.
+pub fn read_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
+    EVENT_READER.with(|cell| cell.get()).is_some_and(|read| read(thread, bell, json))
+}
+
+/// The session the server drew in the page, once (`Workspace` takes it as it hydrates).
+pub fn take_page_session() -> Option<SessionView> {
+    PAGE_SESSION.with(|session| session.borrow_mut().take())
+}
+
 /// The session pane's chunk could not be fetched.
 #[derive(Debug, Clone, Copy)]
 pub struct ChunkMissing;
@@ -57,7 +130,7 @@ impl From<leptos::wasm_split::SplitLoaderError> for ChunkMissing {
     }
 }
 
-fn chunk_missing() -> impl IntoView {
+pub fn chunk_missing() -> impl IntoView {
     view! {
         <section class="welcome problem-pane" role="alert">
             <h2>"This session could not be shown"</h2>
@@ -67,12 +140,17 @@ fn chunk_missing() -> impl IntoView {
     }
 }
 
-/// Fetches the chunk when the page, as the server drew it, shows a session. Hydration waits for
-/// this; `Err` if the chunk cannot be had (then the page is left as the server drew it).
+/// Fetches the chunk when the page, as the server drew it, shows a session, and has it read the
+/// session. Hydration waits for this; `Err` if the chunk cannot be had (then the page is left as
+/// the server drew it).
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() -> Result<(), ChunkMissing> {
-    if document().query_selector(".thread").ok().flatten().is_some() {
+    if document().get_element_by_id(super::workspace::SESSION_DATA_ID).is_some() {
+        // Each split point has a loader of its own: the pane's must be ready too, or its
+        // `Suspend` would wait while hydrating and the server's HTML would not be taken over.
         preload_session_pane().await?;
+        let session = read_page_session().await?;
+        PAGE_SESSION.with(|cell| *cell.borrow_mut() = session);
     }
     Ok(())
 }

@@ -1,5 +1,7 @@
-//! The session list: most recent first, with create, switch, rename and delete. It lives as long
-//! as the page; the open session is the one the address names.
+//! The session list: the sessions the person was last active in first (what agents do in the
+//! background moves nothing under the pointer; a session that needs the person says so where it
+//! is), each with its status, its time, and its folder where titles repeat; with create, switch,
+//! rename and delete. It lives as long as the page; the open session is the one the address names.
 
 use leptos::prelude::*;
 
@@ -8,7 +10,7 @@ use super::navigation::{Page, session_path, use_location};
 use super::server_call::{CallState, ServerCall};
 use super::state::use_workspace;
 use crate::api::{DeleteSession, RenameSession};
-use crate::thread::SessionSummary;
+use crate::thread::{SessionStatus, SessionSummary};
 
 #[component]
 pub fn SessionList() -> impl IntoView {
@@ -18,6 +20,17 @@ pub fn SessionList() -> impl IntoView {
     let changes = CallState::new();
     let problem = move || workspace.opening.problem().or_else(|| changes.problem.get());
     let new_session = move |_| workspace.open_new_session(location, None);
+    // Titles that more than one session has: those items show their folder too.
+    let repeated = Memo::new(move |_| {
+        workspace.sessions.with(|list| {
+            let mut titles: Vec<&str> = list.iter().map(|s| s.title.as_str()).collect();
+            titles.sort_unstable();
+            let mut repeated: Vec<String> =
+                titles.windows(2).filter(|w| w[0] == w[1]).map(|w| w[0].to_string()).collect();
+            repeated.dedup();
+            repeated
+        })
+    });
 
     view! {
         <aside class="sidebar" aria-label="Sessions">
@@ -40,10 +53,10 @@ pub fn SessionList() -> impl IntoView {
                 <ul class="session-items">
                     <For
                         each=move || workspace.sessions.get()
-                        key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting)
+                        key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting, s.active_at_ms)
                         let:summary
                     >
-                        <SessionItem summary changes />
+                        <SessionItem summary changes repeated />
                     </For>
                 </ul>
                 <p class="empty-list" hidden=move || !workspace.sessions.with(Vec::is_empty)>
@@ -62,7 +75,7 @@ enum Mode {
 }
 
 #[component]
-fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
+fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<String>>) -> impl IntoView {
     let workspace = use_workspace();
     let location = use_location();
     let mode = RwSignal::new(Mode::Showing);
@@ -73,8 +86,10 @@ fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
     let delete = ServerCall::<DeleteSession>::sharing(changes);
     let title = StoredValue::new(summary.title.clone());
     let href = session_path(&summary.id);
-    let working = summary.working;
-    let waiting = summary.waiting;
+    let status = summary.status();
+    let folder = summary.workdir.clone();
+    let title_repeats = Memo::new(move |_| title.with_value(|t| repeated.with(|r| r.contains(t))));
+    let active_at = summary.active_at_ms;
     let rename_input = NodeRef::<leptos::html::Input>::new();
     // The title box takes the focus when it opens.
     Effect::new(move |_| {
@@ -108,7 +123,7 @@ fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
     // One element tree for every mode, shown and hidden: cheaper in the bundle than three views.
     let showing = move || mode.get() == Mode::Showing;
     view! {
-        <li class="session-item" class:active=move || active.get() class:working=working>
+        <li class="session-item" class:active=move || active.get() data-status=status.key()>
             <a
                 class="session-link"
                 href=href
@@ -117,8 +132,19 @@ fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
                 on:click=move |_| workspace.drawer_open.set(false)
             >
                 <span class="session-name">{title.get_value()}</span>
-                {waiting.then(|| view! { <span class="waiting-badge" title="A question waits for your answer">"Waiting"</span> })}
-                {(working && !waiting).then(|| view! { <span class="working-dot" title="Working" aria-label="working"></span> })}
+                <span class="session-sub">
+                    {(status != SessionStatus::Ready).then(|| view! {
+                        <span class="status-badge" data-status=status.key() title=status.explained()>
+                            <span class="status-dot" aria-hidden="true"></span>
+                            {status.label()}
+                        </span>
+                    })}
+                    <span class="session-time">{local_time(active_at)}</span>
+                    {folder.map(|folder| {
+                        let name = folder.rsplit('/').find(|part| !part.is_empty()).unwrap_or("/").to_string();
+                        view! { <span class="session-folder" title=folder hidden=move || !title_repeats.get()>{name}</span> }
+                    })}
+                </span>
             </a>
             <span class="item-actions" hidden=move || !showing()>
                 <button
@@ -174,4 +200,27 @@ fn SessionItem(summary: SessionSummary, changes: CallState) -> impl IntoView {
             </div>
         </li>
     }
+}
+
+/// When the person was last active in a session, in this browser's time zone: the time today, the
+/// day and month before. Drawn once the page is interactive (the server does not know the zone).
+fn local_time(at_ms: i64) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+        let at = js_sys::Date::new(&(at_ms as f64).into());
+        let now = js_sys::Date::new_0();
+        let same_day = at.get_full_year() == now.get_full_year()
+            && at.get_month() == now.get_month()
+            && at.get_date() == now.get_date();
+        text.set(if same_day {
+            format!("{:02}:{:02}", at.get_hours(), at.get_minutes())
+        } else {
+            format!("{} {}", MONTHS[at.get_month() as usize % 12], at.get_date())
+        });
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = at_ms;
+    move || text.get()
 }

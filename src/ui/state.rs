@@ -29,6 +29,11 @@ pub struct Workspace {
     pub just_opened: StoredValue<Option<String>>,
     /// The folder and mode a first message's session gets, as chosen on the welcome page.
     pub new_session: NewSessionOptions,
+    /// A message to send now, in a new session (an example on the welcome page): the composer
+    /// takes it as if typed.
+    pub compose: RwSignal<Option<String>>,
+    /// Messages to try, from the agent (the offline demo's).
+    pub examples: StoredValue<Vec<String>>,
 }
 
 #[derive(Clone, Copy)]
@@ -66,21 +71,22 @@ pub fn use_workspace() -> Workspace {
     expect_context::<Workspace>()
 }
 
-/// Keeps the tab's title on what the pane shows ("Title · AskBridge"). The server sends
-/// "AskBridge"; the browser names the tab once it takes over.
+/// Keeps the tab's title on what the pane shows ("Title · AskBridge"), with a `●` in front while
+/// any session waits for the person (the open one or another), for a tab in the background. The
+/// server sends "AskBridge"; the browser names the tab once it takes over.
 #[allow(unused_variables)]
 pub fn use_document_title(title: impl Fn() -> String + Send + Sync + 'static) {
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        let title = title();
-        if let Some(document) = web_sys::window().and_then(|w| w.document()) {
-            document.set_title(&if title.is_empty() {
-                "AskBridge".to_string()
-            } else {
-                format!("{title} · AskBridge")
-            });
-        }
-    });
+    {
+        let workspace = use_workspace();
+        Effect::new(move |_| {
+            let title = title();
+            let waiting = workspace.thread.get().is_some_and(|t| t.waiting.try_get().unwrap_or(false))
+                || workspace.sessions.with(|list| list.iter().any(|s| s.waiting));
+            let title = if title.is_empty() { "AskBridge".to_string() } else { format!("{title} · AskBridge") };
+            document().set_title(&if waiting { format!("● {title}") } else { title });
+        });
+    }
 }
 
 /// One message of the open thread, with its own signal: a streamed word re-renders that message

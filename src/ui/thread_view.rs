@@ -15,7 +15,7 @@ use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
 #[component]
 pub fn ThreadView(thread: ThreadState) -> impl IntoView {
     let scroller = NodeRef::<html::Div>::new();
-    follow_newest(scroller, thread);
+    follow_newest(scroller);
     provide_context(thread);
     let empty = move || thread.messages.with(Vec::is_empty);
     view! {
@@ -34,48 +34,45 @@ pub fn ThreadView(thread: ThreadState) -> impl IntoView {
 /// Keeps the newest message in view while the person is at the bottom; leaves them alone once
 /// they scroll up to read.
 ///
-/// The scroll waits for the next frame, once per frame however many events arrived: reading
-/// `scrollHeight` as each event is applied made the browser lay the page out there and then, and
-/// again for the frame (about 4 ms a time on the bench's machine, on the path from an event to a
-/// card the person can click). In a frame callback the layout it asks for is the frame's own.
+/// It follows the size of the thread's content, not its events: a `ResizeObserver` is told once a
+/// frame, after layout, that the content grew (a streamed word, a card that opened, a preview or a
+/// text box shown on a card), so it reads `scrollHeight` from the frame's own layout. Reading it
+/// as each event was applied made the browser lay the page out there and then (about 4 ms a time
+/// on the bench's machine, on the path from an event to a card the person can click); following
+/// events missed what grew without one (a card's preview left the thread 37 px above its end).
 #[allow(unused_variables)]
-fn follow_newest(scroller: NodeRef<html::Div>, thread: ThreadState) {
+fn follow_newest(scroller: NodeRef<html::Div>) {
     #[cfg(feature = "hydrate")]
     {
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::closure::Closure;
+
         let pinned = StoredValue::new(true);
-        let scheduled = StoredValue::new(false);
-        let on_scroll = move || {
-            if let Some(el) = scroller.get_untracked() {
-                let from_bottom = el.scroll_height() - el.scroll_top() - el.client_height();
-                pinned.set_value(from_bottom < 80);
-            }
-        };
         Effect::new(move |_| {
-            if let Some(el) = scroller.get() {
-                el.set_scroll_top(el.scroll_height());
-                let handler = wasm_bindgen::closure::Closure::<dyn Fn()>::new(on_scroll);
-                let _ = el
-                    .add_event_listener_with_callback("scroll", wasm_bindgen::JsCast::unchecked_ref(handler.as_ref()));
-                handler.forget();
-            }
-        });
-        Effect::new(move |_| {
-            thread.version.track();
-            if scheduled.get_value() {
-                return;
-            }
-            scheduled.set_value(true);
-            request_animation_frame(move || {
-                // The pane may be gone by the next frame.
-                if scheduled.try_set_value(false).is_some() {
-                    return;
+            let Some(el) = scroller.get() else { return };
+            el.set_scroll_top(el.scroll_height());
+            let on_scroll = Closure::<dyn Fn()>::new(move || {
+                if let Some(el) = scroller.try_get_untracked().flatten() {
+                    let from_bottom = el.scroll_height() - el.scroll_top() - el.client_height();
+                    pinned.try_set_value(from_bottom < 80);
                 }
-                if pinned.get_value()
-                    && let Some(el) = scroller.get_untracked()
+            });
+            let _ = el.add_event_listener_with_callback("scroll", on_scroll.as_ref().unchecked_ref());
+            on_scroll.forget();
+            // The pane may be gone when the observer speaks last (its content detached).
+            let on_resize = Closure::<dyn Fn()>::new(move || {
+                if pinned.try_get_value() == Some(true)
+                    && let Some(el) = scroller.try_get_untracked().flatten()
                 {
                     el.set_scroll_top(el.scroll_height());
                 }
             });
+            if let (Some(content), Ok(observer)) =
+                (el.first_element_child(), web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()))
+            {
+                observer.observe(&content);
+            }
+            on_resize.forget();
         });
     }
 }

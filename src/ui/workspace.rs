@@ -12,19 +12,18 @@
 use leptos::prelude::*;
 
 use super::composer::Composer;
-use super::icons;
+use super::keys_help::keys_help;
 use super::lazy::session_pane;
 use super::navigation::{Location, Page, use_location};
-use super::notify::notify_button;
+use super::notify::Bell;
+use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
-use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title, use_workspace};
-use super::thread_view::ThreadView;
-use crate::api::{LoadSession, SessionView, SetPermissionMode, WorkspaceData};
+use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
+use crate::api::{SessionView, WorkspaceData, WorkspaceView};
 use crate::approval::PermissionMode;
 use crate::error::AppError;
 use crate::live::ConnectionStatus;
-use crate::thread::{SessionSummary, TurnOutcome};
 
 /// What the pane shows.
 #[derive(Clone)]
@@ -32,19 +31,24 @@ enum Shown {
     Welcome,
     Session(SessionView),
     Problem(AppError),
+    /// The session pane's chunk could not be fetched.
+    ChunkMissing,
 }
 
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let WorkspaceData { agent, sessions, current, problem, default_workdir, default_mode } = initial_data()
-        .unwrap_or_else(|error| WorkspaceData {
-            agent: String::new(),
-            default_workdir: None,
-            default_mode: PermissionMode::default(),
-            sessions: Vec::new(),
-            current: None,
-            problem: Some(error),
+    let (WorkspaceData { agent, sessions, problem, default_workdir, default_mode, examples }, current) = initial_data()
+        .unwrap_or_else(|error| {
+            let data = WorkspaceData {
+                agent: String::new(),
+                default_workdir: None,
+                default_mode: PermissionMode::default(),
+                sessions: Vec::new(),
+                problem: Some(error),
+                examples: Vec::new(),
+            };
+            (data, None)
         });
     let workspace = Workspace {
         sessions: RwSignal::new(sessions),
@@ -54,6 +58,8 @@ pub fn Workspace() -> impl IntoView {
         thread: RwSignal::new(None),
         opening: ServerCall::new(),
         just_opened: StoredValue::new(None),
+        compose: RwSignal::new(None),
+        examples: StoredValue::new(examples),
         new_session: NewSessionOptions {
             workdir: default_workdir.map(RwSignal::new),
             mode: RwSignal::new(default_mode),
@@ -61,6 +67,7 @@ pub fn Workspace() -> impl IntoView {
         },
     };
     provide_context(workspace);
+    Bell::provide();
     #[cfg(feature = "ssr")]
     if let Some(error) = &problem
         && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
@@ -74,11 +81,11 @@ pub fn Workspace() -> impl IntoView {
         _ => Shown::Welcome,
     });
     let live = Live::new();
-    follow_location(location, shown);
+    follow_location(location, shown, workspace.connection);
     Effect::new(move |_| workspace.hydrated.set(true));
     connect_live(workspace, live);
 
-    let showing_problem = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Problem(_))));
+    let showing_problem = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing)));
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
             <SessionList />
@@ -87,6 +94,7 @@ pub fn Workspace() -> impl IntoView {
                 {move || pane(workspace, live, shown.get())}
                 <Composer hidden=showing_problem />
             </main>
+            {keys_help()}
         </div>
     }
 }
@@ -105,46 +113,64 @@ fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
             live.follow(None, 0);
             problem_pane(problem).into_any()
         }
+        Shown::ChunkMissing => {
+            workspace.thread.set(None);
+            live.follow(None, 0);
+            super::lazy::chunk_missing().into_any()
+        }
         Shown::Welcome => {
             workspace.thread.set(None);
             live.follow(None, 0);
-            welcome_pane(workspace.new_session).into_any()
+            welcome_pane(workspace).into_any()
         }
     }
 }
 
 /// Switching sessions: the old pane stays until the new one's data is here. Only the latest
-/// request counts, so a slow answer cannot overwrite a newer page.
-fn follow_location(location: Location, shown: RwSignal<Shown>) {
-    let load = ServerCall::<LoadSession>::new();
+/// request counts, so a slow answer cannot overwrite a newer page. A session that could not be
+/// loaded because the server was away is loaded again once the page is connected again.
+fn follow_location(location: Location, shown: RwSignal<Shown>, connection: RwSignal<ConnectionStatus>) {
     let latest = StoredValue::new(0u64);
+    let fetch = move |page: Page| {
+        let request = latest.get_value() + 1;
+        latest.set_value(request);
+        match page {
+            // Loaded (and read) by the session pane's chunk, fetched first if need be.
+            Page::Session(id) => leptos::task::spawn_local(async move {
+                let loaded = super::lazy::load_session(id).await;
+                if latest.try_get_value() == Some(request) {
+                    shown.set(match loaded {
+                        Ok(Ok(view)) => Shown::Session(view),
+                        Ok(Err(error)) => Shown::Problem(error),
+                        Err(super::lazy::ChunkMissing) => Shown::ChunkMissing,
+                    });
+                }
+            }),
+            _ => shown.set(Shown::Welcome),
+        }
+    };
     Effect::new(move |previous: Option<Page>| {
         let page = location.page();
         if previous.is_some_and(|previous| previous != page) {
-            let request = latest.get_value() + 1;
-            latest.set_value(request);
-            match page.clone() {
-                Page::Session(id) => load.dispatch_then(LoadSession { id }, move |loaded| {
-                    if latest.get_value() == request {
-                        shown.set(match loaded {
-                            Ok(view) => Shown::Session(view),
-                            Err(error) => Shown::Problem(error),
-                        });
-                    }
-                }),
-                _ => shown.set(Shown::Welcome),
-            }
+            fetch(page.clone());
         }
         page
+    });
+    Effect::new(move |_| {
+        let back = connection.get() == ConnectionStatus::Live;
+        if back && shown.with_untracked(|s| matches!(s, Shown::Problem(AppError::Unreachable { .. }))) {
+            fetch(location.page_untracked());
+        }
     });
 }
 
 /// What the page was rendered with: the server's context, or the JSON it put in the page.
-fn initial_data() -> Result<WorkspaceData, AppError> {
+fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
     let missing = || AppError::Internal { detail: "the page came without its data".into() };
     #[cfg(feature = "ssr")]
     {
-        use_context::<PageData>().ok_or_else(missing)?.0
+        let WorkspaceView { workspace, current } = use_context::<PageData>().ok_or_else(missing)?.0?;
+        Ok((workspace, current))
     }
     #[cfg(not(feature = "ssr"))]
     {
@@ -152,22 +178,39 @@ fn initial_data() -> Result<WorkspaceData, AppError> {
             .get_element_by_id(PAGE_DATA_ID)
             .and_then(|script| script.text_content())
             .ok_or_else(missing)?;
-        serde_json::from_str(&text).map_err(|error| AppError::Internal { detail: error.to_string() })?
+        let workspace: Result<WorkspaceData, AppError> =
+            serde_json::from_str(&text).map_err(|error| AppError::Internal { detail: error.to_string() })?;
+        // The open session, read from its own script by the session pane's chunk before hydration.
+        Ok((workspace?, super::lazy::take_page_session()))
     }
 }
 
-/// The id of the `<script type="application/json">` that carries the page's data.
+/// The ids of the `<script type="application/json">` elements that carry the page's data: the
+/// workspace's, read by the first load, and the open session's, read by the session pane's chunk.
 pub const PAGE_DATA_ID: &str = "askbridge-page-data";
+pub const SESSION_DATA_ID: &str = "askbridge-session-data";
 
 /// The page's data on the server, provided as context by the page handler.
 #[derive(Clone)]
-pub struct PageData(pub Result<WorkspaceData, AppError>);
+pub struct PageData(pub Result<WorkspaceView, AppError>);
 
 impl PageData {
-    /// As JSON safe inside a `<script>` element (no `</script>` can close it early).
+    /// The workspace's part, as JSON safe inside a `<script>` element (no `</script>` can close it
+    /// early).
     pub fn to_script_json(&self) -> String {
-        serde_json::to_string(&self.0).unwrap_or_else(|_| "null".into()).replace('<', "\\u003c")
+        let workspace = self.0.as_ref().map(|view| &view.workspace);
+        safe_in_script(serde_json::to_string(&workspace).unwrap_or_else(|_| "null".into()))
     }
+
+    /// The open session's part, if a session is shown.
+    pub fn session_script_json(&self) -> Option<String> {
+        let current = self.0.as_ref().ok()?.current.as_ref()?;
+        serde_json::to_string(current).ok().map(safe_in_script)
+    }
+}
+
+fn safe_in_script(json: String) -> String {
+    json.replace('<', "\\u003c")
 }
 
 /// The tab's one live connection (in the browser, once the page is interactive).
@@ -203,33 +246,35 @@ impl Live {
 fn connect_live(workspace: Workspace, live: Live) {
     #[cfg(feature = "hydrate")]
     {
-        use super::notify::announce_question;
-        use crate::interaction::InteractionRequest;
         use crate::live::client::{Handlers, LiveConnection};
-        use crate::thread::EventBody;
+        let bell = super::notify::use_bell();
         Effect::new(move |_| {
             let thread = workspace.thread.get_untracked();
             let session = thread.and_then(|t| t.session());
             let after = thread.map(|t| t.seq()).unwrap_or(0);
+            // The sessions that waited in the last list: a session that starts waiting is
+            // announced (the open one by its own event, which says what is asked).
+            let waited: StoredValue<Option<Vec<String>>> = StoredValue::new(None);
             let handlers = Handlers {
-                on_event: Box::new(move |event| {
-                    if let Some(thread) = workspace.thread.get_untracked() {
-                        thread.apply(&event);
-                    }
-                    if let EventBody::InteractionOpened { tool_use_id, request } = &event.body {
-                        match request {
-                            InteractionRequest::Question { questions } if !questions.is_empty() => {
-                                announce_question("The agent asks you something", &questions[0].question, tool_use_id);
+                // Read by the session pane's chunk, which also announces what the event asks.
+                on_event: Box::new(move |_seq, json| match workspace.thread.get_untracked() {
+                    Some(thread) => super::lazy::read_live_event(thread, bell, &json),
+                    None => true,
+                }),
+                on_sessions: Box::new(move |list| {
+                    let open = workspace.thread.get_untracked().and_then(|t| t.session());
+                    let now: Vec<String> = list.iter().filter(|s| s.waiting).map(|s| s.id.clone()).collect();
+                    if let Some(before) = waited.get_value() {
+                        for summary in list.iter().filter(|s| s.waiting && !before.contains(&s.id)) {
+                            if open.as_ref() != Some(&summary.id) {
+                                let title = format!("“{}” needs you", summary.title);
+                                bell.announce(&title, "The agent is waiting for your answer.", &summary.id);
                             }
-                            InteractionRequest::Approval(approval) => {
-                                let what = approval.description.clone().unwrap_or_else(|| approval.tool.clone());
-                                announce_question("The agent asks your permission", &what, tool_use_id);
-                            }
-                            _ => {}
                         }
                     }
+                    waited.set_value(Some(now));
+                    workspace.sessions.set(list);
                 }),
-                on_sessions: Box::new(move |list| workspace.sessions.set(list)),
                 on_status: Box::new(move |status| workspace.connection.set(status)),
             };
             live.connection.set_value(Some(LiveConnection::start(session, after, handlers)));
@@ -237,173 +282,51 @@ fn connect_live(workspace: Workspace, live: Live) {
     }
 }
 
-fn pane_header(heading: impl IntoView) -> impl IntoView {
-    let workspace = use_workspace();
-    view! {
-        <header class="pane-header">
-            <button
-                class="icon-button menu-button"
-                aria-label="Sessions"
-                aria-expanded=move || workspace.drawer_open.get().to_string()
-                on:click=move |_| workspace.drawer_open.update(|open| *open = !*open)
-            >
-                {icons::menu()}
-            </button>
-            {heading}
-        </header>
-        {connection_banner()}
-    }
-}
-
-/// Drawn through `lazy::session_pane`: the welcome page loads without it.
-#[component]
-pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
-    let workspace = use_workspace();
-    let id = initial.id.clone();
-    // The title and state follow the live session list.
-    let summary = Memo::new(move |_| {
-        workspace.sessions.with(|list| list.iter().find(|s| s.id == id).cloned()).unwrap_or_else(|| initial.clone())
-    });
-    let title = move || summary.with(|s| s.title.clone());
-    // A marker in the tab's title while a question waits, for a tab in the background.
-    use_document_title(move || if thread.waiting.get() { format!("● {}", title()) } else { title() });
-    let heading = view! {
-        <div class="session-heading">
-            <h1 class="session-title">{title}</h1>
-            <span class="session-meta">
-                <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
-                <span class="agent-info">{move || thread.turn.with(|t| t.agent_info.clone())}</span>
-                // For an agent with a process: whether it runs now (a message starts it again).
-                <span class="agent-process">
-                    {move || thread.turn.with(|t| match t.agent_running {
-                        Some(true) => "agent running",
-                        Some(false) => "agent stopped",
-                        None => "",
-                    })}
-                </span>
-                <span class="session-cost" title="What this session has cost so far">
-                    {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
-                </span>
-                {turn_status(thread)}
-            </span>
-        </div>
-        {mode_switcher(thread)}
-        {notify_button()}
-    };
-    view! {
-        {pane_header(heading)}
-        <ThreadView thread />
-    }
-}
-
-/// What bypassPermissions means, asked before it is chosen.
-#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
-const BYPASS_WARNING: &str = "Bypass permissions?\n\nThe agent will run every command and change every file \
-without asking you first. Its questions still come to you. Choose this only for work you could \
-throw away.";
-
-/// The session's permission mode, switchable while it runs.
-fn mode_switcher(thread: ThreadState) -> impl IntoView {
-    let current = Memo::new(move |_| thread.turn.with(|t| t.permission_mode.unwrap_or_default()));
-    let call = ServerCall::<SetPermissionMode>::new();
-    // Redraws the select when a switch fails, so that it shows the mode that holds.
-    let redraw = RwSignal::new(0u32);
-    let session = thread.session_id;
-    let switch = move |chosen: PermissionMode| {
-        // `mode_select` asked the person before bypass could be chosen.
-        let input = SetPermissionMode { session: session.get_value(), mode: chosen, confirm_bypass: true };
-        call.dispatch_then(input, move |result| {
-            if result.is_err() {
-                redraw.update(|n| *n += 1);
-            }
-        });
-    };
-    let problem = move || call.problem();
-    view! {
-        <div class="mode-switcher">
-            {move || {
-                redraw.track();
-                mode_select(current.get(), switch)
-            }}
-            <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
-                {problem}
-            </span>
-        </div>
-    }
-}
-
-/// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
-/// only once confirmed).
-fn mode_select(
-    current: PermissionMode,
-    chosen: impl Fn(PermissionMode) + Copy + Send + Sync + 'static,
-) -> impl IntoView {
-    // A mode the session got elsewhere (Claude Code's `auto`, say) is shown, though not offered.
-    let shown = PermissionMode::ALL.into_iter().filter(move |mode| mode.is_choosable() || *mode == current);
-    let options = shown
-        .map(|mode| {
-            let (label, hint) = mode.label();
-            view! { <option value=mode.as_str() title=hint selected=mode == current>{label}</option> }
-        })
-        .collect_view();
-    let on_change = move |event: leptos::ev::Event| {
-        let Ok(value) = event_target_value(&event).parse::<PermissionMode>() else { return };
-        #[cfg(feature = "hydrate")]
-        let confirmed = value != PermissionMode::BypassPermissions
-            || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
-        #[cfg(not(feature = "hydrate"))]
-        let confirmed = true;
-        if confirmed {
-            chosen(value);
-        } else {
-            // Back to what holds.
-            #[cfg(feature = "hydrate")]
-            if let Some(select) =
-                event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
-            {
-                select.set_value(current.as_str());
-            }
-        }
-    };
-    view! {
-        <label class="mode-field">
-            <span class="mode-label">"Permissions"</span>
-            <select aria-label="Permission mode" on:change=on_change>{options}</select>
-        </label>
-    }
-}
-
-fn turn_status(thread: ThreadState) -> impl IntoView {
-    let label = move || {
-        thread.turn.with(|turn| {
-            if turn.working {
-                return ("working", "Working…".to_string());
-            }
-            // Not working, yet waiting: the agent let go of its question (parked).
-            if thread.waiting.get() {
-                return ("paused", "Paused".to_string());
-            }
-            match &turn.last_outcome {
-                Some(TurnOutcome::Interrupted) => ("stopped", "Stopped".to_string()),
-                Some(TurnOutcome::Failed { .. }) => ("failed", "Failed".to_string()),
-                Some(TurnOutcome::Abandoned) => ("stopped", "Cut short".to_string()),
-                _ => ("idle", "Ready".to_string()),
-            }
-        })
-    };
-    view! {
-        <span class="turn-status" data-state=move || label().0>
-            <span class="status-dot" aria-hidden="true"></span>
-            {move || label().1}
-        </span>
-    }
-}
-
 /// The page with no session open; for an agent that works in a folder, the new session's folder
 /// can be chosen here.
-fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
-    let NewSessionOptions { workdir, mode, agent } = options;
+/// The page with no session open: what AskBridge does, what to try (the demo's messages, as
+/// buttons), and for an agent that works in a folder, the new session's folder, with the folders
+/// of recent sessions one click away.
+fn welcome_pane(workspace: Workspace) -> impl IntoView {
+    let NewSessionOptions { workdir, mode, agent } = workspace.new_session;
     use_document_title(String::new);
+    let examples = workspace.examples.get_value();
+    let try_these = (!examples.is_empty()).then(|| {
+        let buttons = examples
+            .into_iter()
+            .map(|text| {
+                let message = text.clone();
+                view! {
+                    <button
+                        type="button"
+                        class="button example"
+                        disabled=move || !workspace.hydrated.get()
+                        on:click=move |_| workspace.compose.set(Some(message.clone()))
+                    >
+                        {text}
+                    </button>
+                }
+            })
+            .collect_view();
+        view! {
+            <div class="examples" role="group" aria-label="Try a message">
+                <p class="examples-head">"Try one of these (the offline demo answers them):"</p>
+                <div class="example-buttons">{buttons}</div>
+            </div>
+        }
+    });
+    // The folders of the sessions the person was last active in, newest first, without repeats.
+    let recent_folders = Memo::new(move |_| {
+        let mut folders: Vec<String> = Vec::new();
+        workspace.sessions.with(|list| {
+            for folder in list.iter().filter_map(|s| s.workdir.clone()) {
+                if !folders.contains(&folder) && folders.len() < 5 {
+                    folders.push(folder);
+                }
+            }
+        });
+        folders
+    });
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
         <section class="welcome">
@@ -413,8 +336,30 @@ fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
                  permission, a card appears here and your answer goes straight back to it."
             </p>
             <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent.get()}</span></p>
+            {try_these}
         </section>
         {workdir.map(|workdir| {
+            let recent = move || {
+                recent_folders
+                    .get()
+                    .into_iter()
+                    .map(|folder| {
+                        let chosen = folder.clone();
+                        let name = folder.rsplit('/').find(|p| !p.is_empty()).unwrap_or("/").to_string();
+                        view! {
+                            <button
+                                type="button"
+                                class="chip-button"
+                                title=folder.clone()
+                                aria-pressed=move || (workdir.get() == folder).to_string()
+                                on:click=move |_| workdir.set(chosen.clone())
+                            >
+                                {name}
+                            </button>
+                        }
+                    })
+                    .collect_view()
+            };
             view! {
                 <label class="workdir-field">
                     <span>"Working folder"</span>
@@ -425,6 +370,10 @@ fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
                         on:input=move |ev| workdir.set(event_target_value(&ev))
                     />
                 </label>
+                <div class="recent-folders" role="group" aria-label="Recent folders" hidden=move || recent_folders.with(Vec::is_empty)>
+                    <span class="recent-head">"Recent:"</span>
+                    {recent}
+                </div>
             }
         })}
         <div class="session-options">
@@ -436,35 +385,20 @@ fn welcome_pane(options: NewSessionOptions) -> impl IntoView {
 fn problem_pane(problem: AppError) -> impl IntoView {
     let heading = match problem {
         AppError::SessionNotFound { .. } => "This session does not exist",
+        AppError::Unreachable { .. } => "The server cannot be reached",
         _ => "This page could not be loaded",
+    };
+    let problem = match problem {
+        AppError::Unreachable { .. } => "This session is shown as soon as the server is back.".to_string(),
+        other => other.to_string(),
     };
     use_document_title(move || heading.to_string());
     view! {
         {pane_header(view! { <div class="session-heading"><h1 class="session-title">{heading}</h1></div> })}
         <section class="welcome problem-pane" role="alert">
             <h2>{heading}</h2>
-            <p>{problem.to_string()}</p>
+            <p>{problem}</p>
             <p><a href="/">"Start a new session"</a></p>
         </section>
-    }
-}
-
-/// Says when the live stream is down, so that nobody mistakes a quiet thread for an idle agent.
-fn connection_banner() -> impl IntoView {
-    let workspace = use_workspace();
-    let state = move || match workspace.connection.get() {
-        ConnectionStatus::Reconnecting { attempt } if attempt > 0 => {
-            ("reconnecting", "Connection lost. Reconnecting… Events that arrive meanwhile are not lost.".to_string())
-        }
-        ConnectionStatus::Closed(error) => ("closed", error.to_string()),
-        _ => ("", String::new()),
-    };
-    view! {
-        <div class="connection-banner-slot" role="status" aria-live="polite">
-            <div class="connection-banner" data-kind=move || state().0 hidden=move || state().0.is_empty()>
-                <span class="spinner" aria-hidden="true"></span>
-                {move || state().1}
-            </div>
-        </div>
     }
 }

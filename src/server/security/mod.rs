@@ -277,9 +277,16 @@ fn is_loopback_host(authority: &str) -> bool {
 /// `Origin` on every cross-origin request and on every POST; a request without it (curl, a
 /// same-origin GET) is judged by `Sec-Fetch-Site` when that is present.
 fn same_origin(method: &Method, headers: &HeaderMap, host: &str) -> bool {
+    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     if let Some(origin) = headers.get(header::ORIGIN) {
+        // With `Referrer-Policy: no-referrer` (ours), a browser sends `Origin: null` when a form of
+        // this very site is posted (the sign-in form); `Sec-Fetch-Site`, which no page can set,
+        // says whose it was. Any other `null` (a sandboxed frame, say) stays refused.
+        if origin.as_bytes() == b"null" {
+            return fetch_site == Some("same-origin");
+        }
         let Some(origin) = origin.to_str().ok().and_then(|o| o.parse::<Uri>().ok()) else {
-            return false; // includes the opaque origin "null"
+            return false;
         };
         let Some(authority) = origin.authority() else { return false };
         let default_port = if origin.scheme_str() == Some("https") { 443 } else { 80 };
@@ -292,7 +299,6 @@ fn same_origin(method: &Method, headers: &HeaderMap, host: &str) -> bool {
         return authority.host().eq_ignore_ascii_case(host_name_with_brackets(host)) && origin_port == host_port;
     }
     let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
-    let fetch_site = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok());
     safe || !matches!(fetch_site, Some("cross-site" | "same-site"))
 }
 

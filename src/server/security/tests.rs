@@ -293,6 +293,23 @@ async fn the_cookie_is_secure_over_https_from_a_trusted_proxy_or_when_forced() {
     assert!(cookie_of(&send(forced, from(request("GET", &link), "127.0.0.1:1")).await).contains("; Secure"));
 }
 
+#[tokio::test]
+async fn our_own_sign_in_form_posted_with_origin_null_is_let_through_and_no_one_elses() {
+    // What Chrome sends for a form of this site under `Referrer-Policy: no-referrer`.
+    let form = |site: &str| {
+        request("POST", LOGIN_PATH)
+            .header(header::ORIGIN, "null")
+            .header("sec-fetch-site", site)
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .body(Body::from(format!("token={TOKEN}&next=/")))
+            .unwrap()
+    };
+    assert_eq!(send(app(Some(TOKEN)), form("same-origin")).await.status(), StatusCode::SEE_OTHER);
+    assert_eq!(send(app(Some(TOKEN)), form("cross-site")).await.status(), StatusCode::FORBIDDEN);
+    let no_site = request("POST", "/api/thing").header(header::ORIGIN, "null").body(Body::empty()).unwrap();
+    assert_eq!(send(app(Some(TOKEN)), no_site).await.status(), StatusCode::FORBIDDEN);
+}
+
 #[test]
 fn hosts_and_origins_compare_by_name_and_port() {
     assert!(is_loopback_host("localhost:3000"));

@@ -1,0 +1,59 @@
+//! `?` anywhere but in a text box lists the keys: the question card's, the permission card's and
+//! the message box's. Esc or the close button hides it.
+
+use leptos::prelude::*;
+
+/// Each key, and what it does.
+const KEYS: &[(&str, &str)] = &[
+    ("1 – 9", "pick an option of the question the focus is in (a single question is then answered)"),
+    ("0", "Other: type your own answer (digits and spaces are text there)"),
+    ("Enter", "submit the card, or move to the next unanswered question"),
+    ("Esc", "skip the question card (in a text box: leave the box)"),
+    ("y or Enter", "allow a permission request once"),
+    ("n or Esc", "deny it (with the message, if you typed one)"),
+    ("Enter", "in the message box: send; Shift+Enter: a new line"),
+    ("?", "show these keys"),
+];
+
+pub fn keys_help() -> impl IntoView {
+    let open = RwSignal::new(false);
+    let close = NodeRef::<leptos::html::Button>::new();
+    let _ = window_event_listener(leptos::ev::keydown, move |event| {
+        let typing = event
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
+            .is_some_and(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"));
+        match event.key().as_str() {
+            "?" if !typing && !event.ctrl_key() && !event.meta_key() => {
+                event.prevent_default();
+                open.set(true);
+                request_animation_frame(move || {
+                    if let Some(button) = close.get_untracked() {
+                        let _ = button.focus();
+                    }
+                });
+            }
+            "Escape" if open.get_untracked() => {
+                event.prevent_default();
+                event.stop_propagation();
+                open.set(false);
+            }
+            _ => {}
+        }
+    });
+    let rows = KEYS
+        .iter()
+        .map(|(key, what)| view! { <tr><th scope="row"><kbd>{*key}</kbd></th><td>{*what}</td></tr> })
+        .collect_view();
+    view! {
+        <div class="keys-help" role="dialog" aria-modal="true" aria-label="Keyboard shortcuts" hidden=move || !open.get()>
+            <div class="keys-help-box">
+                <h2>"Keyboard shortcuts"</h2>
+                // `tbody` written out: the browser adds it to a table that lacks it, and hydration
+                // then finds a node it did not draw.
+                <table><tbody>{rows}</tbody></table>
+                <button class="button" node_ref=close on:click=move |_| open.set(false)>"Close"</button>
+            </div>
+        </div>
+    }
+}

@@ -1,0 +1,107 @@
+//! What every pane shares: its header (with the drawer's button on a phone and the bell), the
+//! banner that says the live stream is down, and the permission mode's select (the welcome page's
+//! and the session header's).
+
+use leptos::prelude::*;
+
+use super::icons;
+use super::notify::notify_button;
+use super::state::use_workspace;
+use crate::approval::PermissionMode;
+use crate::live::ConnectionStatus;
+
+pub fn pane_header(heading: impl IntoView) -> impl IntoView {
+    let workspace = use_workspace();
+    view! {
+        <header class="pane-header">
+            <button
+                class="icon-button menu-button"
+                aria-label="Sessions"
+                aria-expanded=move || workspace.drawer_open.get().to_string()
+                on:click=move |_| workspace.drawer_open.update(|open| *open = !*open)
+            >
+                {icons::menu()}
+            </button>
+            {heading}
+            {notify_button()}
+        </header>
+        {connection_banner()}
+    }
+}
+
+/// What bypassPermissions means, asked before it is chosen.
+#[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+const BYPASS_WARNING: &str = "Bypass permissions?\n\nThe agent will run every command and change every file \
+without asking you first. Its questions still come to you. Choose this only for work you could \
+throw away.";
+
+/// A `<select>` of the permission modes, showing `current`; `chosen` hears of a choice (bypass
+/// only once confirmed).
+pub fn mode_select(
+    current: PermissionMode,
+    chosen: impl Fn(PermissionMode) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    // A mode the session got elsewhere (Claude Code's `auto`, say) is shown, though not offered.
+    let shown = PermissionMode::ALL.into_iter().filter(move |mode| mode.is_choosable() || *mode == current);
+    let options = shown
+        .map(|mode| {
+            let (label, hint) = mode.label();
+            view! { <option value=mode.as_str() title=hint selected=mode == current>{label}</option> }
+        })
+        .collect_view();
+    let on_change = move |event: leptos::ev::Event| {
+        let Ok(value) = event_target_value(&event).parse::<PermissionMode>() else { return };
+        #[cfg(feature = "hydrate")]
+        let confirmed = value != PermissionMode::BypassPermissions
+            || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
+        #[cfg(not(feature = "hydrate"))]
+        let confirmed = true;
+        if confirmed {
+            chosen(value);
+        } else {
+            // Back to what holds.
+            #[cfg(feature = "hydrate")]
+            if let Some(select) =
+                event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
+            {
+                select.set_value(current.as_str());
+            }
+        }
+    };
+    view! {
+        <label class="mode-field">
+            <span class="mode-label">"Permissions"</span>
+            <select aria-label="Permission mode" on:change=on_change>{options}</select>
+        </label>
+    }
+}
+
+/// Says when the live stream is down, so that nobody mistakes a quiet thread for an idle agent:
+/// reconnecting (the server is away; nothing is lost meanwhile), the session gone, or signed out.
+fn connection_banner() -> impl IntoView {
+    let workspace = use_workspace();
+    let state = move || match workspace.connection.get() {
+        ConnectionStatus::Reconnecting { attempt } if attempt > 0 => (
+            "reconnecting",
+            "Reconnecting… The server cannot be reached. This page catches up when it is back, and \
+             answers given meanwhile are sent then."
+                .to_string(),
+        ),
+        ConnectionStatus::Closed(error) => ("closed", error.to_string()),
+        ConnectionStatus::SignedOut => (
+            "signed-out",
+            "Signed out: the server's access token has changed. Open the new sign-in link (or reload to \
+             enter the token)."
+                .to_string(),
+        ),
+        _ => ("", String::new()),
+    };
+    view! {
+        <div class="connection-banner-slot" role="status" aria-live="polite">
+            <div class="connection-banner" data-kind=move || state().0 hidden=move || state().0.is_empty()>
+                <span class="spinner" aria-hidden="true"></span>
+                {move || state().1}
+            </div>
+        </div>
+    }
+}

@@ -1,0 +1,365 @@
+//! What the person has chosen on a question card, and what their clicks and keys do to it: pick,
+//! choose Other (the focus goes into its box at once), open a note, move between questions,
+//! submit, skip. Kept in the browser until the answer is stored.
+
+use leptos::html;
+use leptos::prelude::*;
+
+use super::super::interaction_card::{CardLife, Phase, focus_in_place};
+use super::super::kept::Kept;
+use super::super::server_call::ServerCall;
+use crate::api::{DeclineQuestion, SubmitAnswers};
+use crate::interaction::InteractionOutcome;
+use crate::question::{Question, QuestionAnswer};
+
+/// What the person has chosen so far for one question.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Draft {
+    pub(super) labels: Vec<String>,
+    pub(super) other_on: bool,
+    pub(super) other: String,
+    pub(super) notes: String,
+    pub(super) notes_open: bool,
+}
+
+impl Draft {
+    pub(super) fn is_answered(&self) -> bool {
+        !self.labels.is_empty() || (self.other_on && !self.other.trim().is_empty())
+    }
+
+    pub(super) fn answer(&self, question: &Question) -> QuestionAnswer {
+        QuestionAnswer {
+            question: question.question.clone(),
+            labels: self.labels.clone(),
+            other: (self.other_on && !self.other.trim().is_empty()).then(|| self.other.trim().to_string()),
+            notes: Some(self.notes.trim().to_string()).filter(|n| !n.is_empty()),
+        }
+    }
+
+    /// As kept in the browser: an answer, with "Other" chosen but empty as `Some("")`.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    pub(super) fn to_saved(&self) -> QuestionAnswer {
+        QuestionAnswer {
+            question: String::new(),
+            labels: self.labels.clone(),
+            other: self.other_on.then(|| self.other.clone()),
+            notes: self.notes_open.then(|| self.notes.clone()),
+        }
+    }
+
+    pub(super) fn from_answer(answer: &QuestionAnswer) -> Self {
+        Self {
+            labels: answer.labels.clone(),
+            other_on: answer.other.is_some(),
+            other: answer.other.clone().unwrap_or_default(),
+            notes: answer.notes.clone().unwrap_or_default(),
+            notes_open: answer.notes.is_some(),
+        }
+    }
+}
+
+/// The controls of one question that the keyboard moves the focus to.
+#[derive(Clone, Default)]
+pub(super) struct Controls {
+    pub(super) options: Vec<NodeRef<html::Input>>,
+    pub(super) other: NodeRef<html::Input>,
+    pub(super) other_text: NodeRef<html::Input>,
+    pub(super) note: NodeRef<html::Textarea>,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Card {
+    pub(super) life: CardLife,
+    pub(super) questions: Memo<Vec<Question>>,
+    pub(super) drafts: RwSignal<Vec<Draft>>,
+    /// The option whose preview shows, per question.
+    pub(super) focused: RwSignal<Vec<Option<usize>>>,
+    /// The question that last had the focus: the one the number keys speak to.
+    pub(super) current: StoredValue<Option<usize>>,
+    pub(super) controls: StoredValue<Vec<Controls>>,
+    pub(super) root: NodeRef<html::Section>,
+    pub(super) answer: ServerCall<SubmitAnswers>,
+    pub(super) skip: ServerCall<DeclineQuestion>,
+}
+
+impl Card {
+    pub(super) fn editable(&self) -> bool {
+        // A lost one until this tab sent its answer.
+        self.life.phase.with(Phase::is_open) || (self.is_lost() && !self.life.was_sent())
+    }
+
+    /// The agent was told something else when the server died while it waited; the person may
+    /// still answer, and the answer goes to the agent as a message.
+    pub(super) fn is_lost(&self) -> bool {
+        self.life.phase.with(|p| matches!(p, Phase::Done(InteractionOutcome::Lost { .. })))
+    }
+
+    /// One single-select question: a click answers it. A lost one waits for its button: a message
+    /// to the agent is sent on purpose, not by picking.
+    pub(super) fn auto_submits(&self) -> bool {
+        self.questions.with(|q| q.len() == 1 && !q[0].multi_select) && !self.is_lost()
+    }
+
+    pub(super) fn unanswered(&self) -> usize {
+        self.drafts.with(|drafts| {
+            (0..self.questions.with(Vec::len)).filter(|&i| !drafts.get(i).is_some_and(Draft::is_answered)).count()
+        })
+    }
+
+    pub(super) fn first_unanswered(&self) -> Option<usize> {
+        self.drafts.with_untracked(|drafts| {
+            (0..self.questions.with_untracked(Vec::len)).find(|&i| !drafts.get(i).is_some_and(Draft::is_answered))
+        })
+    }
+
+    pub(super) fn is_multi(&self, index: usize) -> bool {
+        self.questions.with_untracked(|q| q.get(index).is_some_and(|q| q.multi_select))
+    }
+
+    pub(super) fn update(&self, index: usize, change: impl FnOnce(&mut Draft)) {
+        self.update_quietly(index, change);
+        self.drafts.notify();
+    }
+
+    /// Changes a draft without redrawing anything yet: the caller notifies `drafts`.
+    pub(super) fn update_quietly(&self, index: usize, change: impl FnOnce(&mut Draft)) {
+        let count = self.questions.with_untracked(Vec::len);
+        self.drafts.update_untracked(|drafts| {
+            drafts.resize(count, Draft::default());
+            if let Some(draft) = drafts.get_mut(index) {
+                change(draft);
+            }
+        });
+        self.save();
+    }
+
+    /// Picks an option; with `submits`, that answers the card. The answer leaves before the card
+    /// redraws: the redraw (the choice checked, the controls disabled) is work the page queues,
+    /// and it ran before the request when the choice came first (7 to 20 ms on the bench's
+    /// machine, on the way from the click to the agent).
+    pub(super) fn pick_and_submit(&self, index: usize, label: &str, submits: bool) {
+        let multi = self.is_multi(index);
+        let label = label.to_string();
+        self.update_quietly(index, |draft| {
+            if multi {
+                if let Some(at) = draft.labels.iter().position(|l| *l == label) {
+                    draft.labels.remove(at);
+                } else {
+                    draft.labels.push(label);
+                }
+            } else {
+                draft.labels = vec![label];
+                draft.other_on = false;
+            }
+        });
+        if submits {
+            self.submit();
+        }
+        self.drafts.notify();
+    }
+
+    /// Chooses "Other" (or, on a multi-select question, turns it off again). The focus goes into
+    /// its text box at once, in this handler: the box's `hidden` binding changes only once the
+    /// page redraws, and typing that came before would go to the option that had the focus (a
+    /// space there ticked it, a digit picked and sent another answer).
+    pub(super) fn choose_other(&self, index: usize) {
+        let multi = self.is_multi(index);
+        let mut on = true;
+        self.update(index, |draft| {
+            draft.other_on = if multi { !draft.other_on } else { true };
+            on = draft.other_on;
+            if !multi {
+                draft.labels.clear();
+            }
+        });
+        if on {
+            reveal_and_focus(self.control(index, |c| c.other_text.get_untracked().map(Into::into)));
+        }
+    }
+
+    /// Opens the question's note and puts the focus in it.
+    pub(super) fn open_note(&self, index: usize) {
+        self.update(index, |draft| draft.notes_open = true);
+        reveal_and_focus(self.control(index, |c| c.note.get_untracked().map(Into::into)));
+    }
+
+    fn control<T>(&self, index: usize, get: impl FnOnce(&Controls) -> Option<T>) -> Option<T> {
+        self.controls.with_value(|controls| controls.get(index).and_then(get))
+    }
+
+    pub(super) fn focus_option(&self, index: usize, option: usize) {
+        if let Some(input) = self.control(index, |c| c.options.get(option).and_then(NodeRef::get_untracked)) {
+            let _ = input.focus();
+        }
+    }
+
+    /// Moves the focus to the question's chosen option, or its first.
+    pub(super) fn focus_question(&self, index: usize) {
+        let chosen = self.questions.with_untracked(|q| {
+            let labels = self.drafts.with_untracked(|d| d.get(index).map(|d| d.labels.clone()).unwrap_or_default());
+            q.get(index).and_then(|q| q.options.iter().position(|o| labels.contains(&o.label)))
+        });
+        self.focus_option(index, chosen.unwrap_or(0));
+    }
+
+    /// The card opened: the focus goes to its first question's first option (or the chosen one),
+    /// without scrolling the thread (see `focus_in_place`).
+    pub(super) fn take_focus(&self) {
+        let index = self.current_question();
+        let chosen = self.questions.with_untracked(|q| {
+            let labels = self.drafts.with_untracked(|d| d.get(index).map(|d| d.labels.clone()).unwrap_or_default());
+            q.get(index).and_then(|q| q.options.iter().position(|o| labels.contains(&o.label)))
+        });
+        if let Some(input) = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))
+        {
+            focus_in_place(&input);
+        }
+    }
+
+    pub(super) fn submit(&self) {
+        if !self.editable() || self.unanswered() > 0 {
+            return;
+        }
+        let answers: Vec<QuestionAnswer> = self.questions.with_untracked(|questions| {
+            self.drafts.with_untracked(|drafts| questions.iter().zip(drafts).map(|(q, d)| d.answer(q)).collect())
+        });
+        let life = self.life;
+        let input = SubmitAnswers {
+            session: life.session.get_value(),
+            tool_use_id: life.tool_use_id.get_value(),
+            answers,
+            // A lost question's answer goes to the agent as a message.
+            as_message: untrack(|| self.is_lost()),
+        };
+        self.answer.dispatch_then(input, move |result| life.settle(result));
+    }
+
+    pub(super) fn decline(&self) {
+        if !self.life.is_open_untracked() {
+            return;
+        }
+        let life = self.life;
+        let input = DeclineQuestion {
+            session: life.session.get_value(),
+            tool_use_id: life.tool_use_id.get_value(),
+            reason: None,
+        };
+        self.skip.dispatch_then(input, move |result| life.settle(result));
+    }
+
+    pub(super) fn kept(&self) -> Kept {
+        Kept::answer_draft(&self.life.session.get_value(), &self.life.tool_use_id.get_value())
+    }
+
+    pub(super) fn save(&self) {
+        #[cfg(feature = "hydrate")]
+        {
+            let saved: Vec<QuestionAnswer> = self.drafts.with_untracked(|d| d.iter().map(Draft::to_saved).collect());
+            if let Ok(json) = serde_json::to_string(&saved) {
+                self.kept().save(&json);
+            }
+        }
+    }
+
+    /// The question the keyboard speaks to: the one that last had the focus, else the first
+    /// unanswered.
+    pub(super) fn current_question(&self) -> usize {
+        let count = self.questions.with_untracked(Vec::len);
+        self.current.get_value().filter(|&i| i < count).or_else(|| self.first_unanswered()).unwrap_or(0)
+    }
+
+    pub(super) fn on_key(&self, event: leptos::ev::KeyboardEvent) {
+        if !untrack(|| self.editable()) || event.ctrl_key() || event.meta_key() || event.alt_key() {
+            return;
+        }
+        let target = event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok());
+        let in_textarea = target.as_ref().is_some_and(|el| el.tag_name() == "TEXTAREA");
+        let typing =
+            in_textarea || target.as_ref().is_some_and(|el| el.get_attribute("type").as_deref() == Some("text"));
+        let key = event.key();
+        match key.as_str() {
+            // In a text box, Esc leaves the box; elsewhere it skips the card.
+            "Escape" if typing => {
+                event.prevent_default();
+                self.focus_question(self.current_question());
+            }
+            "Escape" => {
+                event.prevent_default();
+                self.decline();
+            }
+            "Enter" if !in_textarea && !event.is_composing() => {
+                event.prevent_default();
+                match self.first_unanswered() {
+                    None => self.submit(),
+                    Some(next) => self.focus_question(next),
+                }
+            }
+            digit if !typing && digit.len() == 1 && digit.as_bytes()[0].is_ascii_digit() => {
+                let index = self.current_question();
+                let Some(question) = self.questions.with_untracked(|q| q.get(index).cloned()) else { return };
+                event.prevent_default();
+                let n = (digit.as_bytes()[0] - b'0') as usize;
+                if n == 0 {
+                    self.show_preview(index, None);
+                    self.choose_other(index);
+                } else if let Some(choice) = question.options.get(n - 1) {
+                    self.pick_and_submit(index, &choice.label, untrack(|| self.auto_submits()));
+                    self.focus_option(index, n - 1);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// An option was clicked: `option` is its index, `None` for Other. Only a pointer's click
+    /// answers a card by itself: a space or an arrow key on a focused radio clicks it too, and
+    /// that must not send an answer the person did not pick.
+    pub(super) fn on_option_click(&self, index: usize, option: Option<usize>, pointer: bool) {
+        self.current.set_value(Some(index));
+        // Previews change after the click, not on the press (see `on_option_focus`).
+        self.show_preview(index, option);
+        match option {
+            None => self.choose_other(index),
+            Some(o) => {
+                let label = self
+                    .questions
+                    .with_untracked(|q| q.get(index).and_then(|q| q.options.get(o)).map(|c| c.label.clone()));
+                if let Some(label) = label {
+                    self.pick_and_submit(index, &label, pointer && untrack(|| self.auto_submits()));
+                }
+            }
+        }
+    }
+
+    /// An option got the focus from the keyboard: its preview shows.
+    ///
+    /// Not when a pointer pressed it: the press focuses the option before the release clicks it,
+    /// and a preview that opened or closed in between moved the options under the pointer (the
+    /// thread, scrolled to its end, follows its height), so that the release landed beside the
+    /// option and the click was lost. A click shows its option's preview once it is done.
+    pub(super) fn on_option_focus(&self, index: usize, option: Option<usize>, event: &leptos::ev::FocusEvent) {
+        self.current.set_value(Some(index));
+        let visible = event
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
+            .is_none_or(|el| el.matches(":focus-visible").unwrap_or(true));
+        if visible {
+            self.show_preview(index, option);
+        }
+    }
+
+    pub(super) fn show_preview(&self, index: usize, option: Option<usize>) {
+        self.focused.update(|f| {
+            f.resize(f.len().max(index + 1), None);
+            f[index] = option;
+        });
+    }
+}
+
+/// Shows a control the page has not redrawn yet, and focuses it.
+fn reveal_and_focus(element: Option<leptos::web_sys::HtmlElement>) {
+    if let Some(element) = element {
+        element.set_hidden(false);
+        let _ = element.focus();
+    }
+}

@@ -1,0 +1,129 @@
+//! The open session's pane: its header (title, agent, status, permission mode, the bell) and
+//! its thread. Drawn through `lazy::session_pane`, so it lives in the WASM chunk that the welcome
+//! page loads only when idle (docs/size.md).
+
+use leptos::prelude::*;
+
+use super::notify::Bell;
+use super::pane::{mode_select, pane_header};
+use super::server_call::ServerCall;
+use super::state::{ThreadState, use_document_title, use_workspace};
+use super::thread_view::ThreadView;
+use crate::api::SetPermissionMode;
+use crate::approval::PermissionMode;
+use crate::interaction::InteractionRequest;
+use crate::thread::{EventBody, SessionEvent, SessionStatus, SessionSummary, TurnOutcome};
+
+/// A live event of the open session, as JSON: read, folded into its thread, and announced when it
+/// asks the person something. Reached from the first load through `lazy::read_live_event`, so that
+/// the code that reads events stays in this chunk.
+pub fn apply_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
+    let Ok(event) = serde_json::from_str::<SessionEvent>(json) else { return true };
+    thread.apply(&event);
+    if let EventBody::InteractionOpened { tool_use_id, request } = &event.body {
+        match request {
+            InteractionRequest::Question { questions } if !questions.is_empty() => {
+                bell.announce("The agent asks you something", &questions[0].question, tool_use_id);
+            }
+            InteractionRequest::Approval(approval) => {
+                let what = approval.description.clone().unwrap_or_else(|| approval.tool.clone());
+                bell.announce("The agent asks your permission", &what, tool_use_id);
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+#[component]
+pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
+    let workspace = use_workspace();
+    let id = initial.id.clone();
+    // The title and state follow the live session list.
+    let summary = Memo::new(move |_| {
+        workspace.sessions.with(|list| list.iter().find(|s| s.id == id).cloned()).unwrap_or_else(|| initial.clone())
+    });
+    let title = move || summary.with(|s| s.title.clone());
+    use_document_title(title);
+    let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
+    // For an agent with a process: whether it runs now (a message starts it again), in the
+    // info's tooltip: beside the status it read as a second status.
+    let info_title = move || {
+        thread.turn.with(|t| match t.agent_running {
+            Some(true) => format!("{} (its process is running)", info()),
+            Some(false) => format!("{} (its process has exited; a message starts it again)", info()),
+            None => info(),
+        })
+    };
+    let heading = view! {
+        <div class="session-heading">
+            <h1 class="session-title" title=title>{title}</h1>
+            <span class="session-meta">
+                {turn_status(thread)}
+                <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
+                <span class="agent-info" title=info_title>{info}</span>
+                <span class="session-cost" title="What this session has cost so far">
+                    {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
+                </span>
+            </span>
+        </div>
+        {mode_switcher(thread)}
+    };
+    view! {
+        {pane_header(heading)}
+        <ThreadView thread />
+    }
+}
+
+/// The session's permission mode, switchable while it runs.
+fn mode_switcher(thread: ThreadState) -> impl IntoView {
+    let current = Memo::new(move |_| thread.turn.with(|t| t.permission_mode.unwrap_or_default()));
+    let call = ServerCall::<SetPermissionMode>::new();
+    // Redraws the select when a switch fails, so that it shows the mode that holds.
+    let redraw = RwSignal::new(0u32);
+    let session = thread.session_id;
+    let switch = move |chosen: PermissionMode| {
+        // `mode_select` asked the person before bypass could be chosen.
+        let input = SetPermissionMode { session: session.get_value(), mode: chosen, confirm_bypass: true };
+        call.dispatch_then(input, move |result| {
+            if result.is_err() {
+                redraw.update(|n| *n += 1);
+            }
+        });
+    };
+    let problem = move || call.problem();
+    view! {
+        <div class="mode-switcher">
+            {move || {
+                redraw.track();
+                mode_select(current.get(), switch)
+            }}
+            <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
+                {problem}
+            </span>
+        </div>
+    }
+}
+
+/// The session's status in the vocabulary the list and the cards share, and how its last turn
+/// ended when that is worth knowing.
+fn turn_status(thread: ThreadState) -> impl IntoView {
+    let status = Memo::new(move |_| SessionStatus::of(thread.turn.with(|t| t.working), thread.waiting.get()));
+    let last = move || {
+        thread.turn.with(|turn| match (&turn.last_outcome, turn.working) {
+            (_, true) => None,
+            (Some(TurnOutcome::Interrupted), _) => Some("last turn stopped"),
+            (Some(TurnOutcome::Failed { .. }), _) => Some("last turn failed"),
+            (Some(TurnOutcome::Abandoned), _) => Some("last turn cut short"),
+            _ => None,
+        })
+    };
+    view! {
+        <span class="turn-status" data-status=move || status.get().key() data-last=move || last().unwrap_or_default() role="status" aria-label="Session status">
+            <span class="status-dot" aria-hidden="true"></span>
+            <span class="status-label" aria-hidden="true">{move || status.get().label()}</span>
+            <span class="status-note" aria-hidden="true">{move || last().map(|note| format!(" · {note}"))}</span>
+            <span class="sr-only">{move || status.get().explained()} {move || last().map(|note| format!(" ({note})"))}</span>
+        </span>
+    }
+}
