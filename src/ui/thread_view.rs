@@ -152,9 +152,10 @@ fn placeholder_call() -> ToolCall {
 fn turn_footer(thread: ThreadState) -> impl IntoView {
     let state = move || {
         thread.turn.with(|turn| match &turn.last_outcome {
-            _ if turn.working && thread.waiting.get() => ("waiting", "Waiting for your answer…".to_string()),
-            _ if turn.working => ("working", "Agent is working…".to_string()),
-            _ if thread.waiting.get() => ("waiting", "The agent is paused until you answer above.".to_string()),
+            // In the words of the header and the session list.
+            _ if turn.working && thread.waiting.get() => ("waiting", "Waiting for you: answer above".to_string()),
+            _ if turn.working => ("working", "Working…".to_string()),
+            _ if thread.waiting.get() => ("paused", "Paused until you answer above".to_string()),
             Some(TurnOutcome::Interrupted) => ("stopped", "Stopped. Send a message to go on.".to_string()),
             Some(TurnOutcome::Failed { error }) => ("failed", format!("The agent failed: {error}")),
             _ => ("", String::new()),
