@@ -49,10 +49,12 @@ macro_rules! notify_in {
 }
 mod leases;
 mod notices;
+mod push;
 #[cfg(test)]
 mod tests;
 
 pub use notices::{Listener, Notice};
+pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
