@@ -9,5 +9,5 @@ mod sink;
 mod tests;
 
 pub use crate::bridge::Timeouts;
-pub use log::{SessionLog, SessionRuntime};
+pub use log::{EventObserver, SessionLog, SessionRuntime};
 pub use manager::{SessionManager, SessionPolicy};
