@@ -183,3 +183,99 @@ impl Store {
         Ok(request.map(|request| request.0))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::InteractionOutcome;
+    use crate::question::{Choice, Question};
+    use crate::store::Append;
+    use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
+
+    /// A session with one pending question `t1`, stored as the session log stores it.
+    async fn store_with_question() -> (Store, Thread) {
+        let store = Store::open_in_memory().await.unwrap();
+        let summary = SessionSummary {
+            id: "s1".into(),
+            title: "t".into(),
+            agent: "scripted".into(),
+            created_at_ms: 0,
+            updated_at_ms: 0,
+            working: false,
+            waiting: false,
+            workdir: None,
+        };
+        store.create_session(&summary).await.unwrap();
+        let mut thread = Thread::default();
+        let question = Question {
+            header: String::new(),
+            question: "Which?".into(),
+            options: vec![Choice { label: "A".into(), description: None, preview: None }],
+            multi_select: false,
+        };
+        let bodies = [
+            EventBody::AssistantMessageStarted { message_id: "m1".into() },
+            EventBody::ToolCallStarted { message_id: "m1".into(), tool_use_id: "t1".into(), name: "AskUserQuestion".into() },
+            EventBody::InteractionOpened {
+                tool_use_id: "t1".into(),
+                request: InteractionRequest::Question { questions: vec![question] },
+            },
+        ];
+        for (seq, body) in bodies.into_iter().enumerate() {
+            append(&store, &mut thread, seq as u64 + 1, body).await;
+        }
+        (store, thread)
+    }
+
+    async fn append(store: &Store, thread: &mut Thread, seq: u64, body: EventBody) {
+        let event = SessionEvent { seq, at_ms: 0, body };
+        let change = thread.apply(&event);
+        store.append(Append::of("s1", &event, thread, &change)).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_notice_is_claimed_once_and_only_while_its_interaction_is_pending() {
+        let (store, mut thread) = store_with_question().await;
+        assert!(store.pending_request("s1", "t1").await.unwrap().is_some());
+        let claim = |kind, outcome| {
+            let store = store.clone();
+            async move { store.claim_notice("s1", "t1", kind, outcome).await.unwrap() }
+        };
+        // Nothing was pushed yet: there is nothing to close.
+        assert!(!claim(NoticeKind::PushClosed, NoticeOutcome::Sent).await);
+        assert!(claim(NoticeKind::PushOpened, NoticeOutcome::Sent).await);
+        assert!(!claim(NoticeKind::PushOpened, NoticeOutcome::Sent).await, "a second claim loses");
+        assert!(!claim(NoticeKind::PushOpened, NoticeOutcome::Seen).await, "and so does seeing it afterwards");
+        assert!(claim(NoticeKind::WebhookOpened, NoticeOutcome::Sent).await, "each kind is claimed on its own");
+        assert!(!store.claim_notice("s1", "t-unknown", NoticeKind::PushParked, NoticeOutcome::Seen).await.unwrap());
+
+        let answered = InteractionOutcome::Answered { answers: vec![] };
+        append(&store, &mut thread, 4, EventBody::InteractionResolved { tool_use_id: "t1".into(), outcome: answered })
+            .await;
+        assert_eq!(store.pending_request("s1", "t1").await.unwrap(), None);
+        assert!(!claim(NoticeKind::PushParked, NoticeOutcome::Sent).await, "nothing is sent for what is answered");
+        assert!(claim(NoticeKind::PushClosed, NoticeOutcome::Sent).await, "a push was sent: it is closed");
+        assert!(!claim(NoticeKind::PushClosed, NoticeOutcome::Sent).await);
+    }
+
+    #[tokio::test]
+    async fn a_subscription_is_kept_replaced_by_its_endpoint_and_forgotten() {
+        let store = Store::open_in_memory().await.unwrap();
+        let row = |p256dh: &str, at| PushSubscriptionRow {
+            endpoint: "https://push.example.com/1".into(),
+            p256dh: p256dh.into(),
+            auth: "auth".into(),
+            user_agent: Some("UA\0".into()),
+            created_at_ms: at,
+        };
+        store.save_push_subscription(&row("k1", 1)).await.unwrap();
+        store.save_push_subscription(&row("k2", 2)).await.unwrap();
+        let rows = store.push_subscriptions().await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].p256dh.as_str(), rows[0].created_at_ms), ("k2", 1), "new keys, the first date");
+        assert_eq!(rows[0].user_agent.as_deref(), Some("UA\u{fffd}"));
+        assert!(store.delete_push_subscription("https://push.example.com/1").await.unwrap());
+        assert!(!store.delete_push_subscription("https://push.example.com/1").await.unwrap());
+        assert!(store.push_subscriptions().await.unwrap().is_empty());
+    }
+}

@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod mock_anthropic;
+pub mod push_service;
 pub mod server;
