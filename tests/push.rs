@@ -446,3 +446,49 @@ async fn the_test_push_service_refuses_a_push_signed_with_another_key() {
     let why = pushes[0].checked.as_ref().unwrap_err();
     assert!(why.contains("k= is not the key"), "{why}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsubscribes() {
+    let dir = tempfile::tempdir().unwrap();
+    let service = PushService::start().await;
+    let scenario = support::server::ask_and_quote_in(dir.path());
+    let flags = ["--agent", "scripted", "--scenario", &scenario, "--notify-after", "100ms", "--public-url", "https://ab.example.com"];
+    let server = support::server::Server::start(dir.path(), &flags).await;
+    let api = server.api();
+
+    // The page subscribes with the server's key, kept in the data folder for its owner only.
+    let key = api.call("push_key", json!({})).await.unwrap();
+    let key = key.as_str().unwrap();
+    assert_eq!(VapidKey::load_or_create(&server.data).unwrap().public_key(), key);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = server.data.join(askbridge::notify::vapid::KEY_FILE);
+        assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
+    }
+    service.expect_server_key(key);
+    let phone = service.browser("phone").await;
+    let to_json = |endpoint: &str| {
+        json!({"endpoint": endpoint, "expirationTime": null, "keys": {"p256dh": phone.p256dh, "auth": phone.auth}})
+    };
+    api.call("push_subscribe", to_json(&phone.endpoint)).await.unwrap();
+    for refused in ["http://push.example.com/x", "not a url"] {
+        let error = api.call("push_subscribe", to_json(refused)).await.unwrap_err();
+        assert!(matches!(error, askbridge::error::AppError::BadRequest { .. }), "{refused}: {error:?}");
+    }
+    let bad_key = json!({"endpoint": phone.endpoint, "keys": {"p256dh": "AAAA", "auth": phone.auth}});
+    assert!(api.call("push_subscribe", bad_key).await.is_err());
+
+    let session = api.call("create_session", json!({})).await.unwrap()["id"].as_str().unwrap().to_string();
+    api.call("tab_visibility", json!({"tab": "tab-1", "session": session, "visible": false})).await.unwrap();
+    api.send(&session, "go").await.unwrap();
+    let pushes = service.wait_for(1, "the question's push").await;
+    assert_eq!(pushes[0].payload()["question"], QUESTION);
+    assert_eq!(pushes[0].payload()["session"], session.as_str());
+    assert_eq!(pushes[0].claims()["sub"], "https://ab.example.com");
+
+    api.call("push_unsubscribe", json!({"endpoint": phone.endpoint})).await.unwrap();
+    let data = server.stop().await;
+    let store = Store::open(&data.join("askbridge.db")).await.unwrap();
+    assert!(store.push_subscriptions().await.unwrap().is_empty());
+}
