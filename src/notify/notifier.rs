@@ -37,6 +37,9 @@ use crate::thread::EventBody;
 pub const MAX_SUBSCRIPTIONS: usize = 100;
 /// The longest user agent kept with a subscription (to tell them apart on a settings page).
 const MAX_USER_AGENT: usize = 256;
+/// The most open interactions followed; past it (sessions deleted while they waited, which end
+/// no interaction), the one open longest is forgotten. Its "answered" push is still sent.
+const MAX_OPEN: usize = 10_000;
 
 /// How the notifier behaves; `NotifyConfig::new` gives the defaults.
 #[derive(Debug, Clone)]
@@ -102,6 +105,8 @@ pub enum Reported {
     /// Already claimed (by another server, or earlier here), or the interaction is no longer
     /// pending: this server sends nothing.
     NotClaimed,
+    /// No browser is subscribed: nothing to send, nothing claimed.
+    NoSubscribers,
     /// The store failed; nothing was sent.
     Failed(String),
 }
@@ -147,7 +152,8 @@ impl Notifier {
                 push,
                 webhooks,
                 open: Mutex::new(HashMap::new()),
-                reports: broadcast::channel(256).0,
+                // Slots are allocated with the channel; reports are few, and read at once.
+                reports: broadcast::channel(64).0,
                 stop: CancellationToken::new(),
             }),
         }
@@ -241,6 +247,12 @@ impl Notifier {
         let key = (session.to_string(), tool_use_id.to_string());
         let opened_at = {
             let mut open = self.inner.open.lock().expect("open lock");
+            if open.len() >= MAX_OPEN && !open.contains_key(&key) {
+                let oldest = open.iter().min_by_key(|(_, open)| open.opened_at).map(|(key, _)| key.clone());
+                if let Some(oldest) = oldest {
+                    open.remove(&oldest);
+                }
+            }
             // Asked again by a resumed agent: the same question, still from when it first opened.
             let entry = open.entry(key).or_insert_with(|| Open {
                 request: request.clone(),
@@ -335,6 +347,11 @@ impl Notifier {
     }
 
     async fn claim_seen(&self, session: &str, tool_use_id: &str, kind: NoticeKind) {
+        // With no browser subscribed there is no push to hold back (the list is the same for
+        // every server).
+        if !self.has_subscribers().await {
+            return self.report(session, tool_use_id, kind, Reported::Seen);
+        }
         let what = match self.inner.store.claim_notice(session, tool_use_id, kind, NoticeOutcome::Seen).await {
             Ok(_) => Reported::Seen,
             Err(error) => Reported::Failed(error.to_string()),
@@ -349,6 +366,9 @@ impl Notifier {
             AskEvent::Parked => NoticeKind::PushParked,
         };
         let store = &self.inner.store;
+        if !self.has_subscribers().await {
+            return self.report(session, tool_use_id, kind, Reported::NoSubscribers);
+        }
         match store.claim_notice(session, tool_use_id, kind, NoticeOutcome::Sent).await {
             Ok(true) => {}
             Ok(false) => return self.report(session, tool_use_id, kind, Reported::NotClaimed),
@@ -369,6 +389,11 @@ impl Notifier {
         let to = self.push_to_all(message).await;
         debug!(%session, %tool_use_id, notice = kind.as_str(), browsers = to, "pushed");
         self.report(session, tool_use_id, kind, Reported::Sent { to });
+    }
+
+    /// Whether any browser is subscribed (a failing read counts as yes: the claim decides).
+    async fn has_subscribers(&self) -> bool {
+        self.inner.store.push_subscriptions().await.map_or(true, |rows| !rows.is_empty())
     }
 
     /// Sends `message` to every subscribed browser, each on its own task; how many. A browser
