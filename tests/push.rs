@@ -456,7 +456,9 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
     let server = support::server::Server::start(dir.path(), &flags).await;
     let api = server.api();
 
-    // The page subscribes with the server's key, kept in the data folder for its owner only.
+    // The page subscribes with the server's key, made when first asked for and kept in the data
+    // folder, for its owner only.
+    assert!(!server.data.join(askbridge::notify::vapid::KEY_FILE).exists());
     let key = api.call("push_key", json!({})).await.unwrap();
     let key = key.as_str().unwrap();
     assert_eq!(VapidKey::load_or_create(&server.data).unwrap().public_key(), key);

@@ -26,7 +26,7 @@ fn notifier() -> Result<crate::notify::Notifier, AppError> {
 /// The server's VAPID public key (base64url): the page's `applicationServerKey`.
 #[server(input = Json, endpoint = "push_key")]
 pub async fn push_key() -> Result<String, AppError> {
-    Ok(notifier()?.public_key())
+    notifier()?.public_key()
 }
 
 /// Subscribes this browser: the body is its `PushSubscription.toJSON()`

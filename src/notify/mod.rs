@@ -28,7 +28,7 @@ use std::time::Duration;
 pub use notice::{Ask, AskEvent, AskKind};
 pub use notifier::{NotifyConfig, Notifier, Report, Reported};
 pub use presence::Presence;
-pub use vapid::VapidKey;
+pub use vapid::{LazyVapidKey, VapidKey};
 pub use web_push::{Delivery, PushMessage, PushSender, RetryPolicy, Subscription, SubscriptionError};
 pub use webhook::{Webhook, WebhookKind};
 

@@ -23,7 +23,7 @@ use tracing::{debug, info, warn};
 
 use super::notice::{Ask, AskEvent, close_payload, tag_of};
 use super::presence::Presence;
-use super::vapid::VapidKey;
+use super::vapid::LazyVapidKey;
 use super::web_push::{Delivery, PushMessage, PushSender, RetryPolicy, Subscription, Urgency};
 use super::webhook::{DEFAULT_TIMEOUT, Webhook, WebhookSender};
 use super::{Detail, LazyClient};
@@ -137,9 +137,10 @@ struct Open {
 }
 
 impl Notifier {
-    pub fn new(store: Store, vapid: VapidKey, config: NotifyConfig) -> Self {
+    /// `vapid`: the server's key, or where it is kept (`LazyVapidKey::in_folder`).
+    pub fn new(store: Store, vapid: impl Into<LazyVapidKey>, config: NotifyConfig) -> Self {
         let http = Arc::new(LazyClient::default());
-        let push = PushSender::with_client(http.clone(), Arc::new(vapid), &config.contact, config.push_retry);
+        let push = PushSender::with_client(http.clone(), Arc::new(vapid.into()), &config.contact, config.push_retry);
         let webhooks = WebhookSender::with_client(http, config.webhook_retry);
         for hook in &config.webhooks {
             info!(webhook = %hook.describe(), detail = ?config.detail, "questions will be posted to a webhook");
@@ -160,8 +161,9 @@ impl Notifier {
     }
 
     /// The server's VAPID public key: the page subscribes with it (`applicationServerKey`).
-    pub fn public_key(&self) -> String {
-        self.inner.push.vapid().public_key()
+    pub fn public_key(&self) -> Result<String, AppError> {
+        let key = self.inner.push.vapid().get().map_err(|detail| AppError::Internal { detail })?;
+        Ok(key.public_key())
     }
 
     /// Every decision from now on.
@@ -203,7 +205,7 @@ impl Notifier {
         for tool_use_id in newly_seen {
             let this = self.clone();
             let session = session.to_string();
-            tokio::spawn(async move { this.claim_seen(&session, &tool_use_id, NoticeKind::PushOpened).await });
+            detach(async move { this.claim_seen(&session, &tool_use_id, NoticeKind::PushOpened).await });
         }
     }
 
@@ -264,7 +266,7 @@ impl Notifier {
         self.webhook(session, tool_use_id, AskEvent::Opened, Some(request.clone()));
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
-        tokio::spawn(async move {
+        detach(async move {
             if !this.inner.presence.visible_now(&session) {
                 tokio::select! {
                     () = this.inner.stop.cancelled() => return,
@@ -298,7 +300,7 @@ impl Notifier {
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         let since = Instant::now().checked_sub(self.inner.config.grace).unwrap_or_else(Instant::now);
-        tokio::spawn(async move {
+        detach(async move {
             if this.inner.presence.seen_since(&session, since) {
                 return this.claim_seen(&session, &tool_use_id, NoticeKind::PushParked).await;
             }
@@ -311,7 +313,7 @@ impl Notifier {
         self.inner.open.lock().expect("open lock").remove(&(session.to_string(), tool_use_id.to_string()));
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
-        tokio::spawn(async move {
+        detach(async move {
             let kind = NoticeKind::PushClosed;
             match this.inner.store.claim_notice(&session, &tool_use_id, kind, NoticeOutcome::Sent).await {
                 Ok(true) => {
@@ -418,7 +420,7 @@ impl Notifier {
             };
             sent += 1;
             let (this, message) = (self.clone(), message.clone());
-            tokio::spawn(async move {
+            detach(async move {
                 match this.inner.push.send(&subscription, &message).await {
                     Delivery::Gone => {
                         info!(push_service = %subscription.push_service(), "a browser's subscription is gone: forgotten");
@@ -440,7 +442,7 @@ impl Notifier {
         }
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
-        tokio::spawn(async move {
+        detach(async move {
             let kind = match event {
                 AskEvent::Opened => NoticeKind::WebhookOpened,
                 AskEvent::Parked => NoticeKind::WebhookParked,
@@ -461,7 +463,9 @@ impl Notifier {
             for hook in &config.webhooks {
                 let (url, body) = hook.request(&ask, config.detail, &config.public_url);
                 let (sender, hook) = (this.inner.webhooks.clone(), hook.clone());
-                tokio::spawn(async move { sender.send(&hook, url, &body).await });
+                detach(async move {
+                    sender.send(&hook, url, &body).await;
+                });
             }
             this.report(&session, &tool_use_id, kind, Reported::Sent { to: config.webhooks.len() });
         });
@@ -474,4 +478,11 @@ impl Notifier {
         let report = Report { session: session.to_string(), tool_use_id: tool_use_id.to_string(), notice, what };
         let _ = self.inner.reports.send(report);
     }
+}
+
+/// Runs `work` on a task of its own. Boxed, so that tokio's task machinery is compiled once for
+/// every kind of notice rather than once per kind (about 60 KB of the release binary).
+fn detach(work: impl Future<Output = ()> + Send + 'static) {
+    let work: futures::future::BoxFuture<'static, ()> = Box::pin(work);
+    tokio::spawn(work);
 }

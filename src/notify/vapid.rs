@@ -1,10 +1,15 @@
 //! VAPID (RFC 8292): how a push service knows that a push comes from the server a browser
-//! subscribed to. The server has one P-256 key pair, made at first start and kept in the data
+//! subscribed to. The server has one P-256 key pair, made when first needed and kept in the data
 //! folder (readable by its owner only, as the access token is); the page subscribes with its
 //! public key, and every push carries a short-lived ES256 token signed with the private one.
+//!
+//! "When first needed" (the page asks for the key, or a push goes out) rather than at start: a
+//! server nobody subscribes to never runs the elliptic-curve code, whose pages (and ring's
+//! 150 KB table of P-256 points) would otherwise count in its idle memory, budgeted at 16 MiB.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -62,7 +67,13 @@ impl VapidKey {
                 let rng = SystemRandom::new();
                 let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
                     .map_err(|_| VapidError::Random)?;
-                write_private(&path, &pem(pkcs8.as_ref()))?;
+                match write_private(&path, &pem(pkcs8.as_ref())) {
+                    // Another process made it meanwhile: that one is the key.
+                    Err(VapidError::Write { error, .. }) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                        return Self::load_or_create(data_dir);
+                    }
+                    other => other?,
+                }
                 tracing::info!(file = %path.display(), "made the server's push (VAPID) key");
                 Self::from_pkcs8(pkcs8.as_ref()).ok_or(VapidError::NotAKey { path: named() })
             }
@@ -111,6 +122,39 @@ impl VapidKey {
             }
         };
         format!("vapid t={signing_input}.{signature}, k={}", self.public_key())
+    }
+}
+
+/// The server's key, read (or made) at its first use.
+pub struct LazyVapidKey {
+    folder: Option<PathBuf>,
+    key: OnceLock<Result<VapidKey, String>>,
+}
+
+impl LazyVapidKey {
+    /// The key kept in `data_dir` (`KEY_FILE`), made there at its first use.
+    pub fn in_folder(data_dir: &Path) -> Self {
+        Self { folder: Some(data_dir.to_path_buf()), key: OnceLock::new() }
+    }
+
+    /// The key, or why it cannot be had (the file is unreadable or no key; logged once).
+    pub fn get(&self) -> Result<&VapidKey, String> {
+        self.key
+            .get_or_init(|| {
+                let folder = self.folder.as_deref().ok_or("no push key")?;
+                VapidKey::load_or_create(folder).map_err(|error| {
+                    tracing::error!(%error, "push notifications cannot be sent");
+                    error.to_string()
+                })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl From<VapidKey> for LazyVapidKey {
+    fn from(key: VapidKey) -> Self {
+        Self { folder: None, key: OnceLock::from(Ok(key)) }
     }
 }
 
@@ -175,6 +219,19 @@ mod tests {
         assert_eq!(URL_SAFE_NO_PAD.decode(first.public_key()).unwrap().len(), 65);
         let other = tempfile::tempdir().unwrap();
         assert_ne!(VapidKey::load_or_create(other.path()).unwrap().public_key(), first.public_key());
+    }
+
+    #[test]
+    fn the_lazy_key_is_made_at_its_first_use_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let lazy = LazyVapidKey::in_folder(dir.path());
+        assert!(!dir.path().join(KEY_FILE).exists());
+        let public = lazy.get().unwrap().public_key();
+        assert!(dir.path().join(KEY_FILE).exists());
+        assert_eq!(VapidKey::load_or_create(dir.path()).unwrap().public_key(), public);
+        let broken = tempfile::tempdir().unwrap();
+        std::fs::write(broken.path().join(KEY_FILE), "not a key").unwrap();
+        assert!(LazyVapidKey::in_folder(broken.path()).get().unwrap_err().contains("not a P-256 private key"));
     }
 
     #[test]

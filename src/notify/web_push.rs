@@ -16,7 +16,7 @@ use tracing::{debug, warn};
 
 use super::LazyClient;
 use super::ece::{self, AUTH_BYTES, P256DH_BYTES};
-use super::vapid::VapidKey;
+use super::vapid::LazyVapidKey;
 
 /// The longest endpoint accepted. Push services' endpoints are a few hundred bytes (FCM's about
 /// 200, Mozilla's about 250); a longer one is no browser's.
@@ -202,22 +202,27 @@ enum Attempt {
 #[derive(Clone)]
 pub struct PushSender {
     http: Arc<LazyClient>,
-    vapid: Arc<VapidKey>,
+    vapid: Arc<LazyVapidKey>,
     contact: String,
     retry: RetryPolicy,
 }
 
 impl PushSender {
     /// `contact` is VAPID's subject: a `mailto:` or `https:` address of whoever runs the server.
-    pub fn new(vapid: Arc<VapidKey>, contact: &str, retry: RetryPolicy) -> Self {
+    pub fn new(vapid: Arc<LazyVapidKey>, contact: &str, retry: RetryPolicy) -> Self {
         Self::with_client(Arc::default(), vapid, contact, retry)
     }
 
-    pub(crate) fn with_client(http: Arc<LazyClient>, vapid: Arc<VapidKey>, contact: &str, retry: RetryPolicy) -> Self {
+    pub(crate) fn with_client(
+        http: Arc<LazyClient>,
+        vapid: Arc<LazyVapidKey>,
+        contact: &str,
+        retry: RetryPolicy,
+    ) -> Self {
         Self { http, vapid, contact: contact.to_string(), retry }
     }
 
-    pub fn vapid(&self) -> &VapidKey {
+    pub fn vapid(&self) -> &LazyVapidKey {
         &self.vapid
     }
 
@@ -250,9 +255,9 @@ impl PushSender {
     }
 
     async fn attempt(&self, subscription: &Subscription, message: &PushMessage, body: Vec<u8>) -> Attempt {
-        let http = match self.http.get() {
-            Ok(http) => http,
-            Err(error) => return Attempt::Done(Delivery::GaveUp { last: error }),
+        let (http, vapid) = match (self.http.get(), self.vapid.get()) {
+            (Ok(http), Ok(vapid)) => (http, vapid),
+            (Err(error), _) | (_, Err(error)) => return Attempt::Done(Delivery::GaveUp { last: error }),
         };
         let mut request = http
             .post(subscription.endpoint.clone())
@@ -261,7 +266,7 @@ impl PushSender {
             .header("Urgency", message.urgency.as_str())
             .header("Content-Encoding", "aes128gcm")
             .header("Content-Type", "application/octet-stream")
-            .header("Authorization", self.vapid.authorization(&subscription.endpoint, &self.contact))
+            .header("Authorization", vapid.authorization(&subscription.endpoint, &self.contact))
             .body(body);
         if let Some(topic) = &message.topic {
             request = request.header("Topic", topic);

@@ -32,7 +32,7 @@ use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::notify::{NotifyConfig, Notifier, VapidKey};
+use crate::notify::{LazyVapidKey, NotifyConfig, Notifier};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::Store;
 use crate::ui::navigation::Page;
@@ -130,9 +130,9 @@ pub async fn serve_until(
 }
 
 /// The notifier (Web Push and `--notify-url`), fed every session's events: the VAPID key from
-/// the data folder (made at first start), links to `--public-url` (else this server's address).
+/// the data folder (made at its first use), links to `--public-url` (else this server's address).
 fn notifier(args: &ServeArgs, manager: &SessionManager, local: &std::net::SocketAddr) -> Result<Notifier, BoxError> {
-    let vapid = VapidKey::load_or_create(&args.data_dir)?;
+    let vapid = LazyVapidKey::in_folder(&args.data_dir);
     let public_url = match &args.public_url {
         Some(url) => url.clone(),
         None => access_token::sign_in_link(local, None).trim_end_matches('/').to_string(),
