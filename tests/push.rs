@@ -161,7 +161,8 @@ async fn a_question_is_pushed_once_signed_and_encrypted_and_its_action_answers_i
     assert_eq!(payload["question"], QUESTION);
     assert_eq!(payload["options"], json!(LABELS));
     assert_eq!(payload["url"], format!("/s/{session}#{tool_use_id}"));
-    let titles: Vec<&str> = payload["actions"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
+    let titles: Vec<&str> =
+        payload["actions"].as_array().unwrap().iter().map(|a| a["title"].as_str().unwrap()).collect();
     assert_eq!(titles, LABELS);
     // RFC 8030: kept a day for an offline phone, urgent, and replaceable by its "answered".
     assert_eq!(push.ttl.as_deref(), Some("86400"));
@@ -185,7 +186,11 @@ async fn a_question_is_pushed_once_signed_and_encrypted_and_its_action_answers_i
     server.manager.answer_question(&action.session, &action.tool_use_id, action.answers).await.unwrap();
     wait_until("the agent to get the answer", WAIT, || async {
         let (_, thread) = server.manager.snapshot(&session).await.unwrap();
-        thread.messages.iter().any(|m| m.text().contains(&format!("got \"{QUESTION}\"=\"{}\"", LABELS[0]))).then_some(())
+        thread
+            .messages
+            .iter()
+            .any(|m| m.text().contains(&format!("got \"{QUESTION}\"=\"{}\"", LABELS[0])))
+            .then_some(())
     })
     .await;
 
@@ -232,7 +237,11 @@ async fn nothing_is_pushed_for_a_question_answered_while_a_tab_shows_it() {
     server.manager.send_message(&session, "go".into()).await.unwrap();
     let tool_use_id = server.opened(&session).await;
     assert_eq!(report(&mut reports, &tool_use_id, NoticeKind::PushOpened).await, Reported::Seen);
-    server.manager.answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[1]], None, None)]).await.unwrap();
+    server
+        .manager
+        .answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[1]], None, None)])
+        .await
+        .unwrap();
     // No notification was shown: none to close.
     assert_eq!(report(&mut reports, &tool_use_id, NoticeKind::PushClosed).await, Reported::NotClaimed);
     assert!(service.received().is_empty(), "{:?}", service.received());
@@ -246,7 +255,11 @@ async fn a_question_answered_within_the_grace_period_is_not_pushed() {
     let mut reports = server.notifier.reports();
     server.subscribe(&service.browser("phone").await).await;
     let (session, tool_use_id) = server.ask().await;
-    server.manager.answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[0]], None, None)]).await.unwrap();
+    server
+        .manager
+        .answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[0]], None, None)])
+        .await
+        .unwrap();
     assert_eq!(report(&mut reports, &tool_use_id, NoticeKind::PushOpened).await, Reported::Closed);
     assert!(service.received().is_empty());
 }
@@ -331,7 +344,10 @@ async fn two_servers_on_postgres_send_one_push_per_question() {
     assert!(seen.contains(&Reported::Sent { to: 1 }) && seen.contains(&Reported::NotClaimed), "{seen:?}");
     service.wait_for(1, "the question's push").await;
 
-    a.manager.answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[0]], None, None)]).await.unwrap();
+    a.manager
+        .answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[0]], None, None)])
+        .await
+        .unwrap();
     let closed = [
         report(&mut reports_a, &tool_use_id, NoticeKind::PushClosed).await,
         report(&mut reports_b, &tool_use_id, NoticeKind::PushClosed).await,
@@ -403,7 +419,11 @@ async fn a_failing_webhook_is_tried_again_and_a_hanging_one_is_given_up_without_
     let url = reqwest::Url::parse(&format!("{}/hook", receiver.base)).unwrap();
     let (taken, answered) = tokio::join!(
         tokio::time::timeout(Duration::from_secs(5), sender.send(&hook, url, &body)),
-        server.manager.answer_question(&session, &tool_use_id, vec![QuestionAnswer::new(QUESTION, &[LABELS[1]], None, None)]),
+        server.manager.answer_question(
+            &session,
+            &tool_use_id,
+            vec![QuestionAnswer::new(QUESTION, &[LABELS[1]], None, None)]
+        ),
     );
     assert_eq!(taken, Ok(false), "given up");
     answered.unwrap();
@@ -411,7 +431,11 @@ async fn a_failing_webhook_is_tried_again_and_a_hanging_one_is_given_up_without_
     assert!(took < Duration::from_secs(2), "two tries of 300 ms and a wait: {took:?}");
     wait_until("the agent to go on", WAIT, || async {
         let (_, thread) = server.manager.snapshot(&session).await.unwrap();
-        thread.messages.iter().any(|m| m.text().contains(&format!("got \"{QUESTION}\"=\"{}\"", LABELS[1]))).then_some(())
+        thread
+            .messages
+            .iter()
+            .any(|m| m.text().contains(&format!("got \"{QUESTION}\"=\"{}\"", LABELS[1])))
+            .then_some(())
     })
     .await;
 }
@@ -452,7 +476,16 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
     let dir = tempfile::tempdir().unwrap();
     let service = PushService::start().await;
     let scenario = support::server::ask_and_quote_in(dir.path());
-    let flags = ["--agent", "scripted", "--scenario", &scenario, "--notify-after", "100ms", "--public-url", "https://ab.example.com"];
+    let flags = [
+        "--agent",
+        "scripted",
+        "--scenario",
+        &scenario,
+        "--notify-after",
+        "100ms",
+        "--public-url",
+        "https://ab.example.com",
+    ];
     let server = support::server::Server::start(dir.path(), &flags).await;
     let api = server.api();
 
@@ -470,9 +503,7 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
     }
     service.expect_server_key(key);
     let phone = service.browser("phone").await;
-    let to_json = |endpoint: &str| {
-        json!({"endpoint": endpoint, "expirationTime": null, "keys": {"p256dh": phone.p256dh, "auth": phone.auth}})
-    };
+    let to_json = |endpoint: &str| json!({"endpoint": endpoint, "expirationTime": null, "keys": {"p256dh": phone.p256dh, "auth": phone.auth}});
     api.call("push_subscribe", to_json(&phone.endpoint)).await.unwrap();
     for refused in ["http://push.example.com/x", "not a url"] {
         let error = api.call("push_subscribe", to_json(refused)).await.unwrap_err();

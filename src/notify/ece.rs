@@ -81,12 +81,11 @@ fn encrypt_with(
         return Err(EceError::BadPublicKey);
     }
     let sender_public = ephemeral.compute_public_key()?;
-    let ecdh_secret = ring::agreement::agree_ephemeral(
-        ephemeral,
-        &UnparsedPublicKey::new(&ECDH_P256, p256dh),
-        |secret| secret.to_vec(),
-    )
-    .map_err(|_| EceError::BadPublicKey)?;
+    let ecdh_secret =
+        ring::agreement::agree_ephemeral(ephemeral, &UnparsedPublicKey::new(&ECDH_P256, p256dh), |secret| {
+            secret.to_vec()
+        })
+        .map_err(|_| EceError::BadPublicKey)?;
     // "WebPush: info" || 0x00 || ua_public || as_public
     let key_info = [b"WebPush: info\0".as_slice(), p256dh, sender_public.as_ref()].concat();
     let ikm: [u8; 32] = hkdf(auth, &ecdh_secret, &key_info)?;
@@ -192,12 +191,16 @@ mod tests {
             &[Record { data: b"I am the walrus", padding: 0 }],
         )
         .unwrap();
-        assert_eq!(URL_SAFE_NO_PAD.encode(&body), "I1BsxtFttlv3u_Oo94xnmwAAEAAA-NAVub2qFgBEuQKRapoZu-IxkIva3MEB1PD-ly8Thjg");
+        assert_eq!(
+            URL_SAFE_NO_PAD.encode(&body),
+            "I1BsxtFttlv3u_Oo94xnmwAAEAAA-NAVub2qFgBEuQKRapoZu-IxkIva3MEB1PD-ly8Thjg"
+        );
     }
 
     #[test]
     fn rfc_8188_example_3_2_two_records_with_padding_are_reproduced() {
-        let expected = "uNCkWiNYzKTnBN9ji3-qWAAAABkCYTHOG8chz_gnvgOqdGYovxyjuqRyJFjEDyoF1Fvkj6hQPdPHI51OEUKEpgz3SsLWIqS_uA";
+        let expected =
+            "uNCkWiNYzKTnBN9ji3-qWAAAABkCYTHOG8chz_gnvgOqdGYovxyjuqRyJFjEDyoF1Fvkj6hQPdPHI51OEUKEpgz3SsLWIqS_uA";
         let salt: [u8; 16] = b64(expected)[..16].try_into().unwrap();
         // rs = 25: nine bytes of content a record; the first carries one byte of padding.
         let records = [Record { data: b"I am th", padding: 1 }, Record { data: b"e walrus", padding: 0 }];

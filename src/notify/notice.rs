@@ -80,7 +80,12 @@ pub struct Ask {
 impl Ask {
     /// The notice of `request`, asked in `session`; `None` for what needs no one (a question
     /// the agent sent unreadable is failed at once).
-    pub fn of(event: AskEvent, session: &SessionSummary, tool_use_id: &str, request: &InteractionRequest) -> Option<Self> {
+    pub fn of(
+        event: AskEvent,
+        session: &SessionSummary,
+        tool_use_id: &str,
+        request: &InteractionRequest,
+    ) -> Option<Self> {
         let (kind, question, options, actions) = match request {
             InteractionRequest::Unreadable { .. } => return None,
             InteractionRequest::Question { questions } => {
@@ -305,7 +310,11 @@ mod tests {
             question: text.into(),
             options: labels
                 .iter()
-                .map(|label| Choice { label: label.to_string(), description: Some("secret detail".into()), preview: None })
+                .map(|label| Choice {
+                    label: label.to_string(),
+                    description: Some("secret detail".into()),
+                    preview: None,
+                })
                 .collect(),
             multi_select,
         }
@@ -330,7 +339,9 @@ mod tests {
 
     #[test]
     fn a_single_choice_question_carries_its_options_and_its_first_two_as_answers() {
-        let request = InteractionRequest::Question { questions: vec![question("Which auth?", &["JWT", "Sessions", "OAuth"], false)] };
+        let request = InteractionRequest::Question {
+            questions: vec![question("Which auth?", &["JWT", "Sessions", "OAuth"], false)],
+        };
         let ask = Ask::of(AskEvent::Opened, &session(), "toolu_1", &request).unwrap();
         let push = payload(&ask, Detail::Full);
         assert_eq!(push["type"], "ask");

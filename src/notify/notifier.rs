@@ -335,7 +335,12 @@ impl Notifier {
 
     /// What the interaction asks: as heard here, else as stored (it opened on another server,
     /// or before this one started). `None` once it is no longer pending.
-    async fn request(&self, session: &str, tool_use_id: &str, heard: Option<InteractionRequest>) -> Option<InteractionRequest> {
+    async fn request(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        heard: Option<InteractionRequest>,
+    ) -> Option<InteractionRequest> {
         if heard.is_some() {
             return heard;
         }

@@ -87,9 +87,9 @@ impl Presence {
     pub fn seen_since(&self, session: &str, since: Instant) -> bool {
         let now = Instant::now();
         let tabs = self.tabs.lock().expect("presence lock");
-        tabs.values().filter(|tab| tab.session.as_deref() == Some(session)).any(|tab| {
-            (tab.visible && !self.stale(tab, now)) || tab.last_visible.is_some_and(|at| at >= since)
-        })
+        tabs.values()
+            .filter(|tab| tab.session.as_deref() == Some(session))
+            .any(|tab| (tab.visible && !self.stale(tab, now)) || tab.last_visible.is_some_and(|at| at >= since))
     }
 
     fn stale(&self, tab: &Tab, now: Instant) -> bool {

@@ -355,7 +355,10 @@ mod tests {
         let endpoint = "https://push.example.com/x";
         let key = browser_key();
         assert_eq!(Subscription::parse(endpoint, &key[..80], AUTH), Err(SubscriptionError::BadP256dh));
-        assert_eq!(Subscription::parse(endpoint, &URL_SAFE_NO_PAD.encode([4u8; 65]), AUTH), Err(SubscriptionError::BadP256dh));
+        assert_eq!(
+            Subscription::parse(endpoint, &URL_SAFE_NO_PAD.encode([4u8; 65]), AUTH),
+            Err(SubscriptionError::BadP256dh)
+        );
         assert_eq!(Subscription::parse(endpoint, &key, "c2hvcnQ"), Err(SubscriptionError::BadAuth));
         assert_eq!(Subscription::parse(endpoint, &key, &"A".repeat(10_000)), Err(SubscriptionError::BadAuth));
     }

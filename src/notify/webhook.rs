@@ -23,8 +23,8 @@ use serde_json::{Value, json};
 use tracing::{debug, warn};
 
 use super::notice::Ask;
-use super::{Detail, LazyClient};
 use super::web_push::{RetryPolicy, first_line, retry_after};
+use super::{Detail, LazyClient};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WebhookKind {
@@ -74,7 +74,8 @@ impl Webhook {
             return Err("--notify-url: the address must start with https:// (or http://)".into());
         }
         let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
-        let segments: Vec<&str> = url.path_segments().map(|s| s.filter(|s| !s.is_empty()).collect()).unwrap_or_default();
+        let segments: Vec<&str> =
+            url.path_segments().map(|s| s.filter(|s| !s.is_empty()).collect()).unwrap_or_default();
         let one_topic = segments.len() == 1 && is_ntfy_topic(segments[0]);
         let kind = forced.unwrap_or_else(|| {
             let ntfy_host = host == "ntfy.sh" || host.ends_with(".ntfy.sh") || host.starts_with("ntfy.");
@@ -90,7 +91,10 @@ impl Webhook {
             return Err("--notify-url: an ntfy address ends with its topic: https://ntfy.sh/TOPIC".into());
         }
         if host == "ntfy.sh" && kind == WebhookKind::Json && !one_topic {
-            return Err("--notify-url: an ntfy address is https://ntfy.sh/TOPIC (a topic name of letters, digits, - and _)".into());
+            return Err(
+                "--notify-url: an ntfy address is https://ntfy.sh/TOPIC (a topic name of letters, digits, - and _)"
+                    .into(),
+            );
         }
         Ok(Self { url, kind })
     }
@@ -112,7 +116,8 @@ impl Webhook {
             WebhookKind::Ntfy => {
                 // JSON is published to the server's root, the topic in the body.
                 let mut root = self.url.clone();
-                let topic = root.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).unwrap_or_default().to_string();
+                let topic =
+                    root.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).unwrap_or_default().to_string();
                 if let Ok(mut path) = root.path_segments_mut() {
                     path.pop_if_empty().pop().push("");
                 }

@@ -32,7 +32,7 @@ use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::notify::{LazyVapidKey, NotifyConfig, Notifier};
+use crate::notify::{LazyVapidKey, Notifier, NotifyConfig};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::Store;
 use crate::ui::navigation::Page;

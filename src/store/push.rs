@@ -215,7 +215,11 @@ mod tests {
         };
         let bodies = [
             EventBody::AssistantMessageStarted { message_id: "m1".into() },
-            EventBody::ToolCallStarted { message_id: "m1".into(), tool_use_id: "t1".into(), name: "AskUserQuestion".into() },
+            EventBody::ToolCallStarted {
+                message_id: "m1".into(),
+                tool_use_id: "t1".into(),
+                name: "AskUserQuestion".into(),
+            },
             EventBody::InteractionOpened {
                 tool_use_id: "t1".into(),
                 request: InteractionRequest::Question { questions: vec![question] },

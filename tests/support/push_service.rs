@@ -198,7 +198,8 @@ async fn receive(
             })
         }
     };
-    let answer = state.answers.lock().unwrap().get_mut(&browser).and_then(VecDeque::pop_front).unwrap_or(Answer::Status(201));
+    let answer =
+        state.answers.lock().unwrap().get_mut(&browser).and_then(VecDeque::pop_front).unwrap_or(Answer::Status(201));
     state.received.lock().unwrap().push(Received {
         browser,
         at,
