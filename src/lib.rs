@@ -13,6 +13,7 @@
 //!   `bridge` (an interaction's life: who waits, who wins) (server).
 //! - `agent`: the backend trait, its output port (`TurnSink`), and the backends (server).
 //! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
+//! - `notify`: reaching the person when nobody is looking: Web Push and webhooks (server).
 //! - `live`: live events (the hub and SSE route on the server, the client in the browser).
 //! - `api`: the server functions, the edge the browser calls (both faces).
 //! - `ui`, `app`: the components and the page shell (both faces, hydrated in the browser).
@@ -36,6 +37,8 @@ pub mod agent;
 pub mod bridge;
 #[cfg(feature = "ssr")]
 pub mod ids;
+#[cfg(feature = "ssr")]
+pub mod notify;
 #[cfg(feature = "ssr")]
 pub mod server;
 #[cfg(feature = "ssr")]

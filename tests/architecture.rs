@@ -28,10 +28,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("bridge", &["approval", "error", "interaction", "question", "thread"]),
     ("agent", &["approval", "error", "ids", "interaction", "question", "thread"]),
     ("session", &["agent", "approval", "bridge", "error", "ids", "interaction", "question", "store", "thread"]),
+    // Reaching the person (Web Push, webhooks): fed the sessions' events from above, it reads
+    // the model and the store, never a session.
+    ("notify", &["approval", "error", "ids", "interaction", "question", "store", "thread"]),
     // Live events: the server's hub reads sessions; the browser's client only the model.
     ("live", &["error", "session", "store", "thread"]),
     // The edge: server functions, callable from the browser.
-    ("api", &["approval", "error", "interaction", "question", "session", "thread"]),
+    ("api", &["approval", "error", "interaction", "notify", "question", "session", "thread"]),
     // The browser's face: the model, the server functions and the live client, nothing server-only.
     ("ui", &["api", "approval", "error", "interaction", "live", "question", "thread"]),
     ("app", &["ui"]),
@@ -48,6 +51,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ids",
             "interaction",
             "live",
+            "notify",
             "question",
             "session",
             "store",

@@ -5,6 +5,8 @@
 //! stable path, `/api/<name>`, taking and returning JSON, so that scripts and tests can drive
 //! AskBridge without a browser.
 
+pub mod push;
+
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 use server_fn::codec::Json;

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 pub use crate::agent::claude::AnswerPath;
 use crate::approval::PermissionMode;
+use crate::notify::{Detail, Webhook};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -167,6 +168,34 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_IDLE_EXIT", value_parser = humantime::parse_duration, default_value = "10m")]
     pub idle_exit: std::time::Duration,
 
+    /// Where to post each question and permission request that opens, and each that parks: an
+    /// address of yours (JSON), an ntfy topic (https://ntfy.sh/TOPIC, or any host named ntfy.*),
+    /// or a Slack incoming webhook (https://hooks.slack.com/services/...). Repeat the flag or
+    /// separate with commas; ntfy+URL, slack+URL or json+URL choose the shape for another host.
+    #[arg(long, env = "ASKBRIDGE_NOTIFY_URL", value_delimiter = ',', hide_env_values = true)]
+    pub notify_url: Vec<Webhook>,
+
+    /// What pushes and webhooks say: full (the session, its folder, the question and its
+    /// options, the link) or minimal (only "a session needs you" and the link).
+    #[arg(long, env = "ASKBRIDGE_NOTIFY_DETAIL", value_enum, default_value_t = Detail::Full)]
+    pub notify_detail: Detail,
+
+    /// How long a question waits for one of your tabs to show it before it is pushed to your
+    /// phone (e.g. 10s, 1m).
+    #[arg(long, env = "ASKBRIDGE_NOTIFY_AFTER", value_parser = humantime::parse_duration, default_value = "10s")]
+    pub notify_after: std::time::Duration,
+
+    /// The address people open AskBridge at (e.g. https://askbridge.example.com), for the
+    /// links in webhooks. Default: http:// and the address it listens on.
+    #[arg(long, env = "ASKBRIDGE_PUBLIC_URL", value_parser = parse_public_url)]
+    pub public_url: Option<String>,
+
+    /// A mailto: or https: address at which push services (Google's, Mozilla's, Apple's) may
+    /// reach whoever runs this server. Default: --public-url when it is https, else
+    /// mailto:askbridge@localhost (which Apple's may refuse).
+    #[arg(long, env = "ASKBRIDGE_PUSH_CONTACT", value_parser = parse_push_contact)]
+    pub push_contact: Option<String>,
+
     /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
@@ -174,6 +203,23 @@ pub struct ServeArgs {
 
 fn parse_mode(name: &str) -> Result<PermissionMode, String> {
     name.parse()
+}
+
+fn parse_public_url(address: &str) -> Result<String, String> {
+    let url = reqwest::Url::parse(address).map_err(|error| format!("not an address ({error})"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err("the address must start with https:// (or http://)".into());
+    }
+    Ok(address.trim_end_matches('/').to_string())
+}
+
+fn parse_push_contact(contact: &str) -> Result<String, String> {
+    let valid = contact.strip_prefix("mailto:").is_some_and(|mail| mail.contains('@'))
+        || reqwest::Url::parse(contact).is_ok_and(|url| url.scheme() == "https");
+    if !valid {
+        return Err("a push contact is a mailto: address (mailto:you@example.com) or an https: one".into());
+    }
+    Ok(contact.to_string())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -208,6 +254,34 @@ mod tests {
         let Command::Serve(args) = cli.command;
         assert_eq!(args.question_timeout, Some(std::time::Duration::from_secs(90)));
         assert!(Cli::try_parse_from(["askbridge", "serve", "--question-timeout", "soon"]).is_err());
+    }
+
+    #[test]
+    fn notify_urls_are_read_from_repeated_flags_or_a_comma_separated_variable() {
+        let cli = Cli::try_parse_from([
+            "askbridge",
+            "serve",
+            "--notify-url",
+            "https://ntfy.sh/me,https://example.com/hook",
+            "--notify-url",
+            "https://hooks.slack.com/services/T/B/X",
+            "--notify-detail",
+            "minimal",
+            "--public-url",
+            "https://ab.example.com/",
+        ])
+        .unwrap();
+        let Command::Serve(args) = cli.command;
+        let kinds: Vec<_> = args.notify_url.iter().map(Webhook::kind).collect();
+        use crate::notify::WebhookKind::{Json, Ntfy, Slack};
+        assert_eq!(kinds, [Ntfy, Json, Slack]);
+        assert_eq!(args.notify_detail, Detail::Minimal);
+        assert_eq!(args.public_url.as_deref(), Some("https://ab.example.com"));
+        assert_eq!(args.notify_after, std::time::Duration::from_secs(10));
+        assert!(Cli::try_parse_from(["askbridge", "serve", "--notify-url", "https://ntfy.sh/"]).is_err());
+        assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "me"]).is_err());
+        assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "mailto:me@example.com"]).is_ok());
+        assert!(Cli::try_parse_from(["askbridge", "serve", "--public-url", "ab.example.com"]).is_err());
     }
 
     #[test]

@@ -32,6 +32,7 @@ use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
+use crate::notify::{LazyVapidKey, Notifier, NotifyConfig};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::{Store, without_password};
 use crate::ui::navigation::Page;
@@ -86,11 +87,6 @@ pub async fn serve_until(
     };
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);
-    manager.recover_unfinished_turns().await?;
-    // With Postgres: the other servers' events, answers and leases.
-    manager.join_team().await?;
-
-    let app = router(&args, manager.clone());
     let listener = match listener {
         Some(listener) => listener,
         None => tokio::net::TcpListener::bind(args.addr)
@@ -98,6 +94,13 @@ pub async fn serve_until(
             .map_err(|error| format!("cannot listen on {}: {error}", args.addr))?,
     };
     let local = listener.local_addr()?;
+    // Told of every session's events from the start, recovered turns included.
+    let notifier = notifier(&args, &manager, &local)?;
+    manager.recover_unfinished_turns().await?;
+    // With Postgres: the other servers' events, answers and leases.
+    manager.join_team().await?;
+
+    let app = router_with(&args, manager.clone(), Some(notifier.clone()));
     info!(
         addr = %local,
         database = %without_password(&database),
@@ -118,11 +121,33 @@ pub async fn serve_until(
         .with_graceful_shutdown(async move {
             stop.await;
             info!("stopping: ending turns and closing live streams");
+            notifier.shut_down();
             stopping.shut_down().await;
         })
         .await?;
     info!("stopped");
     Ok(())
+}
+
+/// The notifier (Web Push and `--notify-url`), fed every session's events: the VAPID key from
+/// the data folder (made at its first use), links to `--public-url` (else this server's address).
+fn notifier(args: &ServeArgs, manager: &SessionManager, local: &std::net::SocketAddr) -> Result<Notifier, BoxError> {
+    let vapid = LazyVapidKey::in_folder(&args.data_dir);
+    let public_url = match &args.public_url {
+        Some(url) => url.clone(),
+        None => access_token::sign_in_link(local, None).trim_end_matches('/').to_string(),
+    };
+    let mut config = NotifyConfig::new(&public_url);
+    config.detail = args.notify_detail;
+    config.webhooks = args.notify_url.clone();
+    config.grace = args.notify_after;
+    if let Some(contact) = &args.push_contact {
+        config.contact = contact.clone();
+    }
+    let notifier = Notifier::new(manager.store().clone(), vapid, config);
+    let fed = notifier.clone();
+    manager.observe_events(Arc::new(move |session, event| fed.observe(session, &event.body)));
+    Ok(notifier)
 }
 
 fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
@@ -334,6 +359,11 @@ fn claude_login(env: &Environment, key: bool) -> Option<&'static str> {
 
 /// The whole application as one axum router.
 pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
+    router_with(args, manager, None)
+}
+
+/// The router, with the notifier for the push server functions (`api::push`), when there is one.
+pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Option<Notifier>) -> Router {
     // Rendering spawns its tasks on tokio (a second call finds it set: fine).
     let _ = any_spawner::Executor::init_tokio();
     let hashed = hash_file_beside_exe().is_some();
@@ -358,6 +388,9 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
         move || {
             provide_context(manager.clone());
             provide_context(options.clone());
+            if let Some(notifier) = &notifier {
+                provide_context(notifier.clone());
+            }
         }
     };
     // A page's data is loaded first, then the page renders with it (and carries it, for the

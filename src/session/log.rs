@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -56,6 +56,11 @@ pub(super) enum Judged<T> {
 /// An event another server appended, as this one caught up with it: (session, event).
 pub type RemoteEvent = (String, Arc<SessionEvent>);
 
+/// Told of every event a session's log takes, this server's and those caught up from others,
+/// once stored, under the session's lock: it must return at once (the notifier hands its work
+/// to a task of its own). Set once, by the server (`SessionManager::observe_events`).
+pub type EventObserver = Arc<dyn Fn(&str, &SessionEvent) + Send + Sync>;
+
 pub struct SessionLog {
     store: Store,
     /// The leases this server holds on sessions.
@@ -66,6 +71,7 @@ pub struct SessionLog {
     list_changes: broadcast::Sender<()>,
     /// The session list as JSON, the same for every tab (`None` until it is first read).
     list: watch::Sender<Option<Arc<str>>>,
+    observer: Arc<OnceLock<EventObserver>>,
 }
 
 /// A loaded session: its thread as of its last event, and its live channel.
@@ -77,6 +83,7 @@ pub struct SessionRuntime {
     /// runtime has is ignored without waiting for it.
     seq: AtomicU64,
     remote: mpsc::UnboundedSender<RemoteEvent>,
+    observer: Arc<OnceLock<EventObserver>>,
 }
 
 pub(super) struct RuntimeState {
@@ -98,6 +105,7 @@ impl SessionLog {
             remote_events: Mutex::new(Some(remote_events)),
             list_changes: broadcast::channel(64).0,
             list: watch::channel(None).0,
+            observer: Arc::default(),
         });
         log.keep_list_read();
         log
@@ -110,6 +118,11 @@ impl SessionLog {
     /// This server's leases.
     pub(super) fn leases(&self) -> &Leases {
         &self.leases
+    }
+
+    /// Sets who is told of every event (see `EventObserver`); a second call is ignored.
+    pub fn observe(&self, observer: EventObserver) {
+        let _ = self.observer.set(observer);
     }
 
     /// The events other servers appended, as this server's runtimes take them (once: for the
@@ -184,6 +197,7 @@ impl SessionLog {
                 state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None }),
                 events: broadcast::channel(CHANNEL_CAPACITY).0,
                 remote: self.remote.clone(),
+                observer: self.observer.clone(),
             })
         });
         Ok(runtime.clone())
@@ -414,6 +428,7 @@ impl SessionRuntime {
             }
         }
         self.seq.store(event.seq, Ordering::Release);
+        self.observed(&event);
         let _ = self.events.send(Arc::new(event));
         Ok(())
     }
@@ -444,9 +459,16 @@ impl SessionRuntime {
 
     /// An event another server stored, now this runtime's too: to the tabs, and to the manager.
     fn publish_remote(&self, event: SessionEvent) {
+        self.observed(&event);
         let event = Arc::new(event);
         let _ = self.events.send(event.clone());
         let _ = self.remote.send((self.id.clone(), event));
+    }
+
+    fn observed(&self, event: &SessionEvent) {
+        if let Some(observe) = self.observer.get() {
+            observe(&self.id, event);
+        }
     }
 
     /// Catches up under the lock (see `catch_up_locked`).

@@ -87,6 +87,11 @@ impl SessionManager {
         self.log.store()
     }
 
+    /// Tells `observer` of every event of every session from now on (the notifier's feed).
+    pub fn observe_events(&self, observer: super::EventObserver) {
+        self.log.observe(observer);
+    }
+
     /// What other servers sharing the store did, as this server's runtimes take it: an answer
     /// reaches the agent waiting here (or resumes the session), and a turn started elsewhere
     /// ends what this server's agent kept of the session (the next turn here starts afresh from

@@ -18,6 +18,6 @@ mod tests;
 mod turns;
 
 pub use crate::bridge::Timeouts;
-pub use log::{SessionLog, SessionRuntime};
+pub use log::{EventObserver, SessionLog, SessionRuntime};
 pub use manager::SessionManager;
 pub use policy::SessionPolicy;

@@ -44,6 +44,7 @@ mod notices;
 mod error;
 mod events;
 mod leases;
+mod push;
 mod sessions;
 #[cfg(test)]
 mod tests;
@@ -51,6 +52,7 @@ mod tests;
 pub use error::{StoreError, StoreResult};
 pub use events::Append;
 pub use notices::{Listener, Notice};
+pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 
 #[derive(Clone)]
 pub struct Store {

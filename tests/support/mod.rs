@@ -3,6 +3,7 @@
 
 pub mod claude_code;
 pub mod mock_anthropic;
+pub mod push_service;
 pub mod server;
 pub mod session;
 pub mod terminal;
