@@ -3,7 +3,8 @@
 use leptos::prelude::*;
 
 use crate::ui::navigation::{Page, provide_location};
-use crate::ui::workspace::{PAGE_DATA_ID, PageData, SESSION_DATA_ID, Workspace};
+use crate::ui::page_data::{PAGE_DATA_ID, PageData, SESSION_DATA_ID};
+use crate::ui::workspace::Workspace;
 
 /// Where the stylesheet is, and the loader of the lazily loaded chunk: their names carry a
 /// content hash in release builds.

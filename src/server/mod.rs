@@ -36,7 +36,7 @@ use crate::notify::{LazyVapidKey, Notifier, NotifyConfig};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::{Store, without_password};
 use crate::ui::navigation::Page;
-use crate::ui::workspace::PageData;
+use crate::ui::page_data::PageData;
 use access_token::TokenSource;
 use cli::{AgentChoice, ServeArgs};
 use security::Access;

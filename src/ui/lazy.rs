@@ -90,7 +90,7 @@ fn load_session_in_chunk(
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn read_page_session() -> Result<Option<SessionView>, ChunkMissing> {
     set_event_reader(super::session_pane::apply_live_event);
-    let text = document().get_element_by_id(super::workspace::SESSION_DATA_ID).and_then(|s| s.text_content());
+    let text = document().get_element_by_id(super::page_data::SESSION_DATA_ID).and_then(|s| s.text_content());
     Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
 }
 
@@ -145,7 +145,7 @@ pub fn chunk_missing() -> impl IntoView {
 /// the server drew it).
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() -> Result<(), ChunkMissing> {
-    if document().get_element_by_id(super::workspace::SESSION_DATA_ID).is_some() {
+    if document().get_element_by_id(super::page_data::SESSION_DATA_ID).is_some() {
         // Each split point has a loader of its own: the pane's must be ready too, or its
         // `Suspend` would wait while hydrating and the server's HTML would not be taken over.
         preload_session_pane().await?;

@@ -11,6 +11,7 @@ pub mod lazy;
 pub mod markdown;
 pub mod navigation;
 pub mod notify;
+pub mod page_data;
 pub mod pane;
 pub mod question_card;
 pub mod server_call;

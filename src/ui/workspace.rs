@@ -16,11 +16,17 @@ use super::keys_help::keys_help;
 use super::lazy::session_pane;
 use super::navigation::{Location, Page, use_location};
 use super::notify::Bell;
+#[cfg(not(feature = "ssr"))]
+use super::page_data::PAGE_DATA_ID;
+#[cfg(feature = "ssr")]
+use super::page_data::PageData;
 use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
-use crate::api::{SessionView, WorkspaceData, WorkspaceView};
+#[cfg(feature = "ssr")]
+use crate::api::WorkspaceView;
+use crate::api::{SessionView, WorkspaceData};
 use crate::approval::PermissionMode;
 use crate::error::AppError;
 use crate::live::ConnectionStatus;
@@ -183,34 +189,6 @@ fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
         // The open session, read from its own script by the session pane's chunk before hydration.
         Ok((workspace?, super::lazy::take_page_session()))
     }
-}
-
-/// The ids of the `<script type="application/json">` elements that carry the page's data: the
-/// workspace's, read by the first load, and the open session's, read by the session pane's chunk.
-pub const PAGE_DATA_ID: &str = "askbridge-page-data";
-pub const SESSION_DATA_ID: &str = "askbridge-session-data";
-
-/// The page's data on the server, provided as context by the page handler.
-#[derive(Clone)]
-pub struct PageData(pub Result<WorkspaceView, AppError>);
-
-impl PageData {
-    /// The workspace's part, as JSON safe inside a `<script>` element (no `</script>` can close it
-    /// early).
-    pub fn to_script_json(&self) -> String {
-        let workspace = self.0.as_ref().map(|view| &view.workspace);
-        safe_in_script(serde_json::to_string(&workspace).unwrap_or_else(|_| "null".into()))
-    }
-
-    /// The open session's part, if a session is shown.
-    pub fn session_script_json(&self) -> Option<String> {
-        let current = self.0.as_ref().ok()?.current.as_ref()?;
-        serde_json::to_string(current).ok().map(safe_in_script)
-    }
-}
-
-fn safe_in_script(json: String) -> String {
-    json.replace('<', "\\u003c")
 }
 
 /// The tab's one live connection (in the browser, once the page is interactive).

@@ -1,0 +1,34 @@
+//! The page's data, as the server writes it into the page for the browser to hydrate from: the
+//! workspace's part (read by the first load) and the open session's (read by the session pane's
+//! chunk, `lazy.rs`), each in a `<script type="application/json">` of its own.
+
+use crate::api::WorkspaceView;
+use crate::error::AppError;
+
+/// The ids of the `<script type="application/json">` elements that carry the page's data: the
+/// workspace's, read by the first load, and the open session's, read by the session pane's chunk.
+pub const PAGE_DATA_ID: &str = "askbridge-page-data";
+pub const SESSION_DATA_ID: &str = "askbridge-session-data";
+
+/// The page's data on the server, provided as context by the page handler.
+#[derive(Clone)]
+pub struct PageData(pub Result<WorkspaceView, AppError>);
+
+impl PageData {
+    /// The workspace's part, as JSON safe inside a `<script>` element (no `</script>` can close it
+    /// early).
+    pub fn to_script_json(&self) -> String {
+        let workspace = self.0.as_ref().map(|view| &view.workspace);
+        safe_in_script(serde_json::to_string(&workspace).unwrap_or_else(|_| "null".into()))
+    }
+
+    /// The open session's part, if a session is shown.
+    pub fn session_script_json(&self) -> Option<String> {
+        let current = self.0.as_ref().ok()?.current.as_ref()?;
+        serde_json::to_string(current).ok().map(safe_in_script)
+    }
+}
+
+fn safe_in_script(json: String) -> String {
+    json.replace('<', "\\u003c")
+}
