@@ -9,6 +9,7 @@
 
 mod process;
 pub mod protocol;
+pub mod transcripts;
 mod turn;
 
 use std::collections::HashMap;

@@ -1,0 +1,1 @@
+//! Whether a `claude` process is writing a transcript right now.
