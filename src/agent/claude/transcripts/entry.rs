@@ -34,8 +34,10 @@ impl Entry {
         self.str("uuid")
     }
 
-    pub fn session_id(&self) -> Option<&str> {
-        self.str("sessionId")
+    /// The entry before this one in the conversation: `parentUuid`, or across a compaction (whose
+    /// boundary starts a new chain) `logicalParentUuid`.
+    pub fn parent(&self) -> Option<&str> {
+        self.str("parentUuid").or_else(|| self.str("logicalParentUuid"))
     }
 
     pub fn cwd(&self) -> Option<&str> {
@@ -73,11 +75,6 @@ impl Entry {
 
     pub fn subtype(&self) -> Option<&str> {
         self.str("subtype")
-    }
-
-    /// A `system` entry's text.
-    pub fn content_text(&self) -> Option<&str> {
-        self.str("content")
     }
 
     /// `message.id` of an assistant entry: the lines of one API message share it.

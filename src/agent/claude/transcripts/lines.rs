@@ -147,6 +147,61 @@ pub fn head(file: &File, budget: usize) -> io::Result<(Vec<Line>, bool)> {
     Ok((lines, whole))
 }
 
+/// The complete lines of `file` from `from` on, oldest first, read a chunk at a time until
+/// `budget` bytes were read: for what follows a page. Lines longer than the budget are not seen.
+pub struct Forwards<'f> {
+    file: &'f File,
+    /// The file offset of `buf[0]`.
+    start: u64,
+    buf: Vec<u8>,
+    read: usize,
+    budget: usize,
+    at_end: bool,
+}
+
+impl<'f> Forwards<'f> {
+    pub fn new(file: &'f File, from: u64, budget: usize) -> Self {
+        Self { file, start: from, buf: Vec::new(), read: 0, budget, at_end: false }
+    }
+}
+
+impl Iterator for Forwards<'_> {
+    type Item = io::Result<Line>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(at) = self.buf.iter().position(|b| *b == b'\n') {
+                let rest = self.buf.split_off(at + 1);
+                let mut bytes = std::mem::replace(&mut self.buf, rest);
+                bytes.pop();
+                let offset = self.start;
+                self.start += at as u64 + 1;
+                if !is_blank(&bytes) {
+                    return Some(Ok(Line { offset, bytes: Some(bytes) }));
+                }
+                continue;
+            }
+            if self.at_end || self.read >= self.budget {
+                // A last line with no `\n` may be half-written: it is not returned.
+                return None;
+            }
+            let mut chunk = vec![0; CHUNK.min(self.budget - self.read)];
+            match self.file.read_at(&mut chunk, self.start + self.buf.len() as u64) {
+                Ok(0) => self.at_end = true,
+                Ok(n) => {
+                    self.read += n;
+                    self.buf.extend_from_slice(&chunk[..n]);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    self.at_end = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
 /// Whether `offset` is where a line of the file starts (0, or just after a `\n`), so that a
 /// cursor from the browser cannot make us parse from the middle of a line.
 pub fn is_line_start(file: &File, offset: u64, len: u64) -> io::Result<bool> {
@@ -229,6 +284,15 @@ mod tests {
         let (_tmp, file) = file_with(&text);
         let got = backwards(&file, text.len() as u64, CHUNK);
         assert_eq!(got, vec![(MAX_LINE as u64 + 17, Some("last".into())), (6, None), (0, Some("first".into()))]);
+    }
+
+    #[test]
+    fn lines_after_an_offset_come_oldest_first_within_the_budget() {
+        let (_tmp, file) = file_with(b"one\ntwo\n\nthree\nfour");
+        let got: Vec<_> = Forwards::new(&file, 4, 100).map(|l| l.unwrap()).map(|l| l.offset).collect();
+        assert_eq!(got, vec![4, 9], "the unfinished last line is left out");
+        let got: Vec<_> = Forwards::new(&file, 0, 5).map(|l| l.unwrap()).map(|l| l.offset).collect();
+        assert_eq!(got, vec![0]);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct TranscriptSummary {
     pub size_bytes: u64,
     /// The number of entries (lines), when the whole file was read anyway (small files).
     pub entries: Option<u64>,
+    /// A `claude` process is writing it right now (see `live`): read-only here until it ends.
+    pub running: bool,
 }
 
 impl TranscriptSummary {
@@ -113,6 +115,7 @@ pub fn summarize(dir: &ProjectsDir, transcript: &TranscriptFile) -> Option<Trans
         modified_ms,
         size_bytes: size,
         entries: found.entries,
+        running: false,
     })
 }
 

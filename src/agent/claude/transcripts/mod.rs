@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use listing::{ProjectGroup, TranscriptSummary};
-pub use page::TranscriptPage;
+pub use page::{Cursor, TranscriptPage};
 pub use projects::{ProjectsDir, TranscriptFile, is_session_id};
 
 use crate::error::AppError;
@@ -92,20 +92,29 @@ pub struct ResumeTarget {
 }
 
 impl ProjectsDir {
-    /// Every session, grouped by working folder, newest first (see [`listing::list`]).
+    /// Every session, grouped by working folder, newest first, each marked `running` when a
+    /// `claude` process writes it (see [`listing::list`], [`live::scan`]).
     pub fn list(&self) -> Vec<ProjectGroup> {
-        listing::list(self)
+        let mut groups = listing::list(self);
+        let running = live::scan(self);
+        for session in groups.iter_mut().flat_map(|g| g.sessions.iter_mut()) {
+            session.running = running.is_running(&session.id);
+        }
+        groups
     }
 
     /// One session's summary, as the list shows it.
     pub fn summary(&self, id: &str) -> Result<TranscriptSummary, TranscriptError> {
         let transcript = self.find(id)?;
-        listing::summarize(self, &transcript).ok_or_else(|| TranscriptError::NotFound { id: id.to_string() })
+        let mut summary =
+            listing::summarize(self, &transcript).ok_or_else(|| TranscriptError::NotFound { id: id.to_string() })?;
+        summary.running = live::scan(self).is_running(id);
+        Ok(summary)
     }
 
-    /// The last `limit` messages of session `id` before the cursor `before` (from the end when
-    /// `None`), at most [`MAX_PAGE`].
-    pub fn page(&self, id: &str, before: Option<u64>, limit: usize) -> Result<TranscriptPage, TranscriptError> {
+    /// The last `limit` messages of session `id` before the cursor `before` (a page's `older`;
+    /// from the end when `None`), at most [`MAX_PAGE`].
+    pub fn page(&self, id: &str, before: Option<&Cursor>, limit: usize) -> Result<TranscriptPage, TranscriptError> {
         let transcript = self.find(id)?;
         let file = self.open(&transcript)?;
         match page::read(&file, before, limit.min(MAX_PAGE)) {

@@ -243,7 +243,7 @@ fn pages_go_back_from_the_newest_without_gaps_or_overlaps() {
         let mut all: Vec<Message> = Vec::new();
         let mut before = None;
         loop {
-            let page = projects.dir.page(ID, before, limit).unwrap();
+            let page = projects.dir.page(ID, before.as_ref(), limit).unwrap();
             assert!(page.messages.len() <= limit, "limit {limit}: {}", page.messages.len());
             let mut older = page.messages.clone();
             older.extend(all);
@@ -264,14 +264,89 @@ fn pages_go_back_from_the_newest_without_gaps_or_overlaps() {
     }
 }
 
+fn chained(uuid: &str, parent: Option<&str>, mut entry: Value) -> Value {
+    entry["uuid"] = json!(uuid);
+    entry["parentUuid"] = json!(parent);
+    entry
+}
+
+#[test]
+fn a_way_left_behind_by_a_rewind_is_not_shown() {
+    let projects = Projects::new();
+    projects.write(
+        "-work-project",
+        ID,
+        &lines(&[
+            chained("p1", None, prompt("", "first", "/work/project")),
+            chained("a1", Some("p1"), reply("", "msg_1", "answer one")),
+            chained("p2", Some("a1"), prompt("", "abandoned question", "/work/project")),
+            chained("a2", Some("p2"), reply("", "msg_2", "abandoned answer")),
+            json!({"type": "system", "uuid": "s1", "parentUuid": "a2", "subtype": "turn_duration"}),
+            chained("p3", Some("a1"), prompt("", "second try", "/work/project")),
+            chained("a3", Some("p3"), reply("", "msg_3", "answer three")),
+        ]),
+    );
+    let all = texts(&projects.dir.page(ID, None, 10).unwrap());
+    assert_eq!(all, vec!["first", "answer one", "second try", "answer three"]);
+    // Page by page, the same.
+    let newest = projects.dir.page(ID, None, 2).unwrap();
+    assert_eq!(texts(&newest), vec!["second try", "answer three"]);
+    let older = projects.dir.page(ID, newest.older.as_ref(), 2).unwrap();
+    assert_eq!(texts(&older), vec!["first", "answer one"]);
+    assert_eq!(older.older, None);
+}
+
+#[test]
+fn a_broken_chain_shows_everything_rather_than_guess() {
+    let projects = Projects::new();
+    projects.write(
+        "-work-project",
+        ID,
+        &lines(&[
+            chained("p1", None, prompt("", "first", "/work/project")),
+            chained("a1", Some("p1"), reply("", "msg_1", "answer one")),
+            chained("p2", Some("missing"), prompt("", "second", "/work/project")),
+            chained("a2", Some("p2"), reply("", "msg_2", "answer two")),
+        ]),
+    );
+    assert_eq!(texts(&projects.dir.page(ID, None, 10).unwrap()), vec!["first", "answer one", "second", "answer two"]);
+}
+
+#[test]
+fn the_chain_continues_across_a_compaction() {
+    let projects = Projects::new();
+    projects.write(
+        "-work-project",
+        ID,
+        &lines(&[
+            chained("p1", None, prompt("", "first", "/work/project")),
+            chained("a1", Some("p1"), reply("", "msg_1", "answer one")),
+            json!({"type": "system", "subtype": "compact_boundary", "uuid": "c1", "parentUuid": null, "logicalParentUuid": "a1"}),
+            json!({"type": "user", "uuid": "c2", "parentUuid": "c1", "isCompactSummary": true, "message": {"role": "user", "content": "Summary: …"}}),
+            chained("p2", Some("c2"), prompt("", "second", "/work/project")),
+        ]),
+    );
+    let page = projects.dir.page(ID, None, 10).unwrap();
+    assert_eq!(page.messages.len(), 5, "{:#?}", texts(&page));
+    assert_eq!(page.messages[2].role, Role::Notice);
+    assert_eq!(page.messages[4].text(), "second");
+}
+
 #[test]
 fn a_cursor_that_is_no_line_start_is_refused() {
     let projects = Projects::new();
     let bytes = long_transcript(2);
     projects.write("-work-project", ID, &bytes);
-    for before in [1, 5, bytes.len() as u64 + 1, u64::MAX] {
-        assert_eq!(projects.dir.page(ID, Some(before), 5).unwrap_err(), TranscriptError::BadCursor { id: ID.into() });
+    for before in ["1", "5", &(bytes.len() + 1).to_string(), &u64::MAX.to_string()] {
+        let cursor: Cursor = before.parse().unwrap();
+        assert_eq!(projects.dir.page(ID, Some(&cursor), 5).unwrap_err(), TranscriptError::BadCursor { id: ID.into() });
     }
+    for bad in ["", "x", "-1", "12:../x", "12:", "1.5"] {
+        assert!(bad.parse::<Cursor>().is_err(), "{bad:?}");
+    }
+    let cursor: Cursor = "123:0b5d4f0e-1a2b".parse().unwrap();
+    assert_eq!(serde_json::to_value(&cursor).unwrap(), json!("123:0b5d4f0e-1a2b"));
+    assert_eq!(serde_json::from_value::<Cursor>(json!("123:0b5d4f0e-1a2b")).unwrap(), cursor);
 }
 
 #[test]
@@ -346,11 +421,14 @@ proptest! {
         projects.write("-work-project", ID, &chunks.join(&b'\n'));
         projects.dir.list();
         let _ = projects.dir.resume_target(ID);
-        let mut before = None;
+        let mut before: Option<Cursor> = None;
         for _ in 0..200 {
-            let page = projects.dir.page(ID, before, limit).unwrap();
+            let page = projects.dir.page(ID, before.as_ref(), limit).unwrap();
             match page.older {
-                Some(cursor) => { prop_assert!(Some(cursor) < before.or(Some(u64::MAX))); before = Some(cursor) }
+                Some(cursor) => {
+                    prop_assert!(cursor.offset < before.as_ref().map_or(u64::MAX, |b| b.offset));
+                    before = Some(cursor)
+                }
                 None => break,
             }
         }
