@@ -1,9 +1,10 @@
 //! How long a big Claude Code transcript takes to open: writes a 20 MB transcript (turns of a
 //! prompt, tool calls with results of a few KB, replies, now and then a pasted image) into a
-//! temporary projects folder, then times the session list, the newest page, and paging back.
+//! temporary projects folder beside SESSIONS other transcripts of about 200 KB in 20 project
+//! folders, then times the session list, the newest page, and paging back.
 //!
 //! ```sh
-//! cargo run --release --no-default-features --features ssr --example transcript_bench [MB] [PAGE]
+//! cargo run --release --no-default-features --features ssr --example transcript_bench [MB] [PAGE] [SESSIONS]
 //! ```
 //!
 //! Prints one line per step, `name: N ms`, and the same as JSON on the last line for `make bench`.
@@ -20,11 +21,17 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let megabytes: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(20);
     let page_size: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(50);
+    let others: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(300);
     let home = tempfile::tempdir().expect("a temporary folder");
     let folder = home.path().join("projects/-work-project");
     std::fs::create_dir_all(&folder).unwrap();
     let path = folder.join(format!("{ID}.jsonl"));
     let (turns, bytes) = write_transcript(&path, megabytes * 1024 * 1024);
+    for n in 0..others {
+        let folder = home.path().join(format!("projects/-work-project-{}", n % 20));
+        std::fs::create_dir_all(&folder).unwrap();
+        write_transcript(&folder.join(format!("0the0000-0000-4000-8000-{n:012}.jsonl")), 200 * 1024);
+    }
     let dir = ProjectsDir::new(home.path().join("projects"));
 
     let mut figures = Vec::new();
@@ -61,7 +68,8 @@ fn main() {
     });
     let fields: Vec<String> = figures.iter().map(|(name, ms)| format!("\"{name}_ms\": {ms:.1}")).collect();
     println!(
-        "{{\"transcript_bytes\": {bytes}, \"turns\": {turns}, \"page\": {page_size}, {}}}",
+        "{{\"transcript_bytes\": {bytes}, \"turns\": {turns}, \"page\": {page_size}, \"sessions\": {}, {}}}",
+        others + 1,
         fields.join(", ")
     );
 }

@@ -135,9 +135,16 @@ fn read_ends(file: &File, size: u64) -> std::io::Result<Ends> {
     let (head, whole) = lines::head(file, HEAD_BYTES)?;
     let mut head_cwd = None;
     for line in &head {
-        let Some(entry) = line.bytes.as_deref().and_then(Entry::parse) else { continue };
+        let Some(bytes) = line.bytes.as_deref() else { continue };
+        // Parsing is what a listing costs: once the head has told what it can, only title
+        // entries are parsed (the cwd kept is then the first one; the tail has the newest).
+        let known = ends.first_prompt.is_some() && head_cwd.is_some();
+        if known && !looks_like_title(bytes) {
+            continue;
+        }
+        let Some(entry) = Entry::parse(bytes) else { continue };
         note(&mut ends, &entry);
-        if entry.cwd().is_some() && !entry.is_sidechain() {
+        if head_cwd.is_none() && !entry.is_sidechain() {
             head_cwd = entry.cwd().map(str::to_string);
         }
     }
@@ -154,7 +161,11 @@ fn read_ends(file: &File, size: u64) -> std::io::Result<Ends> {
     let mut tail_cwd = None;
     for line in Backwards::bounded(file, size, size.saturating_sub(TAIL_BYTES)) {
         let line = line?;
-        let Some(entry) = line.bytes.as_deref().and_then(Entry::parse) else { continue };
+        let Some(bytes) = line.bytes.as_deref() else { continue };
+        if tail_cwd.is_some() && !looks_like_title(bytes) {
+            continue;
+        }
+        let Some(entry) = Entry::parse(bytes) else { continue };
         if tail_cwd.is_none() && !entry.is_sidechain() {
             tail_cwd = entry.cwd().map(str::to_string);
         }
@@ -184,6 +195,16 @@ fn note(ends: &mut Ends, entry: &Entry) {
     {
         ends.first_prompt = Some(text);
     }
+}
+
+/// Whether a line may be a title entry, without parsing it: a short line (a title is a few
+/// words; the conversation's lines are long) that says its type (Claude Code writes compact JSON).
+fn looks_like_title(line: &[u8]) -> bool {
+    if line.len() > 1024 {
+        return false;
+    }
+    let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
+    has(b"\"type\":\"summary\"") || has(b"\"type\":\"custom-title\"")
 }
 
 fn is_conversation(entry: &Entry) -> bool {
