@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::entry::{ContentBlock, Entry};
 use super::lines::{self, Backwards};
+use super::live::Writer;
 use super::projects::{ProjectsDir, TranscriptFile, folder_guess};
 
 /// What is read from each end of a file.
@@ -38,8 +39,9 @@ pub struct TranscriptSummary {
     pub size_bytes: u64,
     /// The number of entries (lines), when the whole file was read anyway (small files).
     pub entries: Option<u64>,
-    /// A `claude` process is writing it right now (see `live`): read-only here until it ends.
-    pub running: bool,
+    /// The `claude` process writing it right now, if any (see `live`): a session a terminal
+    /// runs (`ours` false) is read-only here until that process ends.
+    pub running: Option<Writer>,
 }
 
 impl TranscriptSummary {
@@ -115,7 +117,7 @@ pub fn summarize(dir: &ProjectsDir, transcript: &TranscriptFile) -> Option<Trans
         modified_ms,
         size_bytes: size,
         entries: found.entries,
-        running: false,
+        running: None,
     })
 }
 

@@ -37,6 +37,9 @@ pub enum Evidence {
 pub struct Writer {
     pub pid: u32,
     pub evidence: Evidence,
+    /// This server started it (it descends from this process): AskBridge's own session, not a
+    /// terminal's.
+    pub ours: bool,
 }
 
 /// What one look at `/proc` found: the sessions being written, by id.
@@ -48,6 +51,11 @@ pub struct Running {
 impl Running {
     pub fn is_running(&self, id: &str) -> bool {
         self.writers.contains_key(id)
+    }
+
+    /// Written by a `claude` this server did not start: a terminal's (or another program's).
+    pub fn is_running_elsewhere(&self, id: &str) -> bool {
+        self.writers.get(id).is_some_and(|w| !w.ours)
     }
 
     pub fn writer(&self, id: &str) -> Option<&Writer> {
@@ -69,6 +77,8 @@ pub struct ClaudeProcess {
     pub open_files: Vec<PathBuf>,
     /// When it started.
     pub started: Option<SystemTime>,
+    /// It descends from this process.
+    pub ours: bool,
 }
 
 /// Looks at every process once, and ties the `claude` ones to the transcripts of `dir`. Costs a
@@ -85,10 +95,10 @@ pub fn scan(dir: &ProjectsDir) -> Running {
 /// The rules above, for processes and transcripts given (the testable part of [`scan`]).
 pub fn ties(processes: &[ClaudeProcess], transcripts: &[TranscriptFile]) -> Running {
     let mut writers: HashMap<String, Writer> = HashMap::new();
-    let mut claim = |id: &str, pid: u32, evidence: Evidence| {
+    let mut claim = |id: &str, process: &ClaudeProcess, evidence: Evidence| {
         let better = writers.get(id).is_none_or(|w| rank(evidence) < rank(w.evidence));
         if better {
-            writers.insert(id.to_string(), Writer { pid, evidence });
+            writers.insert(id.to_string(), Writer { pid: process.pid, evidence, ours: process.ours });
         }
     };
     let real: Vec<(Option<PathBuf>, &TranscriptFile)> =
@@ -96,16 +106,16 @@ pub fn ties(processes: &[ClaudeProcess], transcripts: &[TranscriptFile]) -> Runn
     for process in processes {
         for (path, transcript) in &real {
             if path.as_ref().is_some_and(|p| process.open_files.contains(p)) {
-                claim(&transcript.id, process.pid, Evidence::OpenFile);
+                claim(&transcript.id, process, Evidence::OpenFile);
             }
         }
         if let Some(id) = resumed_id(&process.args)
             && transcripts.iter().any(|t| t.id == id)
         {
-            claim(id, process.pid, Evidence::Arguments);
+            claim(id, process, Evidence::Arguments);
         }
         if let Some(id) = newest_in_folder(process, transcripts) {
-            claim(&id, process.pid, Evidence::WorkingFolder);
+            claim(&id, process, Evidence::WorkingFolder);
         }
     }
     Running { writers }
@@ -172,6 +182,7 @@ pub fn claude_processes() -> Vec<ClaudeProcess> {
                 cwd: std::fs::read_link(proc_dir.join("cwd")).ok(),
                 open_files: open_files(&proc_dir),
                 started: start_time(&proc_dir, boot, ticks),
+                ours: descends_from_us(pid),
             })
         })
         .collect()
@@ -214,6 +225,26 @@ fn start_time(proc_dir: &Path, boot: Option<SystemTime>, ticks: u64) -> Option<S
     let after_name = &stat[stat.rfind(')')? + 1..];
     let since_boot: u64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
     Some(boot? + Duration::from_millis(since_boot * 1000 / ticks.max(1)))
+}
+
+/// Whether `pid` is a child of this process, or a grandchild (a CLI started through a wrapper).
+fn descends_from_us(pid: u32) -> bool {
+    let us = std::process::id();
+    let mut pid = pid;
+    for _ in 0..4 {
+        match parent_of(pid) {
+            Some(parent) if parent == us => return true,
+            Some(parent) if parent > 1 => pid = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// Field 4 of `/proc/<pid>/stat`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(1)?.parse().ok()
 }
 
 fn boot_time() -> Option<SystemTime> {
@@ -275,13 +306,14 @@ mod tests {
             cwd: Some(PathBuf::from("/work/project")),
             open_files: open.map(|t| std::fs::canonicalize(&t.path).unwrap()).into_iter().collect(),
             started: Some(long_ago),
+            ours: false,
         };
         let running = ties(&[process(7, Some(&a), "claude")], &[a.clone(), b.clone()]);
-        assert_eq!(running.writer("a"), Some(&Writer { pid: 7, evidence: Evidence::OpenFile }));
+        assert_eq!(running.writer("a"), Some(&Writer { pid: 7, evidence: Evidence::OpenFile, ours: false }));
         // Both were written since it started; by its folder alone it would be the newest one.
         assert!(running.writer("b").is_some_and(|w| w.evidence == Evidence::WorkingFolder));
         let running = ties(&[process(8, None, "claude --resume a")], &[a.clone(), b.clone()]);
-        assert_eq!(running.writer("a"), Some(&Writer { pid: 8, evidence: Evidence::Arguments }));
+        assert_eq!(running.writer("a"), Some(&Writer { pid: 8, evidence: Evidence::Arguments, ours: false }));
         // A process that started after the last write writes neither.
         let mut fresh = process(9, None, "claude");
         fresh.started = Some(SystemTime::now() + Duration::from_secs(60));
@@ -295,5 +327,6 @@ mod tests {
         assert!(!scan(&dir).is_running("x"));
         assert!(claude_processes().iter().all(|p| p.pid != std::process::id()));
         assert!(boot_time().is_some());
+        assert_eq!(parent_of(std::process::id()), Some(std::os::unix::process::parent_id()));
     }
 }

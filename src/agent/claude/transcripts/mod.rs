@@ -92,13 +92,13 @@ pub struct ResumeTarget {
 }
 
 impl ProjectsDir {
-    /// Every session, grouped by working folder, newest first, each marked `running` when a
-    /// `claude` process writes it (see [`listing::list`], [`live::scan`]).
+    /// Every session, grouped by working folder, newest first, each with the `claude` process
+    /// that writes it right now, if any (see [`listing::list`], [`live::scan`]).
     pub fn list(&self) -> Vec<ProjectGroup> {
         let mut groups = listing::list(self);
         let running = live::scan(self);
         for session in groups.iter_mut().flat_map(|g| g.sessions.iter_mut()) {
-            session.running = running.is_running(&session.id);
+            session.running = running.writer(&session.id).cloned();
         }
         groups
     }
@@ -108,7 +108,7 @@ impl ProjectsDir {
         let transcript = self.find(id)?;
         let mut summary =
             listing::summarize(self, &transcript).ok_or_else(|| TranscriptError::NotFound { id: id.to_string() })?;
-        summary.running = live::scan(self).is_running(id);
+        summary.running = live::scan(self).writer(id).cloned();
         Ok(summary)
     }
 
