@@ -193,7 +193,9 @@ pub fn claude_processes() -> Vec<ClaudeProcess> {
 pub fn is_claude(exe: Option<&Path>, args: &[String]) -> bool {
     let base = |path: &str| Path::new(path).file_name().and_then(|n| n.to_str()).map(str::to_string);
     let exe_name = exe.and_then(|e| base(&e.display().to_string()));
-    if exe_name.as_deref() == Some("claude") || args.first().and_then(|a| base(a)).as_deref() == Some("claude") {
+    // npm's package runs its native binary `bin/claude.exe` (2.1.332), linked as `claude`.
+    let named = |name: Option<String>| matches!(name.as_deref(), Some("claude" | "claude.exe"));
+    if named(exe_name.clone()) || named(args.first().and_then(|a| base(a))) {
         return true;
     }
     let node = exe_name.as_deref().is_some_and(|n| n == "node" || n.starts_with("node"));
@@ -281,6 +283,7 @@ mod tests {
     fn only_claude_itself_counts_as_claude() {
         let exe = |p: &str| Some(PathBuf::from(p));
         assert!(is_claude(exe("/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude").as_deref(), &args("claude")));
+        assert!(is_claude(exe("/x/node_modules/@anthropic-ai/claude-code/bin/claude.exe").as_deref(), &args("/x/claude -p")));
         assert!(is_claude(exe("/usr/bin/node").as_deref(), &args("node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js -p hi")));
         assert!(!is_claude(exe("/usr/bin/bash").as_deref(), &args("bash -c claude-wrapper")));
         assert!(!is_claude(exe("/usr/bin/vim").as_deref(), &args("vim claude.md")));

@@ -456,3 +456,109 @@ fn arbitrary_entry() -> impl Strategy<Value = Value> {
                "message": {"id": id, "role": kind, "content": content}})
     })
 }
+
+/// The real CLI's transcripts (2.1.332, tests/claude_transcripts.rs made them), read without it.
+mod fixtures {
+    use super::*;
+    use crate::interaction::{InteractionOutcome, InteractionRequest};
+    use crate::question::QuestionAnswer;
+
+    const PLAIN: &[u8] = include_bytes!("../../../../tests/fixtures/claude-cli/transcripts/plain.jsonl");
+    const TOOLS: &[u8] = include_bytes!("../../../../tests/fixtures/claude-cli/transcripts/tools.jsonl");
+    const IMAGE: &[u8] = include_bytes!("../../../../tests/fixtures/claude-cli/transcripts/image.jsonl");
+    const QUESTION: &[u8] = include_bytes!("../../../../tests/fixtures/claude-cli/transcripts/question.jsonl");
+    const RESUMED: &[u8] = include_bytes!("../../../../tests/fixtures/claude-cli/transcripts/resumed.jsonl");
+
+    fn open(bytes: &[u8]) -> (Projects, TranscriptPage) {
+        let projects = Projects::new();
+        projects.write("-home-user-project", ID, bytes);
+        let page = projects.dir.page(ID, None, 50).unwrap();
+        (projects, page)
+    }
+
+    fn calls(page: &TranscriptPage) -> Vec<&crate::thread::ToolCall> {
+        page.messages
+            .iter()
+            .flat_map(|m| m.blocks.iter())
+            .filter_map(|b| match b {
+                Block::ToolCall(call) => Some(call),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_plain_reply_reads_as_a_prompt_and_an_answer_and_lists_with_its_folder() {
+        let (projects, page) = open(PLAIN);
+        let shape: Vec<_> = page.messages.iter().map(|m| (m.role, m.text())).collect();
+        assert_eq!(
+            shape,
+            vec![(Role::User, "Say hello to the transcript reader".into()), (Role::Assistant, "Hello from the mock.".into())]
+        );
+        assert!(page.messages[0].created_at_ms > 1_700_000_000_000, "timestamps are read");
+        let session = &projects.dir.list()[0].sessions[0];
+        assert_eq!((session.project.as_str(), session.project_known), ("/home/user/project", true));
+        assert_eq!(session.title(), "Say hello to the transcript reader");
+        assert_eq!(session.entries, None, "140 KB: more than the head, not counted");
+    }
+
+    #[test]
+    fn tool_calls_read_with_their_results() {
+        let (_projects, page) = open(TOOLS);
+        let calls = calls(&page);
+        let got: Vec<_> = calls.iter().map(|c| (c.name.as_str(), c.status)).collect();
+        assert_eq!(got, vec![("Read", ToolStatus::Done), ("Bash", ToolStatus::Done)]);
+        assert!(calls[0].result.as_deref().unwrap().contains("The notes say hi."));
+        assert_eq!(calls[1].result.as_deref(), Some("transcript-bash"));
+        assert_eq!(calls[1].input.as_ref().unwrap()["command"], json!("echo transcript-bash"));
+    }
+
+    #[test]
+    fn an_image_reads_as_an_image_block() {
+        let (_projects, page) = open(IMAGE);
+        let Some(Block::Image(image)) = page.messages[0].blocks.iter().find(|b| matches!(b, Block::Image(_))) else {
+            panic!("{:#?}", page.messages[0])
+        };
+        assert_eq!(image.media_type, "image/png");
+        assert!(image.data.starts_with("iVBORw0KGgo"));
+        assert_eq!(page.messages[0].text(), "What is in this picture?");
+    }
+
+    #[test]
+    fn a_question_reads_as_answered_with_labels_other_text_and_notes() {
+        let (_projects, page) = open(QUESTION);
+        let call = calls(&page).into_iter().find(|c| c.name == "AskUserQuestion").unwrap();
+        let interaction = call.interaction.as_ref().unwrap();
+        assert!(matches!(&interaction.request, InteractionRequest::Question { questions } if questions.len() == 2));
+        assert_eq!(
+            interaction.outcome,
+            Some(InteractionOutcome::Answered {
+                answers: vec![
+                    QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, Some("short-lived tokens")),
+                    QuestionAnswer::new("Which features?", &["Dark mode"], Some("Offline support"), None),
+                ]
+            })
+        );
+    }
+
+    #[test]
+    fn a_resumed_session_reads_as_one_thread_and_pages_back_the_same() {
+        let (projects, page) = open(RESUMED);
+        let texts: Vec<_> = page.messages.iter().map(|m| m.text()).collect();
+        assert_eq!(texts, vec!["First question", "First answer.", "Second question", "Second answer."]);
+        for fixture in [PLAIN, TOOLS, IMAGE, QUESTION, RESUMED] {
+            projects.write("-home-user-project", ID, fixture);
+            let whole = projects.dir.page(ID, None, 50).unwrap().messages;
+            let (mut paged, mut before) = (Vec::new(), None::<Cursor>);
+            loop {
+                let page = projects.dir.page(ID, before.as_ref(), 1).unwrap();
+                paged.splice(0..0, page.messages);
+                match page.older {
+                    Some(cursor) => before = Some(cursor),
+                    None => break,
+                }
+            }
+            assert_eq!(paged, whole);
+        }
+    }
+}
