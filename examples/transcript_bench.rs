@@ -100,15 +100,28 @@ fn write_transcript(path: &std::path::Path, target: u64) -> (usize, u64) {
         } else {
             json!(format!("Please look at the build output and fix step {turn}."))
         };
-        written += line(&mut out, with(common(format!("p{turn}")), json!({"type": "user", "message": {"role": "user", "content": content}})));
+        written += line(
+            &mut out,
+            with(common(format!("p{turn}")), json!({"type": "user", "message": {"role": "user", "content": content}})),
+        );
         for step in 0..4 {
             let id = format!("toolu_{turn}_{step}");
             let message = json!({"id": format!("msg_{turn}_{step}"), "role": "assistant", "model": "claude-sonnet",
                 "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("ls -la src/{step}")}}]});
-            written += line(&mut out, with(common(format!("a{turn}_{step}")), json!({"type": "assistant", "message": message})));
-            let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]});
-            written += line(&mut out, with(common(format!("r{turn}_{step}")), json!({"type": "user", "message": result,
-                "toolUseResult": {"stdout": output, "stderr": "", "interrupted": false}})));
+            written += line(
+                &mut out,
+                with(common(format!("a{turn}_{step}")), json!({"type": "assistant", "message": message})),
+            );
+            let result =
+                json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": output}]});
+            written += line(
+                &mut out,
+                with(
+                    common(format!("r{turn}_{step}")),
+                    json!({"type": "user", "message": result,
+                "toolUseResult": {"stdout": output, "stderr": "", "interrupted": false}}),
+                ),
+            );
         }
         let reply = json!({"id": format!("msg_{turn}_end"), "role": "assistant",
             "content": [{"type": "text", "text": format!("Step {turn} is fixed: the build passes again. {}", "Details follow. ".repeat(20))}]});

@@ -174,8 +174,15 @@ async fn tool_calls_come_with_their_results() {
     ] {
         home.mock.push(reply);
     }
-    home.print(&["-p", "Read notes.txt, then run echo", "--permission-mode", "bypassPermissions", "--output-format", "json"])
-        .await;
+    home.print(&[
+        "-p",
+        "Read notes.txt, then run echo",
+        "--permission-mode",
+        "bypassPermissions",
+        "--output-format",
+        "json",
+    ])
+    .await;
     let (id, page) = home.only_session();
     let calls = calls(&page);
     assert_eq!(calls.len(), 2, "{page:#?}");
@@ -276,7 +283,8 @@ async fn a_question_answered_over_the_control_protocol_reads_as_answered() {
         let running = live::scan(&transcripts);
         *running_seen.lock().unwrap() = Some(running);
         let mut updated = input.clone();
-        updated["answers"] = json!({"Which auth method should we use?": "JWT", "Which features?": "Dark mode, Offline support"});
+        updated["answers"] =
+            json!({"Which auth method should we use?": "JWT", "Which features?": "Dark mode, Offline support"});
         updated["annotations"] = json!({"Which auth method should we use?": {"notes": "short-lived tokens"}});
         json!({"behavior": "allow", "updatedInput": updated})
     })
@@ -285,7 +293,8 @@ async fn a_question_answered_over_the_control_protocol_reads_as_answered() {
     let running = running_seen.lock().unwrap().take().unwrap();
     assert!(running.is_running(&id), "the CLI waiting for an answer writes {id}: {running:?}");
     let writer = running.writer(&id).unwrap();
-    eprintln!("the running CLI was found by {:?}", writer.evidence);
+    // Claude Code's own registry (`<config>/sessions/<pid>.json`) says so.
+    assert_eq!(writer.evidence, live::Evidence::SessionFile, "{writer:?}");
     assert!(writer.ours, "this test process started it: it is ours, not a terminal's");
     assert!(!live::scan(&home.projects()).is_running(&id), "the CLI has exited");
     let call = calls(&page).into_iter().find(|c| c.name == "AskUserQuestion").expect("the question");

@@ -69,7 +69,9 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Block {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     ToolCall(ToolCall),
     /// A picture in a person's message (a pasted screenshot), kept as the agent received it.
     Image(Image),

@@ -19,7 +19,9 @@ pub fn question_outcome(
         // The CLI refused the call itself (validation, the tool disabled in print mode): nobody
         // was asked. Anything else is the person (or their terminal) saying no.
         if let Some(error) = text.strip_prefix("<tool_use_error>") {
-            return InteractionOutcome::Failed { error: error.trim_end_matches("</tool_use_error>").trim().to_string() };
+            return InteractionOutcome::Failed {
+                error: error.trim_end_matches("</tool_use_error>").trim().to_string(),
+            };
         }
         return InteractionOutcome::Declined { reason: Some(text.trim().to_string()).filter(|t| !t.is_empty()) };
     }
@@ -79,7 +81,11 @@ fn answer_to(question: &Question, text: &str, notes: Option<&str>) -> Option<Que
     let text = text.trim();
     let notes = notes.map(str::trim).filter(|n| !n.is_empty()).map(str::to_string);
     if text.is_empty() || text == "(notes only)" {
-        return notes.map(|notes| QuestionAnswer { question: question.question.clone(), notes: Some(notes), ..Default::default() });
+        return notes.map(|notes| QuestionAnswer {
+            question: question.question.clone(),
+            notes: Some(notes),
+            ..Default::default()
+        });
     }
     let is_label = |part: &str| question.options.iter().any(|o| o.label == part);
     let (labels, other): (Vec<String>, Option<String>) = if is_label(text) {
@@ -150,7 +156,9 @@ mod tests {
         let qs = questions();
         assert_eq!(
             question_outcome(&qs, "The user doesn't want to proceed with this tool use.", true, None),
-            InteractionOutcome::Declined { reason: Some("The user doesn't want to proceed with this tool use.".into()) }
+            InteractionOutcome::Declined {
+                reason: Some("The user doesn't want to proceed with this tool use.".into())
+            }
         );
         assert_eq!(
             question_outcome(&qs, "<tool_use_error>Error: No such tool available</tool_use_error>", true, None),

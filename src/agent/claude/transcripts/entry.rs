@@ -128,8 +128,16 @@ impl Entry {
 pub enum ContentBlock<'a> {
     Text(&'a str),
     Image(&'a Value),
-    ToolUse { id: &'a str, name: &'a str, input: &'a Value },
-    ToolResult { tool_use_id: &'a str, content: &'a Value, is_error: bool },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a Value,
+        is_error: bool,
+    },
     /// Thinking, server tools, and whatever comes next.
     Other,
 }
@@ -179,8 +187,9 @@ mod tests {
 
     #[test]
     fn fields_of_an_unexpected_type_count_as_absent() {
-        let entry = Entry::parse(br#"{"type":"user","cwd":7,"isSidechain":"yes","timestamp":false,"message":{"content":5}}"#)
-            .unwrap();
+        let entry =
+            Entry::parse(br#"{"type":"user","cwd":7,"isSidechain":"yes","timestamp":false,"message":{"content":5}}"#)
+                .unwrap();
         assert_eq!(entry.cwd(), None);
         assert!(!entry.is_sidechain());
         assert_eq!(entry.at_ms(), None);

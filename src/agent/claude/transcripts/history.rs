@@ -29,7 +29,9 @@ pub fn message_key(entry: &Entry, offset: u64) -> Option<MessageKey> {
         return None;
     }
     match entry.kind() {
-        "assistant" => Some(MessageKey::Assistant(entry.message_id().map_or_else(|| format!("@{offset}"), str::to_string))),
+        "assistant" => {
+            Some(MessageKey::Assistant(entry.message_id().map_or_else(|| format!("@{offset}"), str::to_string)))
+        }
         "user" if entry.is_meta() => None,
         "user" if entry.is_compact_summary() || entry.is_prompt() => Some(MessageKey::Own(offset)),
         "system" if entry.subtype() == Some("compact_boundary") => Some(MessageKey::Own(offset)),
@@ -55,9 +57,12 @@ impl Fold {
         let at_ms = entry.at_ms().unwrap_or_default();
         let id = || entry.uuid().map_or_else(|| format!("line-{offset}"), str::to_string);
         match entry.kind() {
-            "user" if entry.is_compact_summary() => {
-                self.notice(id(), "The conversation was compacted: Claude continued from a summary of it.", at_ms, offset)
-            }
+            "user" if entry.is_compact_summary() => self.notice(
+                id(),
+                "The conversation was compacted: Claude continued from a summary of it.",
+                at_ms,
+                offset,
+            ),
             "user" => self.user(entry, id(), at_ms, offset),
             "assistant" => self.assistant(entry, id(), at_ms, offset),
             "system" if entry.subtype() == Some("compact_boundary") => {
@@ -101,7 +106,9 @@ impl Fold {
         let mut blocks = Vec::new();
         for block in entry.blocks() {
             match block {
-                ContentBlock::Text(text) if !text.trim().is_empty() => blocks.push(Block::Text { text: text.to_string() }),
+                ContentBlock::Text(text) if !text.trim().is_empty() => {
+                    blocks.push(Block::Text { text: text.to_string() })
+                }
                 ContentBlock::ToolUse { id, name, input } => blocks.push(Block::ToolCall(tool_call(id, name, input))),
                 _ => {}
             }
@@ -110,7 +117,13 @@ impl Fold {
             return;
         }
         if !continues {
-            self.messages.push(Message { id, role: Role::Assistant, blocks: Vec::new(), streaming: false, created_at_ms: at_ms });
+            self.messages.push(Message {
+                id,
+                role: Role::Assistant,
+                blocks: Vec::new(),
+                streaming: false,
+                created_at_ms: at_ms,
+            });
             self.last_key = key;
         }
         let index = self.messages.len() - 1;
@@ -314,8 +327,11 @@ mod tests {
         let messages = fold(&[
             assistant("msg_1", json!({"type": "tool_use", "id": "t1", "name": "Bash", "input": {}})),
             json!({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]}}),
-            assistant("msg_2", json!({"type": "tool_use", "id": "t2", "name": "AskUserQuestion", "input": {"questions": [
-                {"question": "Which?", "header": "H", "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]}})),
+            assistant(
+                "msg_2",
+                json!({"type": "tool_use", "id": "t2", "name": "AskUserQuestion", "input": {"questions": [
+                {"question": "Which?", "header": "H", "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]}}),
+            ),
         ]);
         let Block::ToolCall(cut) = &messages[0].blocks[0] else { panic!() };
         assert_eq!(cut.status, ToolStatus::Cancelled);
@@ -328,8 +344,11 @@ mod tests {
     #[test]
     fn a_question_is_an_interaction_with_its_answer() {
         let messages = fold(&[
-            assistant("msg_1", json!({"type": "tool_use", "id": "t1", "name": "AskUserQuestion", "input": {"questions": [
-                {"question": "Which?", "header": "H", "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]}})),
+            assistant(
+                "msg_1",
+                json!({"type": "tool_use", "id": "t1", "name": "AskUserQuestion", "input": {"questions": [
+                {"question": "Which?", "header": "H", "options": [{"label": "A", "description": ""}, {"label": "B", "description": ""}]}]}}),
+            ),
             json!({"type": "user", "toolUseResult": {"answers": {"Which?": "B"}}, "message": {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "t1", "content": "Your questions have been answered: \"Which?\"=\"B\"."}]}}),
         ]);
@@ -351,6 +370,9 @@ mod tests {
         ]);
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].text(), "/compact keep it short");
-        assert_eq!(messages[1].blocks[1], Block::Image(Image { media_type: String::new(), data: "iVBO".into(), url: None }));
+        assert_eq!(
+            messages[1].blocks[1],
+            Block::Image(Image { media_type: String::new(), data: "iVBO".into(), url: None })
+        );
     }
 }

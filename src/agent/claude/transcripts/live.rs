@@ -1,12 +1,20 @@
 //! Which transcripts a running `claude` is writing right now, found in `/proc` (Linux): such a
 //! session is shown as running in a terminal, and is read-only here until that process ends.
 //!
-//! A `claude` process is one whose executable, or whose script (the npm package run by node), is
-//! Claude Code's. What ties it to a session, most certain first:
-//! 1. an open file descriptor on the transcript;
-//! 2. its arguments: `--resume <id>`, `-r <id>`, `--session-id <id>`;
-//! 3. its working folder: a process started in the folder a transcript is filed under, and that
+//! What ties a process to a session, most certain first:
+//! 1. Claude Code's own registry: while it runs, CLI 2.1.332 keeps `<config>/sessions/<pid>.json`
+//!    (`{pid, sessionId, cwd, procStart, status, …}`, removed when it exits). It counts only while
+//!    that pid lives and its start time (`/proc/<pid>/stat` field 22) is the recorded
+//!    `procStart`, so a file left by a crash, or a pid used again, is not believed. Seen in real
+//!    runs (tests/claude_transcripts.rs). Only the `.json` is read, never the `.key` beside it.
+//! 2. an open file descriptor on the transcript (2.1.332 does not keep one open; older or other
+//!    writers might);
+//! 3. a `claude` process's arguments: `--resume <id>`, `-r <id>`, `--session-id <id>`;
+//! 4. its working folder: a process started in the folder a transcript is filed under, and that
 //!    transcript the newest there, written since the process started.
+//!
+//! A `claude` process (rules 2–4) is one whose executable, or whose script (the npm package run
+//! by node), is Claude Code's.
 //!
 //! Limits: only processes this user may inspect (`/proc/<pid>/fd` and `cwd` of another user's
 //! processes are not readable: those are missed); processes on another machine, or in another
@@ -27,6 +35,7 @@ use super::projects::{ProjectsDir, TranscriptFile, folder_name_of};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Evidence {
+    SessionFile,
     OpenFile,
     Arguments,
     WorkingFolder,
@@ -40,6 +49,8 @@ pub struct Writer {
     /// This server started it (it descends from this process): AskBridge's own session, not a
     /// terminal's.
     pub ours: bool,
+    /// What Claude Code says it is doing (`idle`, `busy`, …), from its registry file.
+    pub status: Option<String>,
 }
 
 /// What one look at `/proc` found: the sessions being written, by id.
@@ -85,11 +96,61 @@ pub struct ClaudeProcess {
 /// read of `/proc/*/cmdline` for every process, and `fd`, `cwd` and `stat` for the `claude` ones
 /// (a few ms for a few hundred processes).
 pub fn scan(dir: &ProjectsDir) -> Running {
+    let registered = dir.root().parent().map(|config| registered(&config.join("sessions"))).unwrap_or_default();
     let processes = claude_processes();
-    if processes.is_empty() {
+    if processes.is_empty() && registered.is_empty() {
         return Running::default();
     }
-    ties(&processes, &dir.transcripts())
+    let mut running = ties(&processes, &dir.transcripts());
+    for (id, writer) in registered {
+        running.writers.insert(id, writer);
+    }
+    running
+}
+
+/// Rule 1: the sessions in Claude Code's registry whose process lives.
+fn registered(sessions: &Path) -> HashMap<String, Writer> {
+    let mut found = HashMap::new();
+    let Ok(files) = std::fs::read_dir(sessions) else { return found };
+    for file in files.flatten() {
+        let name = file.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_suffix(".json")).and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        // A registry entry is small; a big file is no entry.
+        if file.metadata().map_or(true, |m| !m.is_file() || m.len() > 64 * 1024) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(file.path()) else { continue };
+        let Ok(entry) = serde_json::from_str::<serde_json::Value>(&text) else { continue };
+        let field = |key: &str| entry.get(key).and_then(|v| v.as_str());
+        let Some(id) = field("sessionId").filter(|id| super::projects::is_session_id(id)) else { continue };
+        if entry.get("pid").and_then(|p| p.as_u64()) != Some(u64::from(pid)) {
+            continue;
+        }
+        let alive = match (field("procStart"), start_ticks(pid)) {
+            (Some(recorded), Some(actual)) => recorded == actual.to_string(),
+            (None, Some(_)) => true,
+            (_, None) => false,
+        };
+        if alive {
+            let writer = Writer {
+                pid,
+                evidence: Evidence::SessionFile,
+                ours: descends_from_us(pid),
+                status: field("status").map(str::to_string),
+            };
+            found.insert(id.to_string(), writer);
+        }
+    }
+    found
+}
+
+/// Field 22 of `/proc/<pid>/stat`: when the process started, in clock ticks since boot; `None`
+/// when no such process lives.
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(19)?.parse().ok()
 }
 
 /// The rules above, for processes and transcripts given (the testable part of [`scan`]).
@@ -98,7 +159,7 @@ pub fn ties(processes: &[ClaudeProcess], transcripts: &[TranscriptFile]) -> Runn
     let mut claim = |id: &str, process: &ClaudeProcess, evidence: Evidence| {
         let better = writers.get(id).is_none_or(|w| rank(evidence) < rank(w.evidence));
         if better {
-            writers.insert(id.to_string(), Writer { pid: process.pid, evidence, ours: process.ours });
+            writers.insert(id.to_string(), Writer { pid: process.pid, evidence, ours: process.ours, status: None });
         }
     };
     let real: Vec<(Option<PathBuf>, &TranscriptFile)> =
@@ -123,6 +184,7 @@ pub fn ties(processes: &[ClaudeProcess], transcripts: &[TranscriptFile]) -> Runn
 
 fn rank(evidence: Evidence) -> u8 {
     match evidence {
+        Evidence::SessionFile => 0,
         Evidence::OpenFile => 0,
         Evidence::Arguments => 1,
         Evidence::WorkingFolder => 2,
@@ -199,9 +261,11 @@ pub fn is_claude(exe: Option<&Path>, args: &[String]) -> bool {
         return true;
     }
     let node = exe_name.as_deref().is_some_and(|n| n == "node" || n.starts_with("node"));
-    node && args.iter().skip(1).take(3).any(|a| {
-        a.contains("@anthropic-ai/claude-code/") && (a.ends_with("cli.js") || a.ends_with("/claude"))
-    })
+    node && args
+        .iter()
+        .skip(1)
+        .take(3)
+        .any(|a| a.contains("@anthropic-ai/claude-code/") && (a.ends_with("cli.js") || a.ends_with("/claude")))
 }
 
 fn read_args(path: &Path) -> Option<Vec<String>> {
@@ -282,9 +346,18 @@ mod tests {
     #[test]
     fn only_claude_itself_counts_as_claude() {
         let exe = |p: &str| Some(PathBuf::from(p));
-        assert!(is_claude(exe("/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude").as_deref(), &args("claude")));
-        assert!(is_claude(exe("/x/node_modules/@anthropic-ai/claude-code/bin/claude.exe").as_deref(), &args("/x/claude -p")));
-        assert!(is_claude(exe("/usr/bin/node").as_deref(), &args("node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js -p hi")));
+        assert!(is_claude(
+            exe("/usr/lib/node_modules/@anthropic-ai/claude-code/bin/claude").as_deref(),
+            &args("claude")
+        ));
+        assert!(is_claude(
+            exe("/x/node_modules/@anthropic-ai/claude-code/bin/claude.exe").as_deref(),
+            &args("/x/claude -p")
+        ));
+        assert!(is_claude(
+            exe("/usr/bin/node").as_deref(),
+            &args("node /usr/lib/node_modules/@anthropic-ai/claude-code/cli.js -p hi")
+        ));
         assert!(!is_claude(exe("/usr/bin/bash").as_deref(), &args("bash -c claude-wrapper")));
         assert!(!is_claude(exe("/usr/bin/vim").as_deref(), &args("vim claude.md")));
     }
@@ -312,15 +385,45 @@ mod tests {
             ours: false,
         };
         let running = ties(&[process(7, Some(&a), "claude")], &[a.clone(), b.clone()]);
-        assert_eq!(running.writer("a"), Some(&Writer { pid: 7, evidence: Evidence::OpenFile, ours: false }));
+        assert_eq!(
+            running.writer("a"),
+            Some(&Writer { pid: 7, evidence: Evidence::OpenFile, ours: false, status: None })
+        );
         // Both were written since it started; by its folder alone it would be the newest one.
         assert!(running.writer("b").is_some_and(|w| w.evidence == Evidence::WorkingFolder));
         let running = ties(&[process(8, None, "claude --resume a")], &[a.clone(), b.clone()]);
-        assert_eq!(running.writer("a"), Some(&Writer { pid: 8, evidence: Evidence::Arguments, ours: false }));
+        assert_eq!(
+            running.writer("a"),
+            Some(&Writer { pid: 8, evidence: Evidence::Arguments, ours: false, status: None })
+        );
         // A process that started after the last write writes neither.
         let mut fresh = process(9, None, "claude");
         fresh.started = Some(SystemTime::now() + Duration::from_secs(60));
         assert!(ties(&[fresh], &[a, b]).ids().next().is_none());
+    }
+
+    #[test]
+    fn a_registry_entry_counts_only_while_its_process_lives() {
+        let config = tempfile::tempdir().unwrap();
+        let sessions = config.path().join("sessions");
+        std::fs::create_dir_all(&sessions).unwrap();
+        let me = std::process::id();
+        let entry = |pid: u32, id: &str, start: String| {
+            let json = serde_json::json!({"pid": pid, "sessionId": id, "procStart": start, "status": "busy"});
+            std::fs::write(sessions.join(format!("{pid}.json")), json.to_string()).unwrap();
+        };
+        // This test process stands in for a live claude; a pid with the wrong start time is a
+        // pid used again; a pid that does not exist left its file behind in a crash.
+        entry(me, "live-session", start_ticks(me).unwrap().to_string());
+        let parent = std::os::unix::process::parent_id();
+        entry(parent, "reused-pid", "1".into());
+        entry(u32::MAX - 1, "crashed", "1".into());
+        std::fs::write(sessions.join("123.key"), "secret").unwrap();
+        std::fs::write(sessions.join("bad.json"), "{").unwrap();
+        let found = registered(&sessions);
+        assert_eq!(found.keys().collect::<Vec<_>>(), vec!["live-session"]);
+        assert_eq!(found["live-session"].status.as_deref(), Some("busy"));
+        assert_eq!(found["live-session"].evidence, Evidence::SessionFile);
     }
 
     #[test]

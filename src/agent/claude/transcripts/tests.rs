@@ -72,7 +72,8 @@ fn corrupt_lines_unknown_entries_and_a_truncated_last_line_are_skipped() {
     bytes.extend_from_slice(b"{\"type\":\"user\",\"message\":{ this is not json\n");
     bytes.extend_from_slice(b"\xff\xfe\x00 garbage \n");
     bytes.extend_from_slice(&lines(&[reply("a1", "msg_1", "hi there")]));
-    bytes.extend_from_slice(br#"{"type":"assistant","uuid":"a2","message":{"id":"msg_2","content":[{"type":"text","te"#);
+    bytes
+        .extend_from_slice(br#"{"type":"assistant","uuid":"a2","message":{"id":"msg_2","content":[{"type":"text","te"#);
     projects.write("-work-project", ID, &bytes);
     let page = projects.dir.page(ID, None, 10).unwrap();
     assert_eq!(texts(&page), vec!["hello", "hi there"]);
@@ -169,7 +170,11 @@ fn subagent_transcripts_and_sidechain_entries_are_not_the_session() {
         entry["agentId"] = json!("1a2b3c4d");
         entry
     };
-    projects.write("-work-project", ID, &lines(&[prompt("p1", "main prompt", "/work/project"), side("inline subagent")]));
+    projects.write(
+        "-work-project",
+        ID,
+        &lines(&[prompt("p1", "main prompt", "/work/project"), side("inline subagent")]),
+    );
     projects.write("-work-project", "agent-1a2b3c4d", &lines(&[side("subagent prompt")]));
     let sub = projects.folder("-work-project").join(ID).join("subagents");
     fs::create_dir_all(&sub).unwrap();
@@ -191,9 +196,18 @@ fn sessions_are_grouped_by_their_real_folder_newest_first() {
         let times = [libc::timespec { tv_sec: secs, tv_nsec: 0 }, libc::timespec { tv_sec: secs, tv_nsec: 0 }];
         assert_eq!(unsafe { libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), times.as_ptr(), 0) }, 0);
     };
-    let a = projects.write("-work-my-app", "aaaaaaaa-0000-0000-0000-000000000001", &lines(&[prompt("1", "old", "/work/my-app")]));
-    let b = projects.write("-work-my-app", "aaaaaaaa-0000-0000-0000-000000000002", &lines(&[prompt("2", "new", "/work/my-app")]));
-    let c = projects.write("-tmp-x", "aaaaaaaa-0000-0000-0000-000000000003", &lines(&[prompt("3", "middle", "/tmp/x")]));
+    let a = projects.write(
+        "-work-my-app",
+        "aaaaaaaa-0000-0000-0000-000000000001",
+        &lines(&[prompt("1", "old", "/work/my-app")]),
+    );
+    let b = projects.write(
+        "-work-my-app",
+        "aaaaaaaa-0000-0000-0000-000000000002",
+        &lines(&[prompt("2", "new", "/work/my-app")]),
+    );
+    let c =
+        projects.write("-tmp-x", "aaaaaaaa-0000-0000-0000-000000000003", &lines(&[prompt("3", "middle", "/tmp/x")]));
     // No cwd anywhere: the folder name is the only clue.
     let d = projects.write(
         "-srv-site",
@@ -258,7 +272,11 @@ fn pages_go_back_from_the_newest_without_gaps_or_overlaps() {
             assert_eq!(chunk[0].text(), format!("prompt {turn}"));
             let Block::ToolCall(call) = &chunk[1].blocks[0] else { panic!() };
             // A page that ends between a call and its result still shows the result.
-            assert_eq!((call.status, call.result.clone()), (ToolStatus::Done, Some(format!("out {turn}"))), "limit {limit}");
+            assert_eq!(
+                (call.status, call.result.clone()),
+                (ToolStatus::Done, Some(format!("out {turn}"))),
+                "limit {limit}"
+            );
             assert_eq!(chunk[2].text(), format!("reply {turn}"));
         }
     }
@@ -385,7 +403,11 @@ fn resume_target_is_the_last_folder_that_exists() {
     fs::create_dir_all(&work).unwrap();
     let cwd = work.display().to_string();
     let folder = projects::folder_name_of(&cwd);
-    projects.write(&folder, ID, &lines(&[prompt("p1", "hello", &cwd), prompt("p2", "cd elsewhere", "/somewhere/else")]));
+    projects.write(
+        &folder,
+        ID,
+        &lines(&[prompt("p1", "hello", &cwd), prompt("p2", "cd elsewhere", "/somewhere/else")]),
+    );
     let target = projects.dir.resume_target(ID).unwrap();
     assert_eq!(target.folder, work);
     assert_eq!(target.command, format!("cd '{cwd}' && claude --resume {ID}"));
@@ -493,7 +515,10 @@ mod fixtures {
         let shape: Vec<_> = page.messages.iter().map(|m| (m.role, m.text())).collect();
         assert_eq!(
             shape,
-            vec![(Role::User, "Say hello to the transcript reader".into()), (Role::Assistant, "Hello from the mock.".into())]
+            vec![
+                (Role::User, "Say hello to the transcript reader".into()),
+                (Role::Assistant, "Hello from the mock.".into())
+            ]
         );
         assert!(page.messages[0].created_at_ms > 1_700_000_000_000, "timestamps are read");
         let session = &projects.dir.list()[0].sessions[0];
