@@ -240,7 +240,7 @@ impl Turns {
                     let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
                     Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
                 }
-                Block::Text { .. } => None,
+                Block::Text { .. } | Block::Image(_) => None,
             })
             .collect();
         for (tool_use_id, told) in lost {

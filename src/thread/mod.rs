@@ -124,7 +124,7 @@ impl Message {
             .iter()
             .filter_map(|block| match block {
                 Block::Text { text } => Some(text.as_str()),
-                Block::ToolCall(_) => None,
+                Block::ToolCall(_) | Block::Image(_) => None,
             })
             .collect::<Vec<_>>()
             .join("\n\n")
@@ -134,8 +134,35 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Block {
-    Text { text: String },
+    Text {
+        text: String,
+    },
     ToolCall(ToolCall),
+    /// A picture in a person's message (a pasted screenshot), kept as the agent received it.
+    Image(Image),
+}
+
+/// An image as the Messages API carries it: base64 bytes with their media type, or (rarely) a URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; empty when the source did not say.
+    #[serde(default)]
+    pub media_type: String,
+    /// The bytes, base64-encoded (the API's `source.data`); empty for a `url` image.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl Image {
+    /// What an `<img src>` takes: a `data:` URL of the bytes, or the image's own URL.
+    pub fn src(&self) -> String {
+        match &self.url {
+            Some(url) if self.data.is_empty() => url.clone(),
+            _ => format!("data:{};base64,{}", self.media_type, self.data),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

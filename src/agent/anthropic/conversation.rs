@@ -79,6 +79,8 @@ pub fn rebuild(history: &[Message]) -> (Vec<InputMessage>, Vec<NewResult>) {
                             blocks.push(ContentBlock::text(text.clone()))
                         }
                         Block::Text { .. } => {}
+                        // The model never writes images; a person's are in their own messages.
+                        Block::Image(_) => {}
                         Block::ToolCall(call) if call.id.starts_with(OTHER_BLOCK_ID) => {}
                         // Arguments that never arrived whole were never a call the model made.
                         Block::ToolCall(ToolCall { input: None, .. }) => {}

@@ -10,6 +10,7 @@
 mod config;
 mod process;
 pub mod protocol;
+pub mod transcripts;
 mod turn;
 
 use std::collections::HashMap;

@@ -262,7 +262,7 @@ fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
         .flat_map(|m| m.blocks.iter())
         .filter_map(|block| match block {
             Block::ToolCall(call) => Some(call),
-            Block::Text { .. } => None,
+            Block::Text { .. } | Block::Image(_) => None,
         })
         .collect();
     let tool_call = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none())?;

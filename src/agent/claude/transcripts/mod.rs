@@ -1,0 +1,160 @@
+//! The sessions Claude Code keeps on this machine, read from its own transcripts
+//! (`~/.claude/projects/<folder>/<session id>.jsonl`, or under `$CLAUDE_CONFIG_DIR`): the list,
+//! one session's history as the app's thread (newest first, a page at a time), the folder to
+//! continue it in, and whether a `claude` in a terminal is writing it right now.
+//!
+//! Read-only by construction: files are opened for reading, never created, written or locked.
+//! Names from the browser are never joined onto a path: a session is found by listing the folder,
+//! and a file whose real path leaves the folder is refused. Everything here blocks on the file
+//! system: call it from `tokio::task::spawn_blocking`.
+//!
+//! - `projects`: the folder, and the only way into it.
+//! - `lines`: a file's head, and its lines backwards from the end.
+//! - `entry`: one line of the format, read leniently.
+//! - `history`: entries → `thread::Message`s; `answers`: how a question was answered.
+//! - `listing`: the session list; `page`: the thread, a page at a time.
+//! - `live`: which transcripts a running `claude` writes.
+
+mod answers;
+mod entry;
+mod history;
+mod lines;
+mod listing;
+pub mod live;
+mod page;
+mod projects;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use listing::{ProjectGroup, TranscriptSummary};
+pub use page::{Cursor, TranscriptPage};
+pub use projects::{ProjectsDir, TranscriptFile, is_session_id};
+
+use crate::error::AppError;
+
+/// How many messages a page holds when the caller does not say.
+pub const DEFAULT_PAGE: usize = 50;
+/// The most a page may hold: a browser asking for more gets this many.
+pub const MAX_PAGE: usize = 500;
+
+/// What can go wrong reading a transcript, for the API to turn into a status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TranscriptError {
+    #[error("“{id}” is not a Claude Code session id.")]
+    InvalidId { id: String },
+    #[error("There is no Claude Code session “{id}” on this machine.")]
+    NotFound { id: String },
+    #[error("The transcript of session “{id}” lies outside Claude Code's projects folder: it is not read.")]
+    Outside { id: String },
+    #[error("The transcript of session “{id}” could not be read: {detail}.")]
+    Unreadable { id: String, detail: String },
+    #[error("There is no such place in the transcript of session “{id}”.")]
+    BadCursor { id: String },
+    #[error("Session “{id}” ran in {folder}, which no longer exists.")]
+    FolderGone { id: String, folder: String },
+}
+
+impl TranscriptError {
+    fn from_io(id: &str, error: std::io::Error) -> Self {
+        let id = id.to_string();
+        match error.kind() {
+            std::io::ErrorKind::NotFound => Self::NotFound { id },
+            // O_NOFOLLOW met a symlink where the checked path had none: it was swapped meanwhile.
+            _ if error.raw_os_error() == Some(libc::ELOOP) => Self::Outside { id },
+            _ => Self::Unreadable { id, detail: error.to_string() },
+        }
+    }
+}
+
+impl From<TranscriptError> for AppError {
+    fn from(error: TranscriptError) -> Self {
+        match error {
+            TranscriptError::NotFound { id } => AppError::SessionNotFound { id },
+            TranscriptError::Unreadable { .. } => AppError::Internal { detail: error.to_string() },
+            TranscriptError::InvalidId { .. }
+            | TranscriptError::Outside { .. }
+            | TranscriptError::BadCursor { .. }
+            | TranscriptError::FolderGone { .. } => AppError::BadRequest { detail: error.to_string() },
+        }
+    }
+}
+
+/// Where and how to go on with a session: `claude --resume <id>` in `folder`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ResumeTarget {
+    pub id: String,
+    /// The working folder of its last entries (it exists: checked).
+    pub folder: PathBuf,
+    /// The command for a terminal, quoted for a POSIX shell: `cd '/work/my app' && claude --resume <id>`.
+    pub command: String,
+}
+
+impl ProjectsDir {
+    /// Every session, grouped by working folder, newest first, each with the `claude` process
+    /// that writes it right now, if any (see [`listing::list`], [`live::scan`]).
+    pub fn list(&self) -> Vec<ProjectGroup> {
+        let mut groups = listing::list(self);
+        let running = live::scan(self);
+        for session in groups.iter_mut().flat_map(|g| g.sessions.iter_mut()) {
+            session.running = running.writer(&session.id).cloned();
+        }
+        groups
+    }
+
+    /// One session's summary, as the list shows it.
+    pub fn summary(&self, id: &str) -> Result<TranscriptSummary, TranscriptError> {
+        let transcript = self.find(id)?;
+        let mut summary =
+            listing::summarize(self, &transcript).ok_or_else(|| TranscriptError::NotFound { id: id.to_string() })?;
+        summary.running = live::scan(self).writer(id).cloned();
+        Ok(summary)
+    }
+
+    /// The last `limit` messages of session `id` before the cursor `before` (a page's `older`;
+    /// from the end when `None`), at most [`MAX_PAGE`].
+    pub fn page(&self, id: &str, before: Option<&Cursor>, limit: usize) -> Result<TranscriptPage, TranscriptError> {
+        let transcript = self.find(id)?;
+        let file = self.open(&transcript)?;
+        match page::read(&file, before, limit.min(MAX_PAGE)) {
+            Ok(Ok(page)) => Ok(page),
+            Ok(Err(page::BadCursor)) => Err(TranscriptError::BadCursor { id: id.to_string() }),
+            Err(error) => Err(TranscriptError::from_io(id, error)),
+        }
+    }
+
+    /// The folder to continue session `id` in, with the command for a terminal. Claude Code
+    /// files a session under the folder it was started in, and `--resume` looks there: of the
+    /// working folders its entries name, the last one that matches its project folder, else
+    /// the last one.
+    pub fn resume_target(&self, id: &str) -> Result<ResumeTarget, TranscriptError> {
+        let transcript = self.find(id)?;
+        let file = self.open(&transcript)?;
+        let cwds = listing::recent_cwds(&file).map_err(|e| TranscriptError::from_io(id, e))?;
+        let folder = cwds
+            .iter()
+            .find(|cwd| projects::folder_name_of(cwd) == transcript.folder)
+            .or(cwds.first())
+            .cloned()
+            .ok_or_else(|| TranscriptError::FolderGone { id: id.to_string(), folder: "(unknown)".into() })?;
+        let folder = PathBuf::from(folder);
+        if !folder.is_dir() {
+            return Err(TranscriptError::FolderGone { id: id.to_string(), folder: folder.display().to_string() });
+        }
+        let command = format!("cd {} && claude --resume {id}", shell_quote(&folder.display().to_string()));
+        Ok(ResumeTarget { id: id.to_string(), folder, command })
+    }
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+,:@%".contains(&b)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests;
