@@ -34,7 +34,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Live events: the server's hub reads sessions; the browser's client only the model.
     ("live", &["error", "session", "store", "thread"]),
     // The edge: server functions, callable from the browser.
-    ("api", &["approval", "error", "interaction", "notify", "question", "session", "thread"]),
+    // The edge: server functions, callable from the browser; reading Claude Code's own transcripts
+    // (`agent::claude::transcripts`) is a lookup, not a turn, and needs no session.
+    ("api", &["agent", "approval", "error", "interaction", "notify", "question", "session", "thread"]),
     // The browser's face: the model, the server functions and the live client, nothing server-only.
     ("ui", &["api", "approval", "error", "interaction", "live", "question", "thread"]),
     ("app", &["ui"]),

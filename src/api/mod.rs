@@ -5,6 +5,7 @@
 //! stable path, `/api/<name>`, taking and returning JSON, so that scripts and tests can drive
 //! AskBridge without a browser.
 
+pub mod claude_sessions;
 pub mod push;
 
 use leptos::prelude::*;

@@ -14,9 +14,11 @@
 //! - `history`: entries → `thread::Message`s; `answers`: how a question was answered.
 //! - `listing`: the session list; `page`: the thread, a page at a time.
 //! - `live`: which transcripts a running `claude` writes.
+//! - `error`: what can go wrong reading one.
 
 mod answers;
 mod entry;
+mod error;
 mod history;
 mod lines;
 mod listing;
@@ -28,58 +30,15 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+pub use error::TranscriptError;
 pub use listing::{ProjectGroup, TranscriptSummary};
 pub use page::{Cursor, TranscriptPage};
 pub use projects::{ProjectsDir, TranscriptFile, is_session_id};
-
-use crate::error::AppError;
 
 /// How many messages a page holds when the caller does not say.
 pub const DEFAULT_PAGE: usize = 50;
 /// The most a page may hold: a browser asking for more gets this many.
 pub const MAX_PAGE: usize = 500;
-
-/// What can go wrong reading a transcript, for the API to turn into a status.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TranscriptError {
-    #[error("“{id}” is not a Claude Code session id.")]
-    InvalidId { id: String },
-    #[error("There is no Claude Code session “{id}” on this machine.")]
-    NotFound { id: String },
-    #[error("The transcript of session “{id}” lies outside Claude Code's projects folder: it is not read.")]
-    Outside { id: String },
-    #[error("The transcript of session “{id}” could not be read: {detail}.")]
-    Unreadable { id: String, detail: String },
-    #[error("There is no such place in the transcript of session “{id}”.")]
-    BadCursor { id: String },
-    #[error("Session “{id}” ran in {folder}, which no longer exists.")]
-    FolderGone { id: String, folder: String },
-}
-
-impl TranscriptError {
-    fn from_io(id: &str, error: std::io::Error) -> Self {
-        let id = id.to_string();
-        match error.kind() {
-            std::io::ErrorKind::NotFound => Self::NotFound { id },
-            // O_NOFOLLOW met a symlink where the checked path had none: it was swapped meanwhile.
-            _ if error.raw_os_error() == Some(libc::ELOOP) => Self::Outside { id },
-            _ => Self::Unreadable { id, detail: error.to_string() },
-        }
-    }
-}
-
-impl From<TranscriptError> for AppError {
-    fn from(error: TranscriptError) -> Self {
-        match error {
-            TranscriptError::NotFound { id } => AppError::SessionNotFound { id },
-            TranscriptError::Unreadable { .. } => AppError::Internal { detail: error.to_string() },
-            TranscriptError::InvalidId { .. }
-            | TranscriptError::Outside { .. }
-            | TranscriptError::BadCursor { .. }
-            | TranscriptError::FolderGone { .. } => AppError::BadRequest { detail: error.to_string() },
-        }
-    }
-}
 
 /// Where and how to go on with a session: `claude --resume <id>` in `folder`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -9,7 +9,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
 
-use super::TranscriptError;
+use super::error::TranscriptError;
 
 /// Claude Code's `projects` folder: one folder per working folder, one `<session id>.jsonl` per
 /// session in it.

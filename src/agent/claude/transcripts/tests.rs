@@ -9,6 +9,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::error::AppError;
 use crate::thread::{Block, Message, Role, ToolStatus};
 
 const ID: &str = "0b5d4f0e-1a2b-4c3d-8e9f-aabbccddeeff";
