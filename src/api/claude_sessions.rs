@@ -100,6 +100,66 @@ pub async fn load_transcript(
     .await
 }
 
+/// Messages of a continued session's history taken into the new session: the newest ones (the
+/// whole transcript stays readable on its own page).
+pub const CONTINUED_MESSAGES: usize = 200;
+
+/// Continues Claude Code session `id` in AskBridge: a new session in its folder, with its history
+/// (the newest `CONTINUED_MESSAGES` messages), whose next message runs `claude --resume <id>` so
+/// that the new turns land in the same transcript (and `claude --resume` in a terminal goes on
+/// from them). Refused while a `claude` in a terminal is writing it.
+#[server(input = Json, endpoint = "continue_claude_session")]
+pub async fn continue_claude_session(id: String) -> Result<crate::thread::SessionSummary, AppError> {
+    use crate::agent::claude::transcripts::ProjectsDir;
+    let manager = super::manager()?;
+    if manager.agent_name() != "claude" {
+        return Err(AppError::BadRequest {
+            detail: "continuing a Claude Code session needs the Claude Code agent (start the server with \
+                     --agent claude, or with claude installed and logged in)"
+                .into(),
+        });
+    }
+    let dir = ProjectsDir::from_env().ok_or_else(|| AppError::SessionNotFound { id: id.chars().take(80).collect() })?;
+    let read = id.clone();
+    let (summary, folder, messages) = blocking(move || {
+        let summary = dir.summary(&read)?;
+        let target = dir.resume_target(&read)?;
+        let mut messages = Vec::new();
+        let mut before = None;
+        while messages.len() < CONTINUED_MESSAGES {
+            let page = dir.page(&read, before.as_ref(), CONTINUED_MESSAGES - messages.len())?;
+            let older = page.older;
+            messages.splice(0..0, page.messages);
+            match older {
+                Some(cursor) => before = Some(cursor),
+                None => break,
+            }
+        }
+        Ok((summary, target.folder, messages))
+    })
+    .await?;
+    if summary.running.as_ref().is_some_and(|writer| !writer.ours) {
+        return Err(AppError::AgentBusy);
+    }
+    let history = Some((id, ssr::finished(messages)));
+    let session = manager.create_session_with(Some(&folder.display().to_string()), None, history).await?;
+    let title = crate::session::title_from_message(summary.title());
+    if let Err(error) = manager.store().set_automatic_title(&session.id, &title).await {
+        tracing::warn!(session = %session.id, %error, "could not title the continued session");
+    }
+    Ok(session)
+}
+
+/// Whether Claude Code keeps any session's folder on this machine (one directory read; the page
+/// asks at every load).
+#[cfg(feature = "ssr")]
+pub fn any_on_this_machine() -> bool {
+    use crate::agent::claude::transcripts::ProjectsDir;
+    ProjectsDir::from_env()
+        .and_then(|dir| std::fs::read_dir(dir.root()).ok())
+        .is_some_and(|mut entries| entries.any(|entry| entry.is_ok_and(|e| e.path().is_dir())))
+}
+
 /// Runs the transcripts reader, which blocks on the file system, off the async threads.
 #[cfg(feature = "ssr")]
 async fn blocking<T: Send + 'static>(
@@ -115,6 +175,29 @@ async fn blocking<T: Send + 'static>(
 mod ssr {
     use super::ClaudeSession;
     use crate::agent::claude::transcripts::TranscriptSummary;
+    use crate::interaction::InteractionOutcome;
+    use crate::thread::{Block, Message, ToolStatus};
+
+    /// A transcript's messages as a continued session's history: nothing in it is still open
+    /// here. A question or a tool call left unfinished at the transcript's end belonged to the
+    /// `claude` that wrote it; the resumed one decides anew.
+    pub fn finished(mut messages: Vec<Message>) -> Vec<Message> {
+        for message in &mut messages {
+            message.streaming = false;
+            for block in &mut message.blocks {
+                let Block::ToolCall(call) = block else { continue };
+                if !call.status.is_finished() {
+                    call.status = ToolStatus::Cancelled;
+                }
+                if let Some(interaction) = call.interaction.as_mut().filter(|i| i.outcome.is_none()) {
+                    interaction.outcome = Some(InteractionOutcome::Cancelled {
+                        reason: "it was left unanswered in the transcript this session continues".into(),
+                    });
+                }
+            }
+        }
+        messages
+    }
 
     pub fn session_of(summary: &TranscriptSummary) -> ClaudeSession {
         ClaudeSession {

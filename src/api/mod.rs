@@ -50,7 +50,7 @@ pub async fn create_session(
     if let Some(mode) = permission_mode {
         check_confirmed(mode, confirm_bypass)?;
     }
-    manager()?.create_session_with(workdir.as_deref(), permission_mode).await
+    manager()?.create_session_with(workdir.as_deref(), permission_mode, None).await
 }
 
 #[server(input = Json, endpoint = "rename_session")]
@@ -81,6 +81,9 @@ pub struct WorkspaceData {
     /// Messages to try, offered on the welcome page (the offline demo's).
     #[serde(default)]
     pub examples: Vec<String>,
+    /// Claude Code keeps sessions on this machine: the list offers them.
+    #[serde(default)]
+    pub claude_sessions: bool,
 }
 
 /// A page's data: the workspace, and the session asked for when it could be loaded.
@@ -115,6 +118,7 @@ impl WorkspaceView {
             sessions,
             problem,
             examples: manager.example_prompts(),
+            claude_sessions: claude_sessions::any_on_this_machine(),
         };
         Ok(Self { workspace, current })
     }

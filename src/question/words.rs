@@ -36,6 +36,16 @@ pub fn as_tool_result(answers: &[QuestionAnswer]) -> String {
 }
 
 /// The answers quoted back in a sentence (the scripted agent's `{{answer}}`):
+/// A person's answer that never reached the agent (the server stopped while it waited), sent as
+/// their next message, with their consent.
+pub fn lost_answer_as_message(answers: &[QuestionAnswer]) -> String {
+    format!(
+        "You asked me something before AskBridge stopped, and my answer did not reach you then. My answer: {}. \
+         Please go on with it in mind.",
+        as_quote(answers)
+    )
+}
+
 /// `"Which auth?"="JWT" (note: …)`.
 pub fn as_quote(answers: &[QuestionAnswer]) -> String {
     pairs(answers, |note| format!(" (note: {note})"))

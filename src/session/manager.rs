@@ -16,6 +16,7 @@ use tracing::{info, warn};
 
 use super::log::{Judged, SessionLog, SessionRuntime};
 use super::policy::SessionPolicy;
+use super::title::title_from_message;
 use super::turns::Turns;
 use crate::agent::AgentBackend;
 use crate::approval::{Decision, PermissionMode};
@@ -25,7 +26,7 @@ use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::store::{Notice, Store, StoreResult};
-use crate::thread::{EventBody, Role, SessionSummary, Thread};
+use crate::thread::{EventBody, Message, Role, SessionSummary, Thread};
 
 pub struct SessionManager {
     log: Arc<SessionLog>,
@@ -281,15 +282,17 @@ impl SessionManager {
 
     /// Starts a session in the agent's default folder and permission mode.
     pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
-        self.create_session_with(workdir, None).await
+        self.create_session_with(workdir, None, None).await
     }
 
     /// Starts a session; its agent works in `workdir` (an existing folder on this machine, given
-    /// as an absolute path) or the server's default, in permission `mode` or the server's default.
+    /// as an absolute path) or the server's default, in permission `mode` or the server's default;
+    /// with `history` (the agent's id for a conversation, and its messages), it goes on with it.
     pub async fn create_session_with(
         &self,
         workdir: Option<&str>,
         mode: Option<PermissionMode>,
+        history: Option<(String, Vec<Message>)>,
     ) -> Result<SessionSummary, AppError> {
         if let Some(mode) = mode {
             self.turns.policy.check_mode(mode)?;
@@ -315,7 +318,11 @@ impl SessionManager {
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.
         let mode = mode.unwrap_or_else(|| self.agent.default_permission_mode());
-        self.runtime(&summary.id).await?.append(self.store(), EventBody::PermissionModeChanged { mode }).await?;
+        let runtime = self.runtime(&summary.id).await?;
+        runtime.append(self.store(), EventBody::PermissionModeChanged { mode }).await?;
+        if let Some((agent_session, messages)) = history {
+            runtime.append(self.store(), EventBody::HistoryImported { agent_session, messages }).await?;
+        }
         info!(session = %summary.id, agent = %summary.agent, "session created");
         self.log.list_changed();
         Ok(summary)
@@ -472,12 +479,7 @@ impl SessionManager {
             });
         }
         let answers = validate_answers(interaction.questions(), &answers)?;
-        let text = format!(
-            "You asked me something before AskBridge stopped, and my answer did not reach you then. My answer: {}. \
-             Please go on with it in mind.",
-            words::as_quote(&answers)
-        );
-        self.send_message(session_id, text).await
+        self.send_message(session_id, words::lost_answer_as_message(&answers)).await
     }
 
     /// Switches the session's permission mode: recorded for the next start, and sent to the
@@ -494,28 +496,4 @@ impl SessionManager {
         info!(session = %session_id, %mode, "permission mode set");
         Ok(())
     }
-}
-
-/// A title from the first message: its first line, cut at a word near 60 characters.
-pub(super) fn title_from_message(text: &str) -> String {
-    const MAX: usize = 60;
-    let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or("New session");
-    if line.chars().count() <= MAX {
-        return line.to_string();
-    }
-    let mut title = String::new();
-    for word in line.split_whitespace() {
-        if title.chars().count() + word.chars().count() + 1 > MAX {
-            break;
-        }
-        if !title.is_empty() {
-            title.push(' ');
-        }
-        title.push_str(word);
-    }
-    if title.is_empty() {
-        title = line.chars().take(MAX).collect();
-    }
-    title.push('…');
-    title
 }

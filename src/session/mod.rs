@@ -15,9 +15,11 @@ mod policy;
 mod sink;
 #[cfg(test)]
 mod tests;
+mod title;
 mod turns;
 
 pub use crate::bridge::Timeouts;
 pub use log::{EventObserver, SessionLog, SessionRuntime};
 pub use manager::SessionManager;
 pub use policy::SessionPolicy;
+pub use title::title_from_message;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::manager::title_from_message;
 use super::{SessionManager, SessionPolicy, Timeouts};
 use crate::agent::scripted::fixtures::ASKS_WHICH_AUTH;
 use crate::agent::scripted::{Scenario, ScriptedAgent};
@@ -497,14 +496,6 @@ async fn a_question_the_agent_garbled_fails_at_once_and_says_why() {
     assert_eq!(interaction.request, InteractionRequest::Unreadable { error: "`questions` is empty".into() });
     assert_eq!(interaction.outcome, Some(InteractionOutcome::Failed { error: "`questions` is empty".into() }));
     assert!(thread.messages[1].text().contains("could not be read"));
-}
-
-#[test]
-fn titles_come_from_the_first_line_cut_at_a_word() {
-    assert_eq!(title_from_message("\n  Fix the build \nplease"), "Fix the build");
-    let long = "word ".repeat(30);
-    let title = title_from_message(&long);
-    assert!(title.ends_with('…') && title.chars().count() <= 61, "{title}");
 }
 
 /// The reply the agent gave after it resumed: its last message's text.

@@ -7,6 +7,8 @@ use crate::approval::PermissionMode;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::question::Question;
 
+use super::Message;
+
 /// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionEvent {
@@ -27,6 +29,13 @@ pub enum EventBody {
         text: String,
     },
     TurnStarted,
+    /// A conversation the agent had before this session (a Claude Code session continued here):
+    /// its messages as they were, finished, and the agent's own id for it, which the next turn
+    /// resumes.
+    HistoryImported {
+        agent_session: String,
+        messages: Vec<Message>,
+    },
     /// The person or the agent changed the permission mode.
     PermissionModeChanged {
         mode: PermissionMode,
@@ -107,6 +116,7 @@ impl EventBody {
             Self::UserMessage { .. } => "user_message",
             Self::Notice { .. } => "notice",
             Self::TurnStarted => "turn_started",
+            Self::HistoryImported { .. } => "history_imported",
             Self::AgentStarted { .. } => "agent_started",
             Self::AgentRunning { .. } => "agent_running",
             Self::PermissionModeChanged { .. } => "permission_mode_changed",

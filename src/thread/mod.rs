@@ -295,6 +295,12 @@ impl Thread {
                 streaming: false,
                 created_at_ms: at_ms,
             }),
+            EventBody::HistoryImported { agent_session, messages } => {
+                self.turn.agent_session = Some(agent_session.clone());
+                let first = self.messages.len();
+                self.messages.extend(messages.iter().cloned());
+                Change { messages: (first..self.messages.len()).collect(), turn: true, interactions: Vec::new() }
+            }
             EventBody::AgentStarted { info, agent_session } => {
                 self.turn.agent_info = Some(info.clone());
                 if agent_session.is_some() {

@@ -122,6 +122,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         Phase::Sending => "Sending…".to_string(),
         Phase::Unsent(_) => "Not sent".to_string(),
         Phase::Done(outcome) => outcome_status(&outcome, plan).to_string(),
+        Phase::Elsewhere => "Asked in the terminal".to_string(),
         // As the header and the session list say it.
         _ if life.parked.get() => "Paused".to_string(),
         _ => "Waiting for you".to_string(),
@@ -132,7 +133,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         Phase::Done(InteractionOutcome::Allowed { .. }) => "allowed",
         Phase::Done(InteractionOutcome::Denied { .. }) => "denied",
         Phase::Done(InteractionOutcome::Expired) => "expired",
-        Phase::Done(_) => "cancelled",
+        Phase::Done(_) | Phase::Elsewhere => "cancelled",
         _ => "pending",
     };
     let outcome = move || match phase.get() {

@@ -25,6 +25,9 @@ pub enum Phase {
     Unsent(String),
     Done(InteractionOutcome),
     Unreadable(String),
+    /// Pending in a thread shown here but run elsewhere (a Claude Code transcript): it is answered
+    /// where it runs.
+    Elsewhere,
 }
 
 impl Phase {
@@ -54,12 +57,14 @@ impl CardLife {
     pub fn new(session: StoredValue<String>, call: Signal<ToolCall>) -> Self {
         let calls = CallState::new();
         let sent = RwSignal::new(false);
+        let read_only = use_context::<super::state::ThreadState>().is_some_and(|t| t.read_only);
         let phase = Memo::new(move |_| {
             call.with(|c| match &c.interaction {
                 None => Phase::Streaming,
                 Some(interaction) => match (&interaction.request, &interaction.outcome) {
                     (InteractionRequest::Unreadable { error }, _) => Phase::Unreadable(error.clone()),
                     (_, Some(outcome)) => Phase::Done(outcome.clone()),
+                    (_, None) if read_only => Phase::Elsewhere,
                     (_, None) if calls.pending.get() || sent.get() => Phase::Sending,
                     (_, None) => match calls.problem.get() {
                         None => Phase::Pending,

@@ -1,7 +1,8 @@
 //! What the first load of a page leaves out (issue 12; the bytes are in docs/size.md). The open
 //! session is a WASM chunk of its own (`cargo leptos build --split`), so the welcome page becomes
 //! interactive without it:
-//! - its pane (its header, the thread, markdown, tool cards, question and approval cards);
+//! - its pane (its header, the thread, markdown, tool cards, question and approval cards), and
+//!   the list and the pages of Claude Code's own sessions (`claude_sessions.rs`), which share them;
 //! - reading a session at all: its thread as the page or `load_session` carries it, and its live
 //!   events. The code that decodes a thread and its events (a third of the bundle's serde code)
 //!   lives only here, behind `read_page_session`, `load_session` and the event reader.
@@ -17,6 +18,7 @@ use std::pin::Pin;
 
 use leptos::prelude::*;
 
+use super::claude_sessions::{ClaudeSessionsList, TranscriptPane};
 use super::notify::Bell;
 use super::session_pane::SessionPane;
 use super::state::ThreadState;
@@ -57,6 +59,48 @@ pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> impl IntoVi
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_session_pane(thread: ThreadState, initial: SessionSummary) -> Result<AnyView, ChunkMissing> {
     Ok(view! { <SessionPane thread initial /> }.into_any())
+}
+
+/// The page of a Claude Code session (`/c/<id>`), drawn by the chunk.
+pub fn transcript_pane(id: String) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(feature = "ssr")]
+        leptos::prefetch_lazy_fn_on_server(SESSION_PANE_CHUNK);
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_transcript_pane(id);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_transcript_pane(id).await;
+        drawn.unwrap_or_else(|ChunkMissing| chunk_missing().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_transcript_pane(id: String) -> Result<AnyView, ChunkMissing> {
+    Ok(view! { <TranscriptPane id /> }.into_any())
+}
+
+/// The sidebar's list of Claude Code's sessions, drawn by the chunk when it is first opened.
+pub fn claude_sessions_list() -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_claude_sessions_list();
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_claude_sessions_list().await;
+        drawn.unwrap_or_else(|ChunkMissing| chunk_missing().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_claude_sessions_list() -> Result<AnyView, ChunkMissing> {
+    Ok(view! { <ClaudeSessionsList /> }.into_any())
 }
 
 /// Loads a session to show it (switching sessions without a reload): the request is made, and its
@@ -145,6 +189,11 @@ pub fn chunk_missing() -> impl IntoView {
 /// the server drew it).
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() -> Result<(), ChunkMissing> {
+    // A Claude Code session's page: the chunk draws it.
+    let claude_page = window().location().pathname().is_ok_and(|path| path.starts_with("/c/"));
+    if claude_page {
+        preload_session_pane().await?;
+    }
     if document().get_element_by_id(super::page_data::SESSION_DATA_ID).is_some() {
         // Each split point has a loader of its own: the pane's must be ready too, or its
         // `Suspend` would wait while hydrating and the server's HTML would not be taken over.

@@ -2,6 +2,7 @@
 //! with its messages, tool cards, question and approval cards, and the composer.
 
 pub mod approval_card;
+pub mod claude_sessions;
 pub mod composer;
 pub mod icons;
 pub mod interaction_card;
@@ -19,5 +20,6 @@ pub mod session_list;
 pub mod session_pane;
 pub mod state;
 pub mod thread_view;
+pub mod time;
 pub mod tool_card;
 pub mod workspace;

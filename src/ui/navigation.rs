@@ -1,6 +1,6 @@
 //! Where the page is, and moving between pages without reloading.
 //!
-//! AskBridge has two pages, `/` and `/s/<id>`, so it routes by hand instead of with a router
+//! AskBridge has three pages, `/`, `/s/<id>` and `/c/<id>` (a Claude Code session), so it routes by hand instead of with a router
 //! crate: leptos_router weighed 40 KB (brotli) in the bundle, a sixth of the page's budget. Links
 //! are plain `<a href>`; in the browser a click on one of ours is caught and becomes a history
 //! entry, as a router would do, and Back and Forward follow.
@@ -12,27 +12,37 @@ use leptos::prelude::*;
 pub enum Page {
     Home,
     Session(String),
+    /// A session Claude Code keeps on this machine, read from its transcript.
+    ClaudeSession(String),
     NotFound,
 }
 
 impl Page {
     /// Every page's path, as an axum route pattern: the server routes exactly these to the page
     /// renderer, so the UI's list of pages is the only one.
-    pub const ROUTES: [&'static str; 2] = ["/", "/s/{id}"];
+    pub const ROUTES: [&'static str; 3] = ["/", "/s/{id}", "/c/{id}"];
 
     pub fn of(path: &str) -> Self {
         match path.trim_end_matches('/') {
             "" => Self::Home,
-            rest => match rest.strip_prefix("/s/") {
-                Some(id) if !id.is_empty() && !id.contains('/') => Self::Session(id.to_string()),
-                _ => Self::NotFound,
-            },
+            rest => {
+                let id = |prefix| rest.strip_prefix(prefix).filter(|id: &&str| !id.is_empty() && !id.contains('/'));
+                match (id("/s/"), id("/c/")) {
+                    (Some(id), _) => Self::Session(id.to_string()),
+                    (_, Some(id)) => Self::ClaudeSession(id.to_string()),
+                    _ => Self::NotFound,
+                }
+            }
         }
     }
 }
 
 pub fn session_path(id: &str) -> String {
     format!("/s/{id}")
+}
+
+pub fn claude_session_path(id: &str) -> String {
+    format!("/c/{id}")
 }
 
 #[derive(Clone, Copy)]
@@ -150,14 +160,17 @@ mod tests {
         assert_eq!(Page::of("/s/"), Page::NotFound);
         assert_eq!(Page::of("/s/a/b"), Page::NotFound);
         assert_eq!(Page::of("/pkg/x.js"), Page::NotFound);
+        assert_eq!(Page::of("/c/3f1e"), Page::ClaudeSession("3f1e".into()));
+        assert_eq!(Page::of("/c/"), Page::NotFound);
     }
 
     #[test]
     fn every_server_route_is_a_page_and_every_page_has_a_route() {
         let example = |pattern: &str| pattern.replace("{id}", "abc");
         let pages: Vec<Page> = Page::ROUTES.iter().map(|pattern| Page::of(&example(pattern))).collect();
-        assert_eq!(pages, [Page::Home, Page::Session("abc".into())]);
+        assert_eq!(pages, [Page::Home, Page::Session("abc".into()), Page::ClaudeSession("abc".into())]);
         // The path a link to a session uses is the route's.
         assert_eq!(session_path("abc"), example(Page::ROUTES[1]));
+        assert_eq!(claude_session_path("abc"), example(Page::ROUTES[2]));
     }
 }

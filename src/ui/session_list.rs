@@ -9,6 +9,7 @@ use super::icons;
 use super::navigation::{Page, session_path, use_location};
 use super::server_call::{CallState, ServerCall};
 use super::state::use_workspace;
+use super::time::local_time;
 use crate::api::{DeleteSession, RenameSession};
 use crate::thread::{SessionStatus, SessionSummary};
 
@@ -62,8 +63,29 @@ pub fn SessionList() -> impl IntoView {
                 <p class="empty-list" hidden=move || !workspace.sessions.with(Vec::is_empty)>
                     "No sessions yet."
                 </p>
+                {workspace.claude_sessions.then(|| claude_sessions_section(location))}
             </nav>
         </aside>
+    }
+}
+
+/// Claude Code's own sessions on this machine, folded until opened (then drawn by the session
+/// pane's chunk); open at once on a Claude Code session's page.
+fn claude_sessions_section(location: super::navigation::Location) -> impl IntoView {
+    let on_claude_page = matches!(location.page_untracked(), Page::ClaudeSession(_));
+    let open = RwSignal::new(on_claude_page);
+    view! {
+        <details
+            class="claude-sessions"
+            open=on_claude_page
+            on:toggle=move |ev| {
+                let details = event_target::<leptos::web_sys::HtmlDetailsElement>(&ev);
+                open.set(details.open());
+            }
+        >
+            <summary>"Claude Code sessions"</summary>
+            {move || open.get().then(super::lazy::claude_sessions_list)}
+        </details>
     }
 }
 
@@ -200,27 +222,4 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
             </div>
         </li>
     }
-}
-
-/// When the person was last active in a session, in this browser's time zone: the time today, the
-/// day and month before. Drawn once the page is interactive (the server does not know the zone).
-fn local_time(at_ms: i64) -> impl IntoView {
-    let text = RwSignal::new(String::new());
-    #[cfg(feature = "hydrate")]
-    Effect::new(move |_| {
-        const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-        let at = js_sys::Date::new(&(at_ms as f64).into());
-        let now = js_sys::Date::new_0();
-        let same_day = at.get_full_year() == now.get_full_year()
-            && at.get_month() == now.get_month()
-            && at.get_date() == now.get_date();
-        text.set(if same_day {
-            format!("{:02}:{:02}", at.get_hours(), at.get_minutes())
-        } else {
-            format!("{} {}", MONTHS[at.get_month() as usize % 12], at.get_date())
-        });
-    });
-    #[cfg(not(feature = "hydrate"))]
-    let _ = at_ms;
-    move || text.get()
 }

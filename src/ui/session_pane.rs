@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use super::claude_sessions::resume_command;
 use super::notify::Bell;
 use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
@@ -45,6 +46,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     });
     let title = move || summary.with(|s| s.title.clone());
     use_document_title(title);
+    let default_workdir = workspace.default_workdir.get_value();
     let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
     // For an agent with a process: whether it runs now (a message starts it again), in the
     // info's tooltip: beside the status it read as a second status.
@@ -65,6 +67,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 <span class="session-cost" title="What this session has cost so far">
                     {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
                 </span>
+                {move || terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone()))}
             </span>
         </div>
         {mode_switcher(thread)}
@@ -72,6 +75,30 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     view! {
         {pane_header(heading)}
         <ThreadView thread />
+    }
+}
+
+/// The Claude session this one runs (its id), and the command that goes on with it in a
+/// terminal, to copy: the new turns land in Claude Code's own transcript, which `claude --resume`
+/// reads.
+fn terminal_command(folder: Option<String>, agent_session: Option<String>) -> Option<impl IntoView> {
+    let (folder, id) = (folder?, agent_session?);
+    let short = id.chars().take(8).collect::<String>();
+    let command = format!("cd {} && claude --resume {}", shell_quoted(&folder), shell_quoted(&id));
+    Some(view! {
+        <details class="terminal-command">
+            <summary title=format!("Claude session {id}")>{format!("Claude session {short}…")}</summary>
+            <div class="terminal-command-box">{resume_command(command)}</div>
+        </details>
+    })
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quoted(text: &str) -> String {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:@".contains(&b)) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
@@ -125,5 +152,19 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
             <span class="status-note" aria-hidden="true">{move || last().map(|note| format!(" · {note}"))}</span>
             <span class="sr-only">{move || status.get().explained()} {move || last().map(|note| format!(" ({note})"))}</span>
         </span>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shell_quoted;
+
+    #[test]
+    fn folders_and_ids_are_one_word_for_the_shell() {
+        assert_eq!(shell_quoted("/home/me/app"), "/home/me/app");
+        assert_eq!(shell_quoted("/home/me/my app"), "'/home/me/my app'");
+        assert_eq!(shell_quoted("it's"), "'it'\\''s'");
+        assert_eq!(shell_quoted("$(rm -rf ~)"), "'$(rm -rf ~)'");
+        assert_eq!(shell_quoted(""), "''");
     }
 }

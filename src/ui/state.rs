@@ -34,6 +34,10 @@ pub struct Workspace {
     pub compose: RwSignal<Option<String>>,
     /// Messages to try, from the agent (the offline demo's).
     pub examples: StoredValue<Vec<String>>,
+    /// Claude Code keeps sessions on this machine: the list offers them.
+    pub claude_sessions: bool,
+    /// Where a session's agent works when it chose no folder.
+    pub default_workdir: StoredValue<Option<String>>,
 }
 
 #[derive(Clone, Copy)]
@@ -108,6 +112,8 @@ pub struct ThreadState {
     pub waiting: RwSignal<bool>,
     /// Changes with every applied event; the thread view follows it to keep the newest in view.
     pub version: RwSignal<u64>,
+    /// A thread shown, not run here (a Claude Code transcript): its cards take no answers.
+    pub read_only: bool,
 }
 
 impl ThreadState {
@@ -120,7 +126,21 @@ impl ThreadState {
             version: RwSignal::new(thread.seq),
             messages: RwSignal::new(entries),
             thread: StoredValue::new(thread),
+            read_only: false,
         }
+    }
+
+    /// A thread to read, not to answer in (a Claude Code transcript).
+    pub fn read_only(id: String, thread: Thread) -> Self {
+        Self { read_only: true, ..Self::new(id, thread) }
+    }
+
+    /// Puts older messages before the ones shown (a transcript's earlier page).
+    pub fn prepend(&self, older: Vec<Message>) {
+        let entries: Vec<MessageEntry> = older.iter().map(entry).collect();
+        self.messages.update(|shown| {
+            shown.splice(0..0, entries);
+        });
     }
 
     /// The sequence number of the last event applied.

@@ -39,13 +39,15 @@ enum Shown {
     Problem(AppError),
     /// The session pane's chunk could not be fetched.
     ChunkMissing,
+    /// A Claude Code session's page (read from its transcript).
+    ClaudeSession(String),
 }
 
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let (WorkspaceData { agent, sessions, problem, default_workdir, default_mode, examples }, current) = initial_data()
-        .unwrap_or_else(|error| {
+    let (WorkspaceData { agent, sessions, problem, default_workdir, default_mode, examples, claude_sessions }, current) =
+        initial_data().unwrap_or_else(|error| {
             let data = WorkspaceData {
                 agent: String::new(),
                 default_workdir: None,
@@ -53,6 +55,7 @@ pub fn Workspace() -> impl IntoView {
                 sessions: Vec::new(),
                 problem: Some(error),
                 examples: Vec::new(),
+                claude_sessions: false,
             };
             (data, None)
         });
@@ -66,6 +69,8 @@ pub fn Workspace() -> impl IntoView {
         just_opened: StoredValue::new(None),
         compose: RwSignal::new(None),
         examples: StoredValue::new(examples),
+        claude_sessions,
+        default_workdir: StoredValue::new(default_workdir.clone()),
         new_session: NewSessionOptions {
             workdir: default_workdir.map(RwSignal::new),
             mode: RwSignal::new(default_mode),
@@ -81,9 +86,10 @@ pub fn Workspace() -> impl IntoView {
     {
         response.set_status(status);
     }
-    let shown = RwSignal::new(match (current, problem) {
-        (Some(view), _) => Shown::Session(view),
-        (_, Some(problem)) => Shown::Problem(problem),
+    let shown = RwSignal::new(match (current, problem, location.page_untracked()) {
+        (Some(view), _, _) => Shown::Session(view),
+        (_, Some(problem), _) => Shown::Problem(problem),
+        (_, _, Page::ClaudeSession(id)) => Shown::ClaudeSession(id),
         _ => Shown::Welcome,
     });
     let live = Live::new();
@@ -91,7 +97,10 @@ pub fn Workspace() -> impl IntoView {
     Effect::new(move |_| workspace.hydrated.set(true));
     connect_live(workspace, live);
 
-    let showing_problem = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing)));
+    // No message box where there is nothing to write to (a Claude Code session is continued first).
+    let showing_problem = Memo::new(move |_| {
+        shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing | Shown::ClaudeSession(_)))
+    });
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
             <SessionList />
@@ -118,6 +127,11 @@ fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
             workspace.thread.set(None);
             live.follow(None, 0);
             problem_pane(problem).into_any()
+        }
+        Shown::ClaudeSession(id) => {
+            workspace.thread.set(None);
+            live.follow(None, 0);
+            super::lazy::transcript_pane(id).into_any()
         }
         Shown::ChunkMissing => {
             workspace.thread.set(None);
@@ -152,6 +166,7 @@ fn follow_location(location: Location, shown: RwSignal<Shown>, connection: RwSig
                     });
                 }
             }),
+            Page::ClaudeSession(id) => shown.set(Shown::ClaudeSession(id)),
             _ => shown.set(Shown::Welcome),
         }
     };

@@ -52,6 +52,11 @@ impl Status {
                      You can still answer, as a message."
                 )),
             ),
+            Phase::Elsewhere => (
+                "elsewhere",
+                "Asked in the terminal",
+                Some("This question waits in the `claude` that asked it: answer it there.".into()),
+            ),
             Phase::Done(InteractionOutcome::Failed { error }) | Phase::Unreadable(error) => (
                 "unreadable",
                 "Could not be read",
