@@ -15,7 +15,7 @@ use server_fn::codec::Json;
 use crate::approval::{Decision, PermissionMode};
 use crate::error::AppError;
 use crate::question::QuestionAnswer;
-use crate::thread::{SessionSummary, Thread};
+use crate::thread::{SessionCursor, SessionSummary, Thread};
 
 #[cfg(feature = "ssr")]
 use crate::session::SessionManager;
@@ -33,10 +33,25 @@ fn manager() -> Result<std::sync::Arc<SessionManager>, AppError> {
         .ok_or_else(|| AppError::Internal { detail: "the session manager is not running".into() })
 }
 
+/// The session list, a page at a time, in the order of the person's activity: from its top, or
+/// after `after` (a page's last session); or, with `query`, the sessions whose title or text
+/// holds it (`limit`: at most 200; 50 when not given).
 #[server(input = Json, endpoint = "list_sessions")]
-pub async fn list_sessions() -> Result<Vec<SessionSummary>, AppError> {
-    manager()?.list_sessions().await
+pub async fn list_sessions(
+    #[server(default)] after: Option<SessionCursor>,
+    #[server(default)] query: Option<String>,
+    #[server(default)] limit: Option<u32>,
+) -> Result<Vec<SessionSummary>, AppError> {
+    let store = manager()?.store().clone();
+    let limit = limit.unwrap_or(SESSIONS_PAGE).clamp(1, 200);
+    Ok(match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        Some(query) => store.search_sessions(query, limit).await?,
+        None => store.list_sessions_page(after.as_ref(), limit).await?,
+    })
 }
+
+/// Sessions a page of the list holds.
+pub const SESSIONS_PAGE: u32 = 50;
 
 /// Starts a session; `workdir` (a folder on the server) is where its agent works, and
 /// `permission_mode` what it may do without asking (bypassPermissions only with
@@ -103,7 +118,8 @@ pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceView, Ap
 #[cfg(feature = "ssr")]
 impl WorkspaceView {
     pub async fn load(manager: &SessionManager, session: Option<&str>) -> Result<Self, AppError> {
-        let sessions = manager.list_sessions().await?;
+        // What every tab's list follows: its first page, and what works or waits beyond it.
+        let sessions = manager.store().list_for_tabs(crate::session::LIST_FIRST_PAGE).await?;
         let (current, problem) = match session {
             None => (None, None),
             Some(id) => match manager.snapshot(id).await {

@@ -38,6 +38,8 @@ const CHANNEL_CAPACITY: usize = 64;
 /// it whole, so with many sessions busy at once this bounds what the tabs cost; the list read
 /// after the last change always follows.
 const LIST_INTERVAL: Duration = Duration::from_millis(250);
+/// The sessions every tab's list follows, from its top (a page of the list).
+pub const LIST_FIRST_PAGE: u32 = 50;
 
 /// How many times an event is tried again after other servers appended first. Each try follows
 /// the events it found, so only a session written to by that many servers at once runs out.
@@ -152,7 +154,9 @@ impl SessionLog {
         let _ = self.list_changes.send(());
     }
 
-    /// Reads the session list after each change, once for every tab that follows it. A read and
+    /// Reads the session list after each change, once for every tab that follows it: its first
+    /// page and whatever else works or waits for the person (`Store::list_for_tabs`), not every
+    /// session (a page of 10,000 sessions weighed megabytes, sent again at each change). A read and
     /// an encoding per tab, with 200 tabs open while their sessions changed, took most of the
     /// server's time and database connections (issue 13, `tests/load.rs`: 402 of its 1,000
     /// rounds in two minutes). Ends when the log is dropped.
@@ -163,7 +167,7 @@ impl SessionLog {
         tokio::spawn(async move {
             loop {
                 let Some(this) = log.upgrade() else { return };
-                let read = this.store.list_sessions().await.map_err(|error| error.to_string());
+                let read = this.store.list_for_tabs(LIST_FIRST_PAGE).await.map_err(|error| error.to_string());
                 match read.and_then(|list| serde_json::to_string(&list).map_err(|error| error.to_string())) {
                     Ok(json) => {
                         this.list.send_replace(Some(json.into()));

@@ -44,6 +44,7 @@ mod notices;
 mod error;
 mod events;
 mod leases;
+mod list;
 mod push;
 mod sessions;
 #[cfg(test)]

@@ -41,7 +41,7 @@ impl Store {
     /// own moves nothing: a list that reordered itself moved under the pointer).
     pub async fn list_sessions(&self) -> StoreResult<Vec<SessionSummary>> {
         let rows: Vec<SummaryRow> = on_pool!(self, |pool, dialect| {
-            sqlx::query_as(&format!("{} ORDER BY active_at_ms DESC, created_at_ms DESC, id", SUMMARY.on(dialect)))
+            sqlx::query_as(&format!("{} ORDER BY active_at_ms DESC, created_at_ms DESC, id DESC", SUMMARY.on(dialect)))
                 .fetch_all(pool)
                 .await?
         });
@@ -132,7 +132,7 @@ impl Store {
 }
 
 /// A session as the list shows it, with whether an interaction waits for the person.
-const SUMMARY: Sql = Sql {
+pub(super) const SUMMARY: Sql = Sql {
     sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, active_at_ms, turn, workdir,
                EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
                  AS waiting
@@ -147,7 +147,7 @@ const SUMMARY: Sql = Sql {
 };
 
 #[derive(sqlx::FromRow)]
-struct SummaryRow {
+pub(super) struct SummaryRow {
     id: String,
     title: String,
     agent: String,

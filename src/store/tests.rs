@@ -58,6 +58,8 @@ on_sqlite_and_postgres!(
     of_two_servers_appending_the_same_sequence_number_exactly_one_wins,
     sessions_list_most_recent_first_and_rename_stops_auto_titles,
     the_list_follows_the_persons_activity_not_the_agents_events,
+    the_list_comes_a_page_at_a_time_and_tabs_follow_its_top_and_what_is_live,
+    sessions_are_found_by_title_and_by_what_was_written_in_them,
     deleting_a_session_removes_its_log_and_unknown_ids_are_not_found,
     unfinished_turns_are_found_after_a_restart,
     unfinished_turns_skip_sessions_a_live_server_holds,
@@ -239,6 +241,55 @@ async fn the_list_follows_the_persons_activity_not_the_agents_events(db: Db) {
     record(&store, "background", &mut thread, a_turn()).await;
     assert_eq!(ids(store.clone()).await, vec![("worked-in".into(), 3), ("background".into(), 2)]);
     assert!(matches!(store.mark_active("nope", 4).await, Ok(()) | Err(StoreError::SessionNotFound(_))));
+}
+
+async fn the_list_comes_a_page_at_a_time_and_tabs_follow_its_top_and_what_is_live(db: Db) {
+    let store = db.open().await;
+    for n in 0..7 {
+        store.create_session(&summary(&format!("s{n}"), n)).await.unwrap();
+    }
+    let ids = |list: Vec<SessionSummary>| list.into_iter().map(|s| s.id).collect::<Vec<_>>();
+    let first = store.list_sessions_page(None, 3).await.unwrap();
+    assert_eq!(ids(first.clone()), ["s6", "s5", "s4"]);
+    let second = store.list_sessions_page(Some(&first[2].cursor()), 3).await.unwrap();
+    assert_eq!(ids(second.clone()), ["s3", "s2", "s1"]);
+    let last = store.list_sessions_page(Some(&second[2].cursor()), 3).await.unwrap();
+    assert_eq!(ids(last), ["s0"]);
+    // An old session whose agent works is followed by the tabs beside the top of the list.
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()[..2].to_vec()).await;
+    assert_eq!(ids(store.list_for_tabs(2).await.unwrap()), ["s6", "s5", "s1"]);
+}
+
+async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("auth", 1)).await.unwrap();
+    store.rename_session("auth", "Set up OAuth_2 login").await.unwrap();
+    store.create_session(&summary("db", 2)).await.unwrap();
+    store.create_session(&summary("other", 3)).await.unwrap();
+    let mut thread = Thread::default();
+    let turn = vec![
+        EventBody::UserMessage { message_id: "u1".into(), text: "Migrate the Pelican database, please".into() },
+        EventBody::TurnStarted,
+        EventBody::AssistantMessageStarted { message_id: "a1".into() },
+        EventBody::TextDelta { message_id: "a1".into(), text: "Running the migrations now.".into() },
+        EventBody::MessageFinished { message_id: "a1".into() },
+    ];
+    record(&store, "db", &mut thread, turn).await;
+    let found = |query: &'static str| {
+        let store = store.clone();
+        async move { store.search_sessions(query, 10).await.unwrap().into_iter().map(|s| s.id).collect::<Vec<_>>() }
+    };
+    assert_eq!(found("oauth").await, ["auth"], "by title, whatever the case");
+    assert_eq!(found("OAuth_2").await, ["auth"], "a title's _ is a character, not a wildcard");
+    assert_eq!(found("pelican").await, ["db"], "by what the person wrote");
+    assert_eq!(found("migra pelic").await, ["db"], "every word, each as a word's start");
+    assert_eq!(found("running").await, ["db"], "by what the agent wrote");
+    assert!(found("nothing-like-this").await.is_empty());
+    assert!(found("\"*\" OR NEAR(").await.is_empty(), "the index's own syntax is only text");
+    // A deleted session is found no more.
+    store.delete_session("db").await.unwrap();
+    assert!(found("pelican").await.is_empty());
 }
 
 async fn deleting_a_session_removes_its_log_and_unknown_ids_are_not_found(db: Db) {

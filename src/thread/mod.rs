@@ -41,6 +41,20 @@ impl SessionSummary {
     pub fn status(&self) -> SessionStatus {
         SessionStatus::of(self.working, self.waiting)
     }
+
+    /// Where the session list goes on after this session.
+    pub fn cursor(&self) -> SessionCursor {
+        SessionCursor { active_at_ms: self.active_at_ms, created_at_ms: self.created_at_ms, id: self.id.clone() }
+    }
+}
+
+/// A place in the session list (which runs by the person's activity, newest first): the last
+/// session a page showed; the next page starts after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionCursor {
+    pub active_at_ms: i64,
+    pub created_at_ms: i64,
+    pub id: String,
 }
 
 /// Where a session stands, in the one vocabulary the header, the session list and the cards

@@ -117,6 +117,35 @@ pub async fn load_session(id: String) -> Result<Result<SessionView, AppError>, C
     }
 }
 
+/// A page of the session list, or what a search found (`api::list_sessions`), asked and read by
+/// the chunk: the request's code weighs on the first load otherwise (docs/size.md).
+pub async fn list_sessions(
+    after: Option<crate::thread::SessionCursor>,
+    query: Option<String>,
+) -> Result<Vec<SessionSummary>, AppError> {
+    #[cfg(feature = "hydrate")]
+    {
+        let unreachable =
+            |ChunkMissing| AppError::Unreachable { detail: "part of the page could not be loaded".into() };
+        list_sessions_in_chunk(after, query).await.map_err(unreachable)?.await
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (after, query);
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(feature = "hydrate")]
+#[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn list_sessions_in_chunk(
+    after: Option<crate::thread::SessionCursor>,
+    query: Option<String>,
+) -> Result<Pin<Box<dyn Future<Output = Result<Vec<SessionSummary>, AppError>>>>, ChunkMissing> {
+    use server_fn::ServerFn;
+    Ok(Box::pin(crate::api::ListSessions::run_on_client(crate::api::ListSessions { after, query, limit: None })))
+}
+
 /// The future that loads the session (a split point cannot be `async` itself). Reaching the chunk
 /// also means that its event reader is set (`set_event_reader`) before the session is followed.
 #[cfg(feature = "hydrate")]

@@ -10,8 +10,8 @@ use super::navigation::{Page, session_path, use_location};
 use super::server_call::{CallState, ServerCall};
 use super::state::use_workspace;
 use super::time::local_time;
-use crate::api::{DeleteSession, RenameSession};
-use crate::thread::{SessionStatus, SessionSummary};
+use crate::api::{DeleteSession, RenameSession, SESSIONS_PAGE};
+use crate::thread::{SessionCursor, SessionStatus, SessionSummary};
 
 #[component]
 pub fn SessionList() -> impl IntoView {
@@ -21,9 +21,10 @@ pub fn SessionList() -> impl IntoView {
     let changes = CallState::new();
     let problem = move || workspace.opening.problem().or_else(|| changes.problem.get());
     let new_session = move |_| workspace.open_new_session(location, None);
+    let pages = ListPages::new(workspace.sessions);
     // Titles that more than one session has: those items show their folder too.
     let repeated = Memo::new(move |_| {
-        workspace.sessions.with(|list| {
+        pages.shown.with(|list| {
             let mut titles: Vec<&str> = list.iter().map(|s| s.title.as_str()).collect();
             titles.sort_unstable();
             let mut repeated: Vec<String> =
@@ -50,22 +51,160 @@ pub fn SessionList() -> impl IntoView {
                 </button>
             </div>
             {move || problem().map(|text| view! { <p class="list-problem" role="alert">{text}</p> })}
-            <nav class="session-nav" aria-label="Session list">
+            <input
+                type="search"
+                class="session-search"
+                aria-label="Search sessions"
+                placeholder="Search sessions"
+                on:input=move |ev| pages.search(event_target_value(&ev))
+            />
+            <nav class="session-nav" aria-label="Session list" on:scroll=move |ev| pages.near_the_end(&ev)>
                 <ul class="session-items">
                     <For
-                        each=move || workspace.sessions.get()
+                        each=move || pages.shown.get()
                         key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting, s.active_at_ms)
                         let:summary
                     >
                         <SessionItem summary changes repeated />
                     </For>
                 </ul>
-                <p class="empty-list" hidden=move || !workspace.sessions.with(Vec::is_empty)>
-                    "No sessions yet."
+                <p class="empty-list" hidden=move || !pages.shown.with(Vec::is_empty)>
+                    {move || if pages.searching() { "No session matches." } else { "No sessions yet." }}
+                </p>
+                <button class="link-button show-older" hidden=move || !pages.has_more() on:click=move |_| pages.load_more()>
+                    "Show older sessions"
+                </button>
+                <p class="list-problem" role="alert" hidden=move || pages.calls.problem.with(Option::is_none)>
+                    {move || pages.calls.problem.get()}
                 </p>
                 {workspace.claude_sessions.then(|| claude_sessions_section(location))}
             </nav>
         </aside>
+    }
+}
+
+/// The list beyond what every tab follows live (its first page, and what works or waits): older
+/// pages loaded as the person scrolls to the end, or what a search found instead.
+#[derive(Clone, Copy)]
+struct ListPages {
+    /// Pages after the live list, oldest last.
+    older: RwSignal<Vec<SessionSummary>>,
+    /// The last page asked for came back full: there may be more.
+    more_to_come: RwSignal<bool>,
+    /// What the search box holds, and what it found (`None`: no search).
+    query: RwSignal<String>,
+    found: RwSignal<Option<Vec<SessionSummary>>>,
+    shown: Memo<Vec<SessionSummary>>,
+    calls: CallState,
+    waiting: StoredValue<Option<TimeoutHandle>>,
+}
+
+impl ListPages {
+    fn new(live: RwSignal<Vec<SessionSummary>>) -> Self {
+        let older = RwSignal::new(Vec::<SessionSummary>::new());
+        let found = RwSignal::new(None::<Vec<SessionSummary>>);
+        let shown = Memo::new(move |_| {
+            if let Some(found) = found.get() {
+                return found;
+            }
+            let mut list = live.get();
+            older.with(|older| {
+                for session in older {
+                    if !list.iter().any(|s| s.id == session.id) {
+                        list.push(session.clone());
+                    }
+                }
+            });
+            list
+        });
+        let full = live.with_untracked(Vec::len) >= SESSIONS_PAGE as usize;
+        Self {
+            older,
+            more_to_come: RwSignal::new(full),
+            query: RwSignal::new(String::new()),
+            found,
+            shown,
+            calls: CallState::new(),
+            waiting: StoredValue::new(None),
+        }
+    }
+
+    fn searching(&self) -> bool {
+        self.found.with(Option::is_some)
+    }
+
+    fn has_more(&self) -> bool {
+        !self.searching() && self.more_to_come.get()
+    }
+
+    /// The page after the last session shown, in the list's order.
+    fn load_more(&self) {
+        if self.calls.pending.get_untracked() || !untrack(|| self.has_more()) {
+            return;
+        }
+        let after = self.shown.with_untracked(|list| list.last().map(SessionSummary::cursor));
+        let this = *self;
+        self.ask(after, None, move |page| {
+            this.more_to_come.set(page.len() >= SESSIONS_PAGE as usize);
+            this.older.update(|older| older.extend(page));
+        });
+    }
+
+    /// Asks the server for a page or a search (through the session pane's chunk, `lazy.rs`).
+    fn ask(
+        &self,
+        after: Option<SessionCursor>,
+        query: Option<String>,
+        then: impl FnOnce(Vec<SessionSummary>) + 'static,
+    ) {
+        let calls = self.calls;
+        calls.pending.set(true);
+        calls.problem.set(None);
+        leptos::task::spawn_local(async move {
+            let result = super::lazy::list_sessions(after, query).await;
+            calls.pending.try_set(false);
+            match result {
+                Ok(list) => then(list),
+                Err(error) => _ = calls.problem.try_set(Some(error.to_string())),
+            }
+        });
+    }
+
+    /// Scrolled to near the list's end: the next page comes.
+    fn near_the_end(&self, event: &leptos::ev::Event) {
+        let Some(nav) = event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
+        else {
+            return;
+        };
+        if nav.scroll_top() + nav.client_height() + 200 >= nav.scroll_height() {
+            self.load_more();
+        }
+    }
+
+    /// Searches as the person types, a quarter second after the last key.
+    fn search(&self, text: String) {
+        self.query.set(text.clone());
+        if let Some(timer) = self.waiting.get_value() {
+            timer.clear();
+        }
+        if text.trim().is_empty() {
+            self.found.set(None);
+            return;
+        }
+        let this = *self;
+        let timer = set_timeout_with_handle(
+            move || {
+                let asked = text.clone();
+                this.ask(None, Some(text.clone()), move |found| {
+                    // Only the answer to what the box still holds.
+                    if this.query.get_untracked() == asked {
+                        this.found.set(Some(found));
+                    }
+                });
+            },
+            std::time::Duration::from_millis(250),
+        );
+        self.waiting.set_value(timer.ok());
     }
 }
 
