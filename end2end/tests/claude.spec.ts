@@ -38,6 +38,15 @@ test("the whole loop with the real Claude Code CLI: message, card, click, the mo
     "Postgres it is. I will write the migration for it next",
   );
   await expect(sessionStatus(page)).toContainText("Ready", { timeout: 30_000 });
+  // What the turn used, under its reply; the session's tokens and how full the context is, in
+  // the header (Claude Code's own counts and its model's context window).
+  await expect(page.getByRole("article", { name: "Agent" }).last().getByTitle("What this turn used")).toHaveText(
+    /^[\d,]+ in · [\d,]+ out( · [\d,]+ cached)?( · \$[\d.]+)?( · context \d+% of [\d.]+[kM]?)?$/,
+  );
+  await expect(page.getByTitle("Tokens this session used so far (in, out and cached)")).toHaveText(/^[\d.]+k? tokens$/);
+  await expect(page.getByTitle("How full the model's context window was at the last turn")).toHaveText(
+    /^context \d+% of [\d.]+[kM]$/,
+  );
 });
 
 test("a working folder that does not exist is explained on the new-session page, and nothing is started", async ({

@@ -150,16 +150,6 @@ pub async fn continue_claude_session(id: String) -> Result<crate::thread::Sessio
     Ok(session)
 }
 
-/// Whether Claude Code keeps any session's folder on this machine (one directory read; the page
-/// asks at every load).
-#[cfg(feature = "ssr")]
-pub fn any_on_this_machine() -> bool {
-    use crate::agent::claude::transcripts::ProjectsDir;
-    ProjectsDir::from_env()
-        .and_then(|dir| std::fs::read_dir(dir.root()).ok())
-        .is_some_and(|mut entries| entries.any(|entry| entry.is_ok_and(|e| e.path().is_dir())))
-}
-
 /// Runs the transcripts reader, which blocks on the file system, off the async threads.
 #[cfg(feature = "ssr")]
 async fn blocking<T: Send + 'static>(

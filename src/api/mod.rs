@@ -134,7 +134,8 @@ impl WorkspaceView {
             sessions,
             problem,
             examples: manager.example_prompts(),
-            claude_sessions: claude_sessions::any_on_this_machine(),
+            claude_sessions: crate::agent::claude::transcripts::ProjectsDir::from_env()
+                .is_some_and(|projects| projects.holds_any_folder()),
         };
         Ok(Self { workspace, current })
     }

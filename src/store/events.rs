@@ -7,7 +7,7 @@ use sqlx::types::Json;
 use super::{Dialect, Sql, Store, StoreError, StoreResult, storable};
 use crate::interaction::Interaction;
 use crate::store::Notice;
-use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState};
+use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState, Usage};
 
 /// What one event changed, written in a single transaction.
 pub struct Append<'a> {
@@ -72,10 +72,10 @@ impl Store {
                 .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
             let rows: Vec<MessageRow> = sqlx::query_as(
                 Sql {
-                    sqlite: "SELECT id, role, blocks, streaming, created_at_ms, updated_seq FROM messages
+                    sqlite: "SELECT id, role, blocks, streaming, created_at_ms, updated_seq, usage FROM messages
                              WHERE session_id = $1 ORDER BY position",
                     postgres: "SELECT id, role, blocks, streaming,
-                                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms, updated_seq
+                                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms, updated_seq, usage
                                FROM messages WHERE session_id = $1 ORDER BY position",
                 }
                 .on(dialect),
@@ -112,6 +112,7 @@ impl Store {
                 blocks: row.blocks.0,
                 streaming: row.streaming,
                 created_at_ms: row.created_at_ms,
+                usage: row.usage.map(|usage| usage.0),
             })
             .collect();
         let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
@@ -208,17 +209,17 @@ impl Store {
                 sqlx::query(
                     Sql {
                         sqlite: "INSERT INTO messages
-                                   (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                                   (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq, usage)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                                  ON CONFLICT (session_id, position) DO UPDATE SET
                                    blocks = excluded.blocks, streaming = excluded.streaming,
-                                   updated_seq = excluded.updated_seq",
+                                   updated_seq = excluded.updated_seq, usage = excluded.usage",
                         postgres: "INSERT INTO messages
-                                     (session_id, position, id, role, blocks, streaming, created_at, updated_seq)
-                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
+                                     (session_id, position, id, role, blocks, streaming, created_at, updated_seq, usage)
+                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
                                    ON CONFLICT (session_id, position) DO UPDATE SET
                                      blocks = excluded.blocks, streaming = excluded.streaming,
-                                     updated_seq = excluded.updated_seq",
+                                     updated_seq = excluded.updated_seq, usage = excluded.usage",
                     }
                     .on(dialect),
                 )
@@ -230,6 +231,7 @@ impl Store {
                 .bind(message.streaming)
                 .bind(message.created_at_ms)
                 .bind(seq)
+                .bind(message.usage.as_ref().map(Json))
                 .execute(&mut *tx)
                 .await?;
             }
@@ -290,6 +292,7 @@ struct MessageRow {
     streaming: bool,
     created_at_ms: i64,
     updated_seq: i64,
+    usage: Option<Json<Usage>>,
 }
 
 #[derive(sqlx::FromRow)]

@@ -7,7 +7,8 @@ use crate::approval::PermissionMode;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::question::Question;
 
-use super::Message;
+use super::message::Message;
+use super::usage::Usage;
 
 /// One entry of a session's append-only log. `seq` starts at 1 and has no gaps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,12 +165,4 @@ impl TurnOutcome {
         }
         .to_string()
     }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    pub cost_usd: Option<f64>,
-    pub duration_ms: Option<u64>,
 }

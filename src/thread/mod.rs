@@ -5,15 +5,18 @@
 //! the page after a reload and the page that watched it live cannot disagree.
 
 mod event;
+mod message;
+mod usage;
 
-pub use event::{EventBody, SessionEvent, TurnOutcome, Usage};
+pub use event::{EventBody, SessionEvent, TurnOutcome};
+pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
+pub use usage::Usage;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::PermissionMode;
 use crate::interaction::{Interaction, InteractionOutcome};
-use crate::question::Question;
 
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,112 +115,6 @@ impl SessionStatus {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Role {
-    User,
-    Assistant,
-    /// Something the product itself says in the thread: an agent error, an interrupted turn.
-    Notice,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
-    pub id: String,
-    pub role: Role,
-    pub blocks: Vec<Block>,
-    /// Still receiving deltas.
-    pub streaming: bool,
-    pub created_at_ms: i64,
-}
-
-impl Message {
-    /// The plain text of the message, tool calls left out.
-    pub fn text(&self) -> String {
-        self.blocks
-            .iter()
-            .filter_map(|block| match block {
-                Block::Text { text } => Some(text.as_str()),
-                Block::ToolCall(_) | Block::Image(_) => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Block {
-    Text {
-        text: String,
-    },
-    ToolCall(ToolCall),
-    /// A picture in a person's message (a pasted screenshot), kept as the agent received it.
-    Image(Image),
-}
-
-/// An image as the Messages API carries it: base64 bytes with their media type, or (rarely) a URL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Image {
-    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; empty when the source did not say.
-    #[serde(default)]
-    pub media_type: String,
-    /// The bytes, base64-encoded (the API's `source.data`); empty for a `url` image.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub data: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-}
-
-impl Image {
-    /// What an `<img src>` takes: a `data:` URL of the bytes, or the image's own URL.
-    pub fn src(&self) -> String {
-        match &self.url {
-            Some(url) if self.data.is_empty() => url.clone(),
-            _ => format!("data:{};base64,{}", self.media_type, self.data),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
-    /// The agent's `tool_use` id.
-    pub id: String,
-    pub name: String,
-    /// The arguments once they are complete.
-    pub input: Option<Value>,
-    /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub partial_input: String,
-    /// For a question tool, from its first streamed arguments until its card opens: the questions
-    /// readable so far (all of them once the arguments are complete).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub preview: Vec<Question>,
-    pub status: ToolStatus,
-    pub result: Option<String>,
-    /// The person's part, for tools that ask them something.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interaction: Option<Interaction>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// The agent is still writing the arguments.
-    Streaming,
-    Running,
-    Done,
-    Failed,
-    /// The turn ended (interrupted, agent gone) before the tool finished.
-    Cancelled,
-}
-
-impl ToolStatus {
-    pub fn is_finished(self) -> bool {
-        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
-    }
-}
-
 /// What the session's agent is doing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnState {
@@ -237,6 +134,9 @@ pub struct TurnState {
     /// What the session's turns have cost so far, summed from their usage, for the header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_usd: Option<f64>,
+    /// What every turn of the session has used so far, and how full the context was last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_usage: Option<Usage>,
     /// Whether the agent's process runs, for agents that have one (`None`: no process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_running: Option<bool>,
@@ -301,6 +201,7 @@ impl Thread {
                 blocks: vec![Block::Text { text: text.clone() }],
                 streaming: false,
                 created_at_ms: at_ms,
+                usage: None,
             }),
             EventBody::Notice { message_id, text } => self.push(Message {
                 id: message_id.clone(),
@@ -308,6 +209,7 @@ impl Thread {
                 blocks: vec![Block::Text { text: text.clone() }],
                 streaming: false,
                 created_at_ms: at_ms,
+                usage: None,
             }),
             EventBody::HistoryImported { agent_session, messages } => {
                 self.turn.agent_session = Some(agent_session.clone());
@@ -340,7 +242,7 @@ impl Thread {
                 role: Role::Assistant,
                 blocks: Vec::new(),
                 streaming: true,
-                created_at_ms: at_ms,
+                created_at_ms: at_ms, usage: None
             }),
             EventBody::TextDelta { message_id, text } => {
                 self.with_message(message_id, |message| match message.blocks.last_mut() {
@@ -408,9 +310,18 @@ impl Thread {
                 if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
                     self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
                 }
+                let mut change = Change::turn();
+                if let Some(usage) = usage {
+                    let total = self.turn.total_usage.take().unwrap_or_default();
+                    self.turn.total_usage = Some(total.plus(usage));
+                    // Shown under the turn's last reply.
+                    if let Some(index) = self.messages.iter().rposition(|m| m.role == Role::Assistant) {
+                        self.messages[index].usage = Some(usage.clone());
+                        change.messages.push(index);
+                    }
+                }
                 // Nothing streams, runs or waits for the person past the end of its turn, but
                 // for a parked interaction: it outlives its turn, and its answer starts the next.
-                let mut change = Change::turn();
                 for (index, message) in self.messages.iter_mut().enumerate() {
                     let mut changed = std::mem::replace(&mut message.streaming, false);
                     for block in &mut message.blocks {
@@ -430,7 +341,7 @@ impl Thread {
                             changed = true;
                         }
                     }
-                    if changed {
+                    if changed && !change.messages.contains(&index) {
                         change.messages.push(index);
                     }
                 }

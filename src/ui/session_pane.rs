@@ -10,6 +10,7 @@ use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
+use super::usage::{context_line, session_tokens};
 use crate::api::SetPermissionMode;
 use crate::approval::PermissionMode;
 use crate::interaction::InteractionRequest;
@@ -66,6 +67,12 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 <span class="agent-info" title=info_title>{info}</span>
                 <span class="session-cost" title="What this session has cost so far">
                     {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
+                </span>
+                <span class="session-tokens" title="Tokens this session used so far (in, out and cached)">
+                    {move || thread.turn.with(|t| t.total_usage.as_ref().and_then(session_tokens))}
+                </span>
+                <span class="session-context" title="How full the model's context window was at the last turn">
+                    {move || thread.turn.with(|t| t.total_usage.as_ref().and_then(context_line)).map(|c| format!("context {c}"))}
                 </span>
                 {move || terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone()))}
             </span>

@@ -8,6 +8,7 @@ use super::markdown::markdown;
 use super::question_card::QuestionCard;
 use super::state::ThreadState;
 use super::tool_card::ToolCard;
+use super::usage::{context_line, turn_line};
 use crate::interaction::InteractionRequest;
 use crate::question::is_question_tool;
 use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
@@ -91,6 +92,10 @@ fn MessageView(message: Signal<Message>) -> impl IntoView {
             <For each=move || 0..block_count() key=|index| *index let:index>
                 <BlockView message index role />
             </For>
+            {move || message.with(|m| m.usage.clone()).map(|usage| {
+                let context = context_line(&usage).map(|c| format!(" · context {c}"));
+                view! { <p class="turn-usage" title="What this turn used">{turn_line(&usage)}{context}</p> }
+            })}
         </article>
     }
 }

@@ -152,7 +152,7 @@ mod tests {
     use serde_json::json;
 
     fn message(role: ThreadRole, blocks: Vec<Block>) -> Message {
-        Message { id: "m".into(), role, blocks, streaming: false, created_at_ms: 0 }
+        Message { id: "m".into(), role, blocks, streaming: false, created_at_ms: 0, usage: None }
     }
 
     fn text(t: &str) -> Block {

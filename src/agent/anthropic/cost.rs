@@ -6,22 +6,33 @@ use std::time::Duration;
 use super::wire::ApiUsage;
 use crate::thread::Usage;
 
-/// Tokens and dollars over a turn's requests.
+/// Tokens and dollars over a turn's requests, and how big the conversation was at the last.
 #[derive(Debug, Default)]
 pub(super) struct Spent {
     pub(super) replies: u32,
     input_tokens: u64,
     output_tokens: u64,
+    cache_read_tokens: u64,
+    cache_write_tokens: u64,
     cost_usd: Option<f64>,
+    /// The last request's input, cached or not, and its reply: what the next request carries.
+    context_tokens: Option<u64>,
 }
 
 impl Spent {
     pub(super) fn add(&mut self, usage: &ApiUsage, model: &str) {
         self.replies += 1;
         let n = |v: Option<u64>| v.unwrap_or(0);
-        self.input_tokens +=
-            n(usage.input_tokens) + n(usage.cache_creation_input_tokens) + n(usage.cache_read_input_tokens);
+        self.input_tokens += n(usage.input_tokens);
+        self.cache_write_tokens += n(usage.cache_creation_input_tokens);
+        self.cache_read_tokens += n(usage.cache_read_input_tokens);
         self.output_tokens += n(usage.output_tokens);
+        self.context_tokens = Some(
+            n(usage.input_tokens)
+                + n(usage.cache_creation_input_tokens)
+                + n(usage.cache_read_input_tokens)
+                + n(usage.output_tokens),
+        );
         if let Some(cost) = cost_usd(model, usage) {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
@@ -33,23 +44,11 @@ impl Spent {
             output_tokens: Some(self.output_tokens),
             cost_usd: self.cost_usd,
             duration_ms: elapsed.map(|e| e.as_millis() as u64),
+            cache_read_tokens: Some(self.cache_read_tokens),
+            cache_write_tokens: Some(self.cache_write_tokens),
+            context_tokens: self.context_tokens,
+            context_window: None,
         }
-    }
-}
-
-/// Two spendings as one: the turns that parked are paid by the turn that completes.
-pub(super) fn add_usage(a: &Usage, b: &Usage) -> Usage {
-    let sum = |x: Option<u64>, y: Option<u64>| {
-        if x.is_none() && y.is_none() { None } else { Some(x.unwrap_or(0) + y.unwrap_or(0)) }
-    };
-    Usage {
-        input_tokens: sum(a.input_tokens, b.input_tokens),
-        output_tokens: sum(a.output_tokens, b.output_tokens),
-        cost_usd: match (a.cost_usd, b.cost_usd) {
-            (None, None) => None,
-            (x, y) => Some(x.unwrap_or(0.0) + y.unwrap_or(0.0)),
-        },
-        duration_ms: b.duration_ms,
     }
 }
 

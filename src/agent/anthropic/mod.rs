@@ -29,7 +29,7 @@ use tracing::{info, warn};
 pub use client::ApiError;
 use client::MessagesClient;
 use conversation::{outcome_result, push, rebuild, with_cache_breakpoint};
-use cost::{Spent, add_usage};
+use cost::Spent;
 use reply::{Call, IncompleteCall, Reply, ReplyReader, Stop};
 pub use tools::ask_user_question_schema;
 use wire::{ContentBlock, InputMessage, MessagesRequest, Role, SystemBlock};
@@ -240,14 +240,14 @@ impl AnthropicAgent {
         let usage = spent.usage(None);
         let mut carried = self.carried.lock().expect("carried lock");
         let total = carried.entry(session.to_string()).or_default();
-        *total = add_usage(total, &usage);
+        *total = total.plus(&usage);
     }
 
     /// This turn's usage, with what the turns before it left uncounted.
     fn usage(&self, session: &str, spent: &Spent, started: Instant) -> Usage {
         let usage = spent.usage(Some(started.elapsed()));
         match self.carried.lock().expect("carried lock").remove(session) {
-            Some(carried) => add_usage(&carried, &usage),
+            Some(carried) => carried.plus(&usage),
             None => usage,
         }
     }

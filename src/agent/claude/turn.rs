@@ -131,6 +131,8 @@ pub(super) struct Turn<'a> {
     tasks: HashMap<String, String>,
     /// A `result` came (the main turn ended) while subagents worked or asked.
     result_seen: Option<Usage>,
+    /// The conversation's size at the main agent's last request (how full the context is).
+    context_tokens: Option<u64>,
     stream_message: Option<String>,
     /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
     /// flowing meanwhile); their answers come back here.
@@ -163,6 +165,7 @@ impl<'a> Turn<'a> {
             hook_answers: HookAnswers::default(),
             tasks: HashMap::new(),
             result_seen: None,
+            context_tokens: None,
             stream_message: None,
             replies: mpsc::unbounded_channel(),
             waits_end: request.cancel.child_token(),
@@ -317,6 +320,9 @@ impl<'a> Turn<'a> {
                 _ => {}
             },
             FromCli::Assistant(assistant) if assistant.parent_tool_use_id.is_none() => {
+                if let Some(usage) = &assistant.message.usage {
+                    self.context_tokens = Some(usage.context_tokens());
+                }
                 let ours = self.ensure_message(&assistant.message.id).await?;
                 for block in assistant.message.content {
                     match block {
@@ -417,6 +423,10 @@ impl<'a> Turn<'a> {
                     output_tokens: result.usage.as_ref().and_then(|u| u.output_tokens),
                     cost_usd: result.total_cost_usd,
                     duration_ms: result.duration_ms,
+                    cache_read_tokens: result.usage.as_ref().and_then(|u| u.cache_read_input_tokens),
+                    cache_write_tokens: result.usage.as_ref().and_then(|u| u.cache_creation_input_tokens),
+                    context_tokens: self.context_tokens,
+                    context_window: result.model_usage.values().filter_map(|m| m.context_window).max(),
                 };
                 // Subagents still at work (or asking) go on after the main turn's result (§13):
                 // the turn stays open until they are done and the CLI's own turn after them ends.

@@ -104,6 +104,9 @@ pub struct ApiMessage {
     pub model: Option<String>,
     #[serde(default)]
     pub content: Vec<ContentBlock>,
+    /// This request's tokens (each `assistant` line of a reply repeats them).
+    #[serde(default)]
+    pub usage: Option<ApiUsage>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -187,6 +190,8 @@ pub struct ResultMessage {
     pub total_cost_usd: Option<f64>,
     pub duration_ms: Option<u64>,
     pub usage: Option<ApiUsage>,
+    #[serde(default, rename = "modelUsage")]
+    pub model_usage: std::collections::HashMap<String, ModelUsage>,
     pub terminal_reason: Option<String>,
     pub stop_reason: Option<String>,
     /// The call a `defer` parked (§12).
@@ -204,6 +209,29 @@ impl ResultMessage {
 pub struct ApiUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+}
+
+impl ApiUsage {
+    /// The conversation's size at this request, and with its reply: input (cached or not) plus
+    /// output, what the next request carries.
+    pub fn context_tokens(&self) -> u64 {
+        [self.input_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens, self.output_tokens]
+            .into_iter()
+            .map(|n| n.unwrap_or(0))
+            .sum()
+    }
+}
+
+/// A model's share of a turn (`result.modelUsage`), for its context window.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    #[serde(default)]
+    pub context_window: Option<u64>,
 }
 
 /// A raw Messages API streaming event (`--include-partial-messages`).

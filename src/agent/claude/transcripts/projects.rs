@@ -45,6 +45,13 @@ impl ProjectsDir {
         &self.root
     }
 
+    /// Whether Claude Code keeps any session's folder here (one directory read; the page asks at
+    /// every load).
+    pub fn holds_any_folder(&self) -> bool {
+        std::fs::read_dir(&self.root)
+            .is_ok_and(|mut entries| entries.any(|entry| entry.is_ok_and(|e| e.path().is_dir())))
+    }
+
     /// The root with its symlinks resolved: what every file must be inside. `None` while Claude
     /// Code has not created it (no session yet).
     fn real_root(&self) -> Option<PathBuf> {

@@ -1,0 +1,118 @@
+//! A thread's messages and what they hold: text, tool calls with the person's part, images.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::interaction::Interaction;
+use crate::question::Question;
+
+use super::usage::Usage;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    /// Something the product itself says in the thread: an agent error, an interrupted turn.
+    Notice,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub blocks: Vec<Block>,
+    /// Still receiving deltas.
+    pub streaming: bool,
+    pub created_at_ms: i64,
+    /// On the last message of a turn: what the turn used (tokens, cost, how full the context).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+impl Message {
+    /// The plain text of the message, tool calls left out.
+    pub fn text(&self) -> String {
+        self.blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Text { text } => Some(text.as_str()),
+                Block::ToolCall(_) | Block::Image(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    ToolCall(ToolCall),
+    /// A picture in a person's message (a pasted screenshot), kept as the agent received it.
+    Image(Image),
+}
+
+/// An image as the Messages API carries it: base64 bytes with their media type, or (rarely) a URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; empty when the source did not say.
+    #[serde(default)]
+    pub media_type: String,
+    /// The bytes, base64-encoded (the API's `source.data`); empty for a `url` image.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub data: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl Image {
+    /// What an `<img src>` takes: a `data:` URL of the bytes, or the image's own URL.
+    pub fn src(&self) -> String {
+        match &self.url {
+            Some(url) if self.data.is_empty() => url.clone(),
+            _ => format!("data:{};base64,{}", self.media_type, self.data),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The agent's `tool_use` id.
+    pub id: String,
+    pub name: String,
+    /// The arguments once they are complete.
+    pub input: Option<Value>,
+    /// The arguments as streamed so far (partial JSON) while `input` is still `None`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub partial_input: String,
+    /// For a question tool, from its first streamed arguments until its card opens: the questions
+    /// readable so far (all of them once the arguments are complete).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub preview: Vec<Question>,
+    pub status: ToolStatus,
+    pub result: Option<String>,
+    /// The person's part, for tools that ask them something.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interaction: Option<Interaction>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The agent is still writing the arguments.
+    Streaming,
+    Running,
+    Done,
+    Failed,
+    /// The turn ended (interrupted, agent gone) before the tool finished.
+    Cancelled,
+}
+
+impl ToolStatus {
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
+    }
+}
