@@ -781,3 +781,68 @@ async fn a_parked_question_expires_on_time_after_a_restart_and_the_agent_is_told
     assert_eq!(received(&thread, &question), InteractionOutcome::Expired);
     assert!(last_reply(&thread).contains("nobody answered in time"), "{}", last_reply(&thread));
 }
+
+/// The scripted agent, whose resumes fail while `failing` is set (as a missing CLI's would).
+struct FailingResumes {
+    inner: ScriptedAgent,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl crate::agent::AgentBackend for FailingResumes {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn run_turn(
+        &self,
+        request: crate::agent::TurnRequest,
+        sink: crate::agent::Sink,
+    ) -> futures::future::BoxFuture<'_, Result<Option<crate::thread::Usage>, crate::agent::AgentError>> {
+        if request.resume && self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            let failed = crate::agent::AgentError::Failed("cannot run `claude`: No such file or directory".into());
+            return Box::pin(async move { Err(failed) });
+        }
+        self.inner.run_turn(request, sink)
+    }
+}
+
+#[tokio::test]
+async fn a_resume_whose_agent_fails_says_why_and_takes_the_answer_then_the_message_once_it_can() {
+    let agent = Arc::new(FailingResumes {
+        inner: ScriptedAgent::new(Scenario::parse(ASKS_WHICH_AUTH, "test").unwrap()),
+        failing: true.into(),
+    });
+    let timeouts = Timeouts {
+        park_after: Some(Duration::from_millis(50)),
+        resume_retry: Some(Duration::from_millis(300)),
+        ..Timeouts::default()
+    };
+    let manager = SessionManager::with_timeouts(Store::open_in_memory().await.unwrap(), agent.clone(), timeouts);
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    ended(&manager, &id, TurnOutcome::Parked).await;
+
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    let notice = wait_until("the thread to say why", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        thread.messages.last().filter(|m| m.role == Role::Notice).map(|m| m.text())
+    })
+    .await;
+    assert!(notice.contains("could not resume with your answer: cannot run `claude`"), "{notice}");
+    // A message now is kept, and waits behind the answer.
+    manager.send_message(&id, "still there?".into()).await.expect("kept, not refused");
+
+    agent.failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    wait_until("the message's turn to ask again", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.is_waiting() && thread.turn.queued_messages.is_empty()).then_some(())
+    })
+    .await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    let kinds = kinds(&manager, &id).await;
+    let last_resume = kinds.iter().rposition(|kind| *kind == "resume_started").unwrap();
+    let message_turn = kinds.iter().rposition(|kind| *kind == "turn_started").unwrap();
+    assert!(last_resume < message_turn, "the answer first, then the message: {kinds:?}");
+}
