@@ -78,9 +78,12 @@ impl SessionManager {
             while let Some(session) = resumes.recv().await {
                 let Some(manager) = weak.upgrade() else { return };
                 tokio::spawn(async move {
-                    if let Err(error) = manager.turns.start_owed(&session).await {
-                        warn!(%session, %error, "could not resume the agent; trying again later");
-                        manager.turns.retry_later(&session);
+                    match manager.turns.start_owed(&session).await {
+                        Ok(()) | Err(AppError::SessionNotFound { .. }) => {}
+                        Err(error) => {
+                            warn!(%session, %error, "could not resume the agent; trying again later");
+                            manager.turns.retry_later(&session);
+                        }
                     }
                 });
             }

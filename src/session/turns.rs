@@ -320,9 +320,12 @@ impl Turns {
                 () = tokio::time::sleep(wait) => {}
             }
             let Some(turns) = turns.upgrade() else { return };
-            if let Err(error) = turns.start_owed(&session).await {
-                warn!(%session, %error, "could not try the owed turn again");
-                turns.retry_later(&session);
+            match turns.start_owed(&session).await {
+                Ok(()) | Err(AppError::SessionNotFound { .. }) => {}
+                Err(error) => {
+                    warn!(%session, %error, "could not try the owed turn again");
+                    turns.retry_later(&session);
+                }
             }
         });
     }
@@ -396,8 +399,9 @@ impl Turns {
         for id in self.store().sessions_with_unfinished_turns().await? {
             let runtime = self.log.runtime(&id).await?;
             let mut state = runtime.lock().await;
-            // Another server may be taking it at the same moment: one of them does.
-            if !self.leases().take(&id).await? {
+            // A turn this process runs is no previous run's (an expiry may have resumed one
+            // already); another server may be taking it at the same moment: one of them does.
+            if state.turn.is_some() || !self.leases().take(&id).await? {
                 continue;
             }
             runtime.catch_up_locked(self.store(), &mut state).await?;
@@ -433,8 +437,12 @@ impl Turns {
         }
         let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
         runtime.append_locked(self.store(), state, ended).await?;
-        let text =
-            format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
+        // A resume cut short did not give the agent the person's answers: it starts again.
+        let then = match state.thread.next_turn() {
+            Some(NextTurn::Resume) => "The agent starts again with your answer.",
+            _ => "Send a message to continue.",
+        };
+        let text = format!("{what} while the agent was working, so that turn was cut short. {then}");
         let notice = EventBody::Notice { message_id: new_id(), text };
         runtime.append_locked(self.store(), state, notice).await?;
         self.log.list_changed();
