@@ -245,7 +245,7 @@ fn check_log(run: &SessionRun, log: &[SessionEvent]) {
     let mut completed = 0;
     for body in &bodies {
         match body {
-            EventBody::TurnStarted => {
+            EventBody::TurnStarted | EventBody::ResumeStarted => {
                 assert!(!working, "session {id}: a turn started inside another");
                 working = true;
             }

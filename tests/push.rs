@@ -176,6 +176,7 @@ async fn a_question_is_pushed_once_signed_and_encrypted_and_its_action_answers_i
     let again = EventBody::InteractionOpened {
         tool_use_id: tool_use_id.clone(),
         request: store.pending_request(&session, &tool_use_id).await.unwrap().unwrap(),
+        expires_at_ms: None,
     };
     server.notifier.observe(&session, &again);
     assert_eq!(report(&mut reports, &tool_use_id, NoticeKind::PushOpened).await, Reported::NotClaimed);

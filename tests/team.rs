@@ -3,7 +3,8 @@
 //! another, and the agent gets the answer; two answers at once through two servers: exactly one
 //! wins. A server that stops lets another take its sessions: a Messages API question waiting on
 //! it is answered through another server, which resumes the conversation; a server killed in the
-//! middle of a turn lets its lease expire, and another server ends that turn honestly.
+//! middle of a turn lets its lease expire, and another server ends that turn honestly. A parked
+//! question expires once, on time, whichever server's timer gets there first.
 
 mod support;
 
@@ -121,6 +122,34 @@ async fn a_question_asked_through_one_server_is_shown_and_answered_through_anoth
     assert_eq!(tab_b.log, stored, "B's tab");
     let resolved = stored.iter().filter(|e| matches!(e.body, EventBody::InteractionResolved { .. })).count();
     assert_eq!(resolved, 2, "each question is resolved once");
+    drop((api_a, api_b));
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_question_expires_once_on_time_across_servers_and_its_agent_resumes_once() {
+    let database = TestPostgres::shared().database().await;
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = ask_and_quote_in(dir.path());
+    let flags = ["--agent", "scripted", "--scenario", &scenario, "--park-after", "300ms", "--question-timeout", "2s"];
+    let (a, b) = two_servers(dir.path(), &database, &flags).await;
+    let (api_a, api_b) = (a.api(), b.api());
+    let id = create_session(&api_a).await;
+    let (mut tab_a, mut tab_b) = a_tab_on_each(&api_a, &api_b, &id).await;
+
+    api_a.send(&id, "Set up auth").await.unwrap();
+    tab_b.until("the question, on B's tab", opened).await;
+    let asked = std::time::Instant::now();
+    tab_b.until("the agent to let go of it", ended(TurnOutcome::Parked)).await;
+    // Both servers' timers know its deadline; it expires once, and its agent resumes once.
+    tab_a.until("the resumed reply, on A's tab", ended(TurnOutcome::Completed)).await;
+    assert!(asked.elapsed() >= Duration::from_millis(1500), "not before its time: {:?}", asked.elapsed());
+    assert_eq!(last_reply(&fold(&tab_a.log)), "got nothing: nobody answered in time");
+    let store = Store::connect(&database).await.unwrap();
+    let stored = store.events_after(&id, 0, u32::MAX).await.unwrap();
+    let count = |kind: &str| stored.iter().filter(|e| e.body.kind() == kind).count();
+    assert_eq!((count("interaction_resolved"), count("resume_started")), (1, 1), "{stored:#?}");
     drop((api_a, api_b));
     a.stop().await;
     b.stop().await;

@@ -79,7 +79,7 @@ impl TurnSink for RecordingSink {
     ) -> BoxFuture<'a, Result<InteractionOutcome, AgentError>> {
         let outcome = (self.person)(&request);
         let tool_use_id = tool_use_id.to_string();
-        self.record(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request });
+        self.record(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request, expires_at_ms: None });
         self.record(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() });
         Box::pin(async move { Ok(outcome) })
     }
@@ -105,7 +105,11 @@ impl TurnSink for RecordingSink {
             });
             return Box::pin(async move { Ok(Some(outcome)) });
         }
-        self.record(EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request });
+        self.record(EventBody::InteractionOpened {
+            tool_use_id: tool_use_id.to_string(),
+            request,
+            expires_at_ms: None,
+        });
         self.record(EventBody::InteractionParked { tool_use_id: tool_use_id.to_string() });
         Box::pin(async { Ok(None) })
     }

@@ -192,7 +192,8 @@ impl dyn TurnSink + '_ {
         warn!(session = self.session_id(), tool_use_id, %error, "the agent's question could not be read");
         let tool_use_id = tool_use_id.to_string();
         let request = InteractionRequest::Unreadable { error: error.clone() };
-        self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request }).await?;
+        self.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.clone(), request, expires_at_ms: None })
+            .await?;
         let outcome = InteractionOutcome::Failed { error };
         self.emit(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() }).await?;
         Ok(Err(outcome))

@@ -27,13 +27,16 @@ impl Verdict {
 
 /// Where interactions are recorded, and the lock under which one is resolved at a time.
 pub trait Ledger: Send + Sync {
-    /// Records that tool call `tool_use_id` of `session` asks the person `request` — unless it was
-    /// decided already (an agent resumed after a park asks again): then its outcome.
+    /// Records that tool call `tool_use_id` of `session` asks the person `request`, expiring at
+    /// `expires_at_ms` (ms since the epoch) unless settled first — unless it was decided already
+    /// (an agent resumed after a park asks again): then its outcome. Asked again while still
+    /// open, it keeps the deadline it had.
     fn open<'a>(
         &'a self,
         session: &'a str,
         tool_use_id: &'a str,
         request: InteractionRequest,
+        expires_at_ms: Option<i64>,
     ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>>;
 
     /// Under the lock: records that no agent waits for the pending interaction any more and then
@@ -57,7 +60,15 @@ pub trait Ledger: Send + Sync {
         judge: &'a (dyn Fn(&Interaction, Elsewhere) -> Verdict + Send + Sync),
         recorded: &'a (dyn Fn(&InteractionOutcome) + Send + Sync),
     ) -> BoxFuture<'a, Result<Verdict, AppError>>;
+
+    /// The open interactions whose deadline passed by `now_ms` (up to `limit` of them), and the
+    /// next deadline after it: what the bridge's expiry timer is armed from.
+    fn deadlines(&self, now_ms: i64, limit: u32) -> BoxFuture<'_, Result<Deadlines, AppError>>;
 }
+
+/// The open interactions whose deadline has passed, as (session, tool_use_id), the earliest
+/// first; and the next deadline still to come (ms since the epoch), if any.
+pub type Deadlines = (Vec<(String, String)>, Option<i64>);
 
 /// Whether the session's agent runs on another server sharing the store, as far as the ledger
 /// knows: then its waiters are that server's, not this bridge's.

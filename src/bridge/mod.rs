@@ -6,6 +6,11 @@
 //! a while, or the agent's turn simply ends there, as the Messages API agent's does), the card
 //! stays pending, and the answer, once recorded, asks the session to resume the agent.
 //!
+//! A timeout is a deadline recorded with the interaction as it opens, not a timer in the waiting
+//! agent: a parked interaction has no agent, and a restart keeps no timer. Each server arms one
+//! timer from the ledger's next deadline (`keep_deadlines`), and expiring is a resolution like
+//! any other: the first outcome wins, so servers racing to expire one interaction is fine.
+//!
 //! The bridge decides; the [`Ledger`] (`ledger.rs`) records. Each resolution is judged against
 //! the interaction as recorded, under the ledger's lock, and recorded before the waiting agent
 //! hears of it. In production the ledger is the session's event log; in the tests below it is a
@@ -18,20 +23,24 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::approval::{Decision, MAX_DENIAL_CHARS};
 use crate::error::AppError;
+use crate::ids::now_ms;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 use crate::question::{MAX_ANSWER_CHARS, QuestionAnswer, validate_answers};
 
-pub use ledger::{Elsewhere, Ledger, Verdict};
+pub use ledger::{Deadlines, Elsewhere, Ledger, Verdict};
 pub use timeouts::{DEFAULT_LEASE, Timeouts};
 
 /// What an agent that is gone is told, and the card says.
 const AGENT_GONE: &str = "the agent is no longer running";
+
+/// How many interactions past their deadline are expired in one go; more are taken at once after.
+const DUE_PAGE: u32 = 64;
 
 type Key = (String, String);
 
@@ -63,19 +72,125 @@ pub struct InteractionBridge {
     waiters: Mutex<HashMap<Key, Waiter>>,
     /// Sessions whose parked interaction was settled: their agent may resume.
     resume: mpsc::UnboundedSender<String>,
+    /// Wakes the expiry timer to read the next deadline again: interactions opened or closed.
+    rearm: Arc<Notify>,
+    /// Cancelled when the bridge is dropped: its expiry timer ends with it.
+    dropped: CancellationToken,
+}
+
+impl Drop for InteractionBridge {
+    fn drop(&mut self) {
+        self.dropped.cancel();
+    }
 }
 
 impl InteractionBridge {
     /// The bridge, and the sessions to resume as their parked interactions are settled.
     pub fn new(ledger: Arc<dyn Ledger>, timeouts: Timeouts) -> (Self, mpsc::UnboundedReceiver<String>) {
         let (resume, resumes) = mpsc::unbounded_channel();
-        let bridge = Self { ledger, timeouts, waiters: Mutex::default(), resume };
+        let bridge = Self {
+            ledger,
+            timeouts,
+            waiters: Mutex::default(),
+            resume,
+            rearm: Arc::default(),
+            dropped: CancellationToken::new(),
+        };
         (bridge, resumes)
     }
 
-    /// Opens the interaction and waits for its outcome, or for its timeout (then it expires,
-    /// unless an answer got there first), or for `cancel`. A `parkable` wait also ends when the
-    /// interaction is parked (`park_waiting`, or `--park-after` passed): the agent lets go.
+    /// When an interaction opened now for `request` expires, if a timeout applies to it.
+    fn deadline_for(&self, request: &InteractionRequest) -> Option<i64> {
+        let timeout = if request.is_approval() { self.timeouts.approval } else { self.timeouts.question }?;
+        Some(now_ms().saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)))
+    }
+
+    /// Expires what is past its deadline, now and whenever the next deadline comes, until `stop`
+    /// (or the bridge is dropped). Armed from the ledger, so that it covers parked interactions,
+    /// those opened before a restart, and (read again when told, `rearm_deadlines`) those other
+    /// servers opened.
+    pub fn keep_deadlines(self: &Arc<Self>, stop: CancellationToken) {
+        let bridge = Arc::downgrade(self);
+        let (rearm, dropped) = (self.rearm.clone(), self.dropped.clone());
+        tokio::spawn(async move {
+            loop {
+                let Some(this) = bridge.upgrade() else { return };
+                let wait = this.expire_due().await;
+                drop(this);
+                let next = async {
+                    match wait {
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = dropped.cancelled() => return,
+                    () = rearm.notified() => {}
+                    () = next => {}
+                }
+            }
+        });
+    }
+
+    /// Tells the expiry timer to read the next deadline again (another server may have opened
+    /// an interaction).
+    pub fn rearm_deadlines(&self) {
+        self.rearm.notify_one();
+    }
+
+    /// Expires the interactions past their deadline; how long until the next one (`None`: none).
+    async fn expire_due(&self) -> Option<Duration> {
+        let now = now_ms();
+        let (due, next) = match self.ledger.deadlines(now, DUE_PAGE).await {
+            Ok(deadlines) => deadlines,
+            Err(error) => {
+                warn!(%error, "could not read when interactions expire; reading again in a second");
+                return Some(Duration::from_secs(1));
+            }
+        };
+        let mut expired = 0;
+        for (session, tool_use_id) in &due {
+            expired += usize::from(self.expire(session, tool_use_id, now).await);
+        }
+        if due.len() == DUE_PAGE as usize && expired > 0 {
+            // A full page: there may be more.
+            return Some(Duration::ZERO);
+        }
+        next.map(|at| Duration::from_millis(u64::try_from(at.saturating_sub(now)).unwrap_or(0)))
+    }
+
+    /// Expires the interaction, if its deadline passed and something still waits on it: a
+    /// parked agent, or one waiting here or on another server. One whose agent is gone is left to
+    /// the end of its turn (cut short: its card says what the agent was told). True if expired.
+    async fn expire(&self, session: &str, tool_use_id: &str, now: i64) -> bool {
+        let judge = |interaction: &Interaction, elsewhere: Elsewhere| {
+            let due = interaction.expires_at_ms.is_some_and(|at| at <= now);
+            let awaited = interaction.parked || elsewhere.0 || self.is_waiting(session, tool_use_id);
+            if interaction.is_pending() && due && awaited {
+                Verdict::record(InteractionOutcome::Expired)
+            } else {
+                Verdict::refuse(AppError::NotWaiting { detail: "it is not due to expire".into() })
+            }
+        };
+        match self.settle(session, tool_use_id, &judge).await {
+            Ok(()) => {
+                info!(session, tool_use_id, "expired: nobody answered in time");
+                true
+            }
+            Err(
+                AppError::NotWaiting { .. } | AppError::SessionNotFound { .. } | AppError::InteractionNotFound { .. },
+            ) => false,
+            Err(error) => {
+                warn!(session, tool_use_id, %error, "could not record the expiry");
+                false
+            }
+        }
+    }
+
+    /// Opens the interaction and waits for its outcome (an expiry too, when its deadline passes:
+    /// `keep_deadlines`), or for `cancel`. A `parkable` wait also ends when the interaction is
+    /// parked (`park_waiting`, or `--park-after` passed): the agent lets go; its deadline stays.
     pub async fn wait_for_person(
         &self,
         session: &str,
@@ -84,11 +199,11 @@ impl InteractionBridge {
         parkable: bool,
         cancel: &CancellationToken,
     ) -> Result<InteractionOutcome, NoOutcome> {
-        let timeout = if request.is_approval() { self.timeouts.approval } else { self.timeouts.question };
+        let deadline = self.deadline_for(&request);
         // Registered before the card appears, so that even an instant answer finds its way.
         let (mut answered, park) = self.register(session, tool_use_id, parkable);
-        match self.ledger.open(session, tool_use_id, request).await {
-            Ok(None) => {}
+        match self.ledger.open(session, tool_use_id, request, deadline).await {
+            Ok(None) => self.rearm_deadlines(),
             // Decided while the agent was away (it was parked): the answer, at once.
             Ok(Some(outcome)) => {
                 self.forget(session, tool_use_id);
@@ -107,22 +222,14 @@ impl InteractionBridge {
             }
         };
         tokio::select! {
-            outcome = &mut answered => return outcome.map_err(|_| NoOutcome::Stopped),
+            outcome = &mut answered => outcome.map_err(|_| NoOutcome::Stopped),
             () = cancel.cancelled() => {
                 self.forget(session, tool_use_id);
-                return Err(NoOutcome::Stopped);
+                Err(NoOutcome::Stopped)
             }
-            () = park.cancelled(), if parkable => return self.park(session, tool_use_id, answered).await,
-            () = after(self.timeouts.park_after), if parkable => {
-                return self.park(session, tool_use_id, answered).await;
-            }
-            () = after(timeout) => {}
+            () = park.cancelled(), if parkable => self.park(session, tool_use_id, answered).await,
+            () = after(self.timeouts.park_after), if parkable => self.park(session, tool_use_id, answered).await,
         }
-        match self.resolve(session, tool_use_id, InteractionOutcome::Expired).await {
-            Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
-            Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
-        }
-        answered.await.map_err(|_| NoOutcome::Stopped)
     }
 
     /// Answers a pending question: checked against the questions asked, then the first answer
@@ -229,37 +336,20 @@ impl InteractionBridge {
     }
 
     /// Opens an interaction that no agent waits for: the agent's turn ends here, and the answer
-    /// resumes it. Its outcome, if it was decided already.
+    /// (or its expiry, once its deadline passes) resumes it. Its outcome, if it was decided
+    /// already.
     pub async fn open_parked(
         &self,
         session: &str,
         tool_use_id: &str,
         request: InteractionRequest,
     ) -> Result<Option<InteractionOutcome>, AppError> {
-        if let Some(outcome) = self.ledger.open(session, tool_use_id, request).await? {
+        let deadline = self.deadline_for(&request);
+        if let Some(outcome) = self.ledger.open(session, tool_use_id, request, deadline).await? {
             return Ok(Some(outcome));
         }
+        self.rearm_deadlines();
         self.ledger.park(session, tool_use_id, &|| {}).await
-    }
-
-    /// A question opened parked has no waiting agent to time it: once the question timeout (if
-    /// any) has passed, it expires all the same, unless decided first, and the expiry resumes the
-    /// agent as an answer would. The timer lives in this process: a restart forgets it.
-    pub fn expire_parked_later(self: &Arc<Self>, session: &str, tool_use_id: &str) {
-        let Some(timeout) = self.timeouts.question else { return };
-        let (bridge, session, tool_use_id) = (self.clone(), session.to_string(), tool_use_id.to_string());
-        tokio::spawn(async move {
-            tokio::time::sleep(timeout).await;
-            match bridge.resolve(&session, &tool_use_id, InteractionOutcome::Expired).await {
-                Ok(()) | Err(AppError::AlreadyAnswered | AppError::NotWaiting { .. }) => {}
-                Err(error) => warn!(session, tool_use_id, %error, "could not record the expiry"),
-            }
-        });
-    }
-
-    /// Asks the session to resume its parked agent (when nothing it left waits any more).
-    pub fn ask_to_resume(&self, session: &str) {
-        let _ = self.resume.send(session.to_string());
     }
 
     /// Tells every waiting agent (of `session`, or of all sessions) to park its interactions;
@@ -327,6 +417,8 @@ impl InteractionBridge {
     /// waiting agent gets it, or, when nobody here waits, the session may resume its agent.
     pub fn resolved(&self, session: &str, tool_use_id: &str, outcome: &InteractionOutcome) {
         info!(session, tool_use_id, outcome = outcome.name(), "interaction resolved");
+        // Its deadline no longer counts.
+        self.rearm_deadlines();
         if !self.deliver(session, tool_use_id, outcome.clone()) {
             // Nobody waits: the session decides whether its agent resumes now.
             let _ = self.resume.send(session.to_string());
@@ -398,13 +490,16 @@ mod tests {
             session: &'a str,
             tool_use_id: &'a str,
             request: InteractionRequest,
+            expires_at_ms: Option<i64>,
         ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
             Box::pin(async move {
                 let mut interactions = self.interactions.lock().await;
-                if let Some(decided) = interactions.get(&key(session, tool_use_id)).and_then(|i| i.outcome.clone()) {
+                let existing = interactions.get(&key(session, tool_use_id));
+                if let Some(decided) = existing.and_then(|i| i.outcome.clone()) {
                     return Ok(Some(decided));
                 }
-                interactions.insert(key(session, tool_use_id), Interaction::new(request));
+                let expires_at_ms = existing.map_or(expires_at_ms, |i| i.expires_at_ms);
+                interactions.insert(key(session, tool_use_id), Interaction::expiring(request, expires_at_ms));
                 Ok(None)
             })
         }
@@ -449,6 +544,25 @@ mod tests {
                 Ok(verdict)
             })
         }
+
+        fn deadlines(&self, now_ms: i64, limit: u32) -> BoxFuture<'_, Result<Deadlines, AppError>> {
+            Box::pin(async move {
+                let interactions = self.interactions.lock().await;
+                let mut open: Vec<(i64, &Key)> = interactions
+                    .iter()
+                    .filter(|(_, i)| i.is_pending())
+                    .filter_map(|(key, i)| Some((i.expires_at_ms?, key)))
+                    .collect();
+                open.sort();
+                let due = open
+                    .iter()
+                    .filter(|(at, _)| *at <= now_ms)
+                    .take(limit as usize)
+                    .map(|(_, key)| (*key).clone())
+                    .collect();
+                Ok((due, open.iter().map(|(at, _)| *at).find(|at| *at > now_ms)))
+            })
+        }
     }
 
     fn bridge(timeouts: Timeouts) -> (Arc<InteractionBridge>, Arc<MemoryLedger>) {
@@ -460,7 +574,9 @@ mod tests {
     fn bridge_and_resumes(timeouts: Timeouts) -> ((Arc<InteractionBridge>, Arc<MemoryLedger>), Resumes) {
         let ledger = Arc::new(MemoryLedger::default());
         let (bridge, resumes) = InteractionBridge::new(ledger.clone(), timeouts);
-        ((Arc::new(bridge), ledger), resumes)
+        let bridge = Arc::new(bridge);
+        bridge.keep_deadlines(CancellationToken::new());
+        ((bridge, ledger), resumes)
     }
 
     fn question() -> InteractionRequest {
@@ -647,5 +763,47 @@ mod tests {
         assert_eq!(resumes.recv().await.as_deref(), Some("s"));
         let decided = bridge.open_parked("s", "t", question()).await;
         assert_eq!(decided, Ok(Some(InteractionOutcome::Declined { reason: None })), "asked again: the outcome");
+    }
+
+    #[tokio::test]
+    async fn a_question_parked_before_its_timeout_still_expires_on_time_and_asks_to_resume() {
+        let timeouts = Timeouts {
+            question: Some(Duration::from_millis(300)),
+            park_after: Some(Duration::from_millis(20)),
+            ..Timeouts::default()
+        };
+        let ((bridge, ledger), mut resumes) = bridge_and_resumes(timeouts);
+        let asked = std::time::Instant::now();
+        let got = bridge.wait_for_person("s", "t", question(), true, &CancellationToken::new()).await;
+        assert_eq!(got, Err(NoOutcome::Parked));
+        assert_eq!(resumes.recv().await.as_deref(), Some("s"), "the expiry resumes the agent");
+        assert!(asked.elapsed() >= Duration::from_millis(300), "not before its time: {:?}", asked.elapsed());
+        assert_eq!(ledger.interactions.lock().await[&key("s", "t")].outcome, Some(InteractionOutcome::Expired));
+        let late = bridge.answer("s", "t", answer("JWT")).await;
+        assert_eq!(late, Err(AppError::NotWaiting { detail: "it was not answered in time".into() }));
+    }
+
+    #[tokio::test]
+    async fn a_deadline_recorded_before_a_restart_expires_with_the_next_bridge() {
+        let timeouts = Timeouts { question: Some(Duration::from_millis(200)), ..Timeouts::default() };
+        let ((before, ledger), _) = bridge_and_resumes(timeouts);
+        assert_eq!(before.open_parked("s", "t", question()).await, Ok(None));
+        drop(before);
+        let (after, mut resumes) = InteractionBridge::new(ledger.clone(), timeouts);
+        let after = Arc::new(after);
+        after.keep_deadlines(CancellationToken::new());
+        assert_eq!(resumes.recv().await.as_deref(), Some("s"));
+        assert_eq!(ledger.interactions.lock().await[&key("s", "t")].outcome, Some(InteractionOutcome::Expired));
+    }
+
+    #[tokio::test]
+    async fn a_question_asked_again_keeps_the_deadline_it_opened_with() {
+        let timeouts = Timeouts { question: Some(Duration::from_secs(60)), ..Timeouts::default() };
+        let (bridge, ledger) = bridge(timeouts);
+        assert_eq!(bridge.open_parked("s", "t", question()).await, Ok(None));
+        let first = ledger.interactions.lock().await[&key("s", "t")].expires_at_ms.expect("a deadline");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(bridge.open_parked("s", "t", question()).await, Ok(None));
+        assert_eq!(ledger.interactions.lock().await[&key("s", "t")].expires_at_ms, Some(first));
     }
 }

@@ -109,11 +109,20 @@ pub struct Interaction {
     /// the answer resumes it (DESIGN §3).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub parked: bool,
+    /// When it expires unless settled first (ms since the epoch), set as it opens from
+    /// `--question-timeout` or `--approval-timeout`: stored, so that parking and restarts keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
 }
 
 impl Interaction {
     pub fn new(request: InteractionRequest) -> Self {
-        Self { request, outcome: None, parked: false }
+        Self { request, outcome: None, parked: false, expires_at_ms: None }
+    }
+
+    /// A new interaction that expires at `expires_at_ms`, if anything.
+    pub fn expiring(request: InteractionRequest, expires_at_ms: Option<i64>) -> Self {
+        Self { expires_at_ms, ..Self::new(request) }
     }
 
     pub fn is_pending(&self) -> bool {

@@ -180,7 +180,7 @@ impl Notifier {
     /// from another server). Only interactions' events matter; returns at once.
     pub fn observe(&self, session: &str, event: &EventBody) {
         match event {
-            EventBody::InteractionOpened { tool_use_id, request } => self.opened(session, tool_use_id, request),
+            EventBody::InteractionOpened { tool_use_id, request, .. } => self.opened(session, tool_use_id, request),
             EventBody::InteractionParked { tool_use_id } => self.parked(session, tool_use_id),
             EventBody::InteractionResolved { tool_use_id, .. } => self.closed(session, tool_use_id),
             _ => {}

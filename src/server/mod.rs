@@ -84,6 +84,7 @@ pub async fn serve_until(
         approval: args.approval_timeout,
         park_after: Some(args.park_after),
         lease: Some(args.lease),
+        ..Timeouts::default()
     };
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::leases::Leases;
-use crate::bridge::{Elsewhere, Ledger, Verdict};
+use crate::bridge::{Deadlines, Elsewhere, Ledger, Verdict};
 use crate::error::AppError;
 use crate::ids::now_ms;
 use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
@@ -233,6 +233,7 @@ impl Ledger for SessionLog {
         session: &'a str,
         tool_use_id: &'a str,
         request: InteractionRequest,
+        expires_at_ms: Option<i64>,
     ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AppError>> {
         Box::pin(async move {
             let runtime = self.runtime(session).await?;
@@ -242,11 +243,13 @@ impl Ledger for SessionLog {
                     let existing = thread.tool_call(tool_use_id).and_then(|call| call.interaction.as_ref());
                     Ok::<_, AppError>(match existing.and_then(|interaction| interaction.outcome.clone()) {
                         Some(decided) => Judged::Done(Some(decided)),
-                        // New, or asked again by a resumed agent (then it is no longer parked).
+                        // New, or asked again by a resumed agent (then it is no longer parked,
+                        // and keeps the deadline it had).
                         None => Judged::Append(
                             EventBody::InteractionOpened {
                                 tool_use_id: tool_use_id.to_string(),
                                 request: request.clone(),
+                                expires_at_ms: existing.map_or(expires_at_ms, |open| open.expires_at_ms),
                             },
                             None,
                         ),
@@ -324,6 +327,10 @@ impl Ledger for SessionLog {
             }
             Ok(verdict)
         })
+    }
+
+    fn deadlines(&self, now_ms: i64, limit: u32) -> BoxFuture<'_, Result<Deadlines, AppError>> {
+        Box::pin(async move { Ok(self.store.interaction_deadlines(now_ms, limit).await?) })
     }
 }
 

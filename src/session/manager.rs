@@ -55,6 +55,8 @@ impl SessionManager {
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let bridge = Arc::new(bridge);
         let shutdown = CancellationToken::new();
+        // Questions and approvals expire from the deadlines in the store, parked ones included.
+        bridge.keep_deadlines(shutdown.clone());
         let turns = Arc::new(Turns {
             log: log.clone(),
             bridge: bridge.clone(),
@@ -62,21 +64,27 @@ impl SessionManager {
             policy,
             shutdown: shutdown.clone(),
             tasks: TaskTracker::new(),
+            retry_after: timeouts.resume_retry(),
+            failures: Default::default(),
         });
         let manager = Arc::new(Self { log, bridge, agent, turns, shutdown });
         manager.follow_remote_events();
         // A parked interaction was settled: its session's agent may go on. Each session resumes
         // on its own task: one after the other, under load, the last of many parked sessions
         // waited for every other one's reads and writes (issue 13, `tests/load.rs`). Two resumes
-        // of one session are one: the second finds its turn started (`resume` checks under the
-        // session's lock).
+        // of one session are one: the second finds its turn started (`start_owed` checks under
+        // the session's lock). One that cannot start says so in the thread and is tried again.
         let weak = Arc::downgrade(&manager);
         tokio::spawn(async move {
             while let Some(session) = resumes.recv().await {
                 let Some(manager) = weak.upgrade() else { return };
                 tokio::spawn(async move {
-                    if let Err(error) = manager.turns.resume(&session).await {
-                        warn!(%session, %error, "could not resume the agent");
+                    match manager.turns.start_owed(&session).await {
+                        Ok(()) | Err(AppError::SessionNotFound { .. }) => {}
+                        Err(error) => {
+                            warn!(%session, %error, "could not resume the agent; trying again later");
+                            manager.turns.retry_later(&session);
+                        }
                     }
                 });
             }
@@ -107,7 +115,9 @@ impl SessionManager {
                     EventBody::InteractionResolved { tool_use_id, outcome } => {
                         manager.bridge.resolved(&session, tool_use_id, outcome);
                     }
-                    EventBody::TurnStarted => manager.agent.end_session(&session).await,
+                    // Its deadline, for this server's expiry timer too.
+                    EventBody::InteractionOpened { .. } => manager.bridge.rearm_deadlines(),
+                    EventBody::TurnStarted | EventBody::ResumeStarted => manager.agent.end_session(&session).await,
                     _ => {}
                 }
             }
@@ -191,6 +201,8 @@ impl SessionManager {
     /// expire: it died (or lost the store for longer than a lease).
     async fn keep_leases(&self) {
         self.log.leases().renew().await;
+        // Deadlines that other servers recorded for sessions this one does not follow.
+        self.bridge.rearm_deadlines();
         for session in self.log.leases().expired().await {
             if let Err(error) = self.turns.take_over(&session).await {
                 warn!(%session, %error, "could not take over the session");
@@ -247,9 +259,12 @@ impl SessionManager {
     }
 
     /// Ends the turns that a previous run of the server left unfinished, saying so in the thread
-    /// (where servers share the store: the turns no live server holds).
+    /// (where servers share the store: the turns no live server holds); then starts the turns
+    /// the sessions owe the person: a resume whose answer was stored, a message stored, just
+    /// before the server died; a resume that failed.
     pub async fn recover_unfinished_turns(&self) -> StoreResult<()> {
-        self.turns.recover_unfinished().await
+        self.turns.recover_unfinished().await?;
+        self.turns.start_all_owed().await
     }
 
     /// Parks what waits for the person (it outlives the server), stops every other turn, and
@@ -358,7 +373,8 @@ impl SessionManager {
     }
 
     /// Stores the person's message and starts the agent's turn; returns once the message is
-    /// stored, before the agent answers.
+    /// stored, before the agent answers. A parked agent whose answers were given takes them first
+    /// (its resume starts now if it has not yet), and the message's turn follows that one.
     pub async fn send_message(&self, session_id: &str, text: String) -> Result<(), AppError> {
         validate_message(&text)?;
         let runtime = self.runtime(session_id).await?;
@@ -381,10 +397,10 @@ impl SessionManager {
                 }
                 let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
                 let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
-                Ok(Judged::Append(message, (first_message, thread.messages.clone())))
+                Ok(Judged::Append(message, first_message))
             })
             .await;
-        let (first_message, history) = match stored {
+        let first_message = match stored {
             Ok(stored) => stored,
             Err(error) => {
                 self.log.leases().give_back(session_id).await;
@@ -398,7 +414,9 @@ impl SessionManager {
             // A title is not worth a turn: the message is stored, and the list keeps its old title.
             warn!(session = %session_id, %error, "could not title the session after its first message");
         }
-        self.turns.start(&runtime, &mut state, history, text, workdir).await
+        // A resume that failed is tried again now, with a short wait again if it fails.
+        self.turns.forget_failures(session_id);
+        self.turns.start_owed_locked(&runtime, &mut state, workdir).await
     }
 
     /// Stops the session's running turn. Stopping an idle session does nothing.

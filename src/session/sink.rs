@@ -63,18 +63,10 @@ impl TurnSink for SessionSink {
         request: InteractionRequest,
     ) -> BoxFuture<'a, Result<Option<InteractionOutcome>, AgentError>> {
         Box::pin(async move {
-            let is_question = !request.is_approval();
-            let opened =
-                self.bridge.open_parked(self.session_id(), tool_use_id, request).await.map_err(
-                    |error| match error {
-                        AppError::SessionNotFound { .. } => AgentError::SessionGone,
-                        error => AgentError::Failed(format!("could not store the agent's request: {error}")),
-                    },
-                )?;
-            if opened.is_none() && is_question {
-                self.bridge.expire_parked_later(self.session_id(), tool_use_id);
-            }
-            Ok(opened)
+            self.bridge.open_parked(self.session_id(), tool_use_id, request).await.map_err(|error| match error {
+                AppError::SessionNotFound { .. } => AgentError::SessionGone,
+                error => AgentError::Failed(format!("could not store the agent's request: {error}")),
+            })
         })
     }
 

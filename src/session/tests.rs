@@ -618,3 +618,222 @@ async fn a_turn_whose_end_cannot_be_stored_does_not_leave_the_session_busy() {
     let thread = wait_idle(&manager, &session.id).await;
     assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).count(), 2, "nothing lost");
 }
+
+/// The kinds of the session's stored events, in order.
+async fn kinds(manager: &SessionManager, id: &str) -> Vec<&'static str> {
+    manager.store().events_after(id, 0, 10_000).await.unwrap().iter().map(|event| event.body.kind()).collect()
+}
+
+/// Waits for the session's last turn to end with `outcome`, and returns its thread.
+async fn ended(manager: &SessionManager, id: &str, outcome: TurnOutcome) -> Thread {
+    wait_until("the turn to end", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(id).await.unwrap();
+        (thread.turn.last_outcome.as_ref() == Some(&outcome)).then_some(thread)
+    })
+    .await
+}
+
+/// A session asking "Which auth?", parked (the agent let go after 50 ms), on a database in `dir`.
+async fn parked_session(dir: &std::path::Path, timeouts: Timeouts) -> (Arc<SessionManager>, String, String) {
+    let timeouts = Timeouts { park_after: Some(Duration::from_millis(50)), ..timeouts };
+    let manager = asking_manager_on(&dir.join("db"), timeouts).await;
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    ended(&manager, &id, TurnOutcome::Parked).await;
+    (manager, id, question)
+}
+
+#[tokio::test]
+async fn an_answer_stored_just_before_the_server_died_reaches_the_agent_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    // The first server runs on a runtime of its own, dropped as soon as the answer is stored: as if
+    // it was killed before the resume could start (or while it ran).
+    let first = dir.path().to_path_buf();
+    let (id, question) = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let (manager, id, question) = parked_session(&first, Timeouts::default()).await;
+            manager.answer_question(&id, &question, jwt()).await.unwrap();
+            (id, question)
+        })
+    })
+    .join()
+    .unwrap();
+
+    let manager = asking_manager_on(&path, Timeouts::default()).await;
+    manager.recover_unfinished_turns().await.unwrap();
+    let thread = ended(&manager, &id, TurnOutcome::Completed).await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    assert!(last_reply(&thread).ends_with("got \"Which auth?\"=\"JWT\""), "{}", last_reply(&thread));
+}
+
+#[tokio::test]
+async fn a_message_stored_just_before_the_server_died_gets_its_turn_after_the_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let open = async |path: &std::path::Path| {
+        SessionManager::new(Store::open(path).await.unwrap(), Arc::new(ScriptedAgent::new(quick_scenario())))
+    };
+    let manager = open(&path).await;
+    let id = manager.create_session(None).await.unwrap().id;
+    // Stored, and the server gone before the turn's start was: what `send_message` does first.
+    let message = crate::thread::EventBody::UserMessage { message_id: "m1".into(), text: "hello".into() };
+    manager.runtime(&id).await.unwrap().append(manager.store(), message).await.unwrap();
+    drop(manager);
+
+    let manager = open(&path).await;
+    manager.recover_unfinished_turns().await.unwrap();
+    let thread = ended(&manager, &id, TurnOutcome::Completed).await;
+    assert_eq!(last_reply(&thread), "You said hello");
+    assert_eq!(kinds(&manager, &id).await[..3], ["permission_mode_changed", "user_message", "turn_started"]);
+}
+
+#[tokio::test]
+async fn a_message_sent_while_an_answer_waits_for_its_resume_goes_after_the_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manager, id, question) = parked_session(dir.path(), Timeouts::default()).await;
+    // The answer stored, its resume not started yet: the moment a message could overtake it.
+    let answered = crate::thread::EventBody::InteractionResolved {
+        tool_use_id: question.clone(),
+        outcome: InteractionOutcome::Answered { answers: jwt() },
+    };
+    manager.runtime(&id).await.unwrap().append(manager.store(), answered).await.unwrap();
+    manager.send_message(&id, "and then?".into()).await.expect("stored, not refused");
+    wait_until("the message's turn to ask again", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        thread.is_waiting().then_some(())
+    })
+    .await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() }, "the agent took it");
+    let kinds = kinds(&manager, &id).await;
+    let resumed = kinds.iter().position(|kind| *kind == "resume_started").expect("resumed");
+    let message = kinds.iter().position(|kind| *kind == "user_message" && true).unwrap();
+    let after = &kinds[resumed..];
+    let message_turn = after.iter().position(|kind| *kind == "turn_started").expect("the message's turn") + resumed;
+    assert!(message < resumed, "{kinds:?}");
+    assert!(kinds[resumed..message_turn].contains(&"turn_ended"), "one after the other: {kinds:?}");
+    let texts: Vec<String> = thread.messages.iter().map(|m| m.text()).collect();
+    assert!(texts.iter().any(|t| t.ends_with("got \"Which auth?\"=\"JWT\"")), "{texts:?}");
+}
+
+#[tokio::test]
+async fn a_resume_that_cannot_start_says_why_and_goes_on_once_the_cause_is_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("project");
+    std::fs::create_dir(&folder).unwrap();
+    let timeouts = Timeouts {
+        park_after: Some(Duration::from_millis(50)),
+        resume_retry: Some(Duration::from_millis(200)),
+        ..Timeouts::default()
+    };
+    let manager = asking_manager_on(&dir.path().join("db"), timeouts).await;
+    let id = manager.create_session(Some(&folder.display().to_string())).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    ended(&manager, &id, TurnOutcome::Parked).await;
+
+    std::fs::remove_dir(&folder).unwrap();
+    manager.answer_question(&id, &question, jwt()).await.expect("the answer is taken all the same");
+    let notice = wait_until("the thread to say why", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        thread.messages.last().filter(|m| m.role == Role::Notice).map(|m| m.text())
+    })
+    .await;
+    assert!(notice.contains("could not resume with your answer") && notice.contains("there is no folder"), "{notice}");
+    assert!(notice.contains("Your answer is kept"), "{notice}");
+
+    std::fs::create_dir(&folder).unwrap();
+    let thread = ended(&manager, &id, TurnOutcome::Completed).await;
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    let notices = thread.messages.iter().filter(|m| m.role == Role::Notice).count();
+    assert_eq!(notices, 1, "said once, however many tries");
+}
+
+#[tokio::test]
+async fn a_parked_question_expires_on_time_after_a_restart_and_the_agent_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let timeouts = Timeouts { question: Some(Duration::from_millis(1500)), ..Timeouts::default() };
+    let asked = std::time::Instant::now();
+    let (manager, id, question) = parked_session(dir.path(), timeouts).await;
+    manager.shut_down().await;
+    drop(manager);
+
+    let manager =
+        asking_manager_on(&dir.path().join("db"), Timeouts { park_after: Some(Duration::from_millis(50)), ..timeouts })
+            .await;
+    manager.recover_unfinished_turns().await.unwrap();
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    assert!(thread.is_waiting(), "not expired before its time");
+    let thread = ended(&manager, &id, TurnOutcome::Completed).await;
+    assert!(asked.elapsed() >= Duration::from_millis(1500), "{:?}", asked.elapsed());
+    assert_eq!(received(&thread, &question), InteractionOutcome::Expired);
+    assert!(last_reply(&thread).contains("nobody answered in time"), "{}", last_reply(&thread));
+}
+
+/// The scripted agent, whose resumes fail while `failing` is set (as a missing CLI's would).
+struct FailingResumes {
+    inner: ScriptedAgent,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl crate::agent::AgentBackend for FailingResumes {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn run_turn(
+        &self,
+        request: crate::agent::TurnRequest,
+        sink: crate::agent::Sink,
+    ) -> futures::future::BoxFuture<'_, Result<Option<crate::thread::Usage>, crate::agent::AgentError>> {
+        if request.resume && self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            let failed = crate::agent::AgentError::Failed("cannot run `claude`: No such file or directory".into());
+            return Box::pin(async move { Err(failed) });
+        }
+        self.inner.run_turn(request, sink)
+    }
+}
+
+#[tokio::test]
+async fn a_resume_whose_agent_fails_says_why_and_takes_the_answer_then_the_message_once_it_can() {
+    let agent = Arc::new(FailingResumes {
+        inner: ScriptedAgent::new(Scenario::parse(ASKS_WHICH_AUTH, "test").unwrap()),
+        failing: true.into(),
+    });
+    let timeouts = Timeouts {
+        park_after: Some(Duration::from_millis(50)),
+        resume_retry: Some(Duration::from_millis(300)),
+        ..Timeouts::default()
+    };
+    let manager = SessionManager::with_timeouts(Store::open_in_memory().await.unwrap(), agent.clone(), timeouts);
+    let id = manager.create_session(None).await.unwrap().id;
+    manager.send_message(&id, "go".into()).await.unwrap();
+    let question = pending_question(&manager, &id).await;
+    ended(&manager, &id, TurnOutcome::Parked).await;
+
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    let notice = wait_until("the thread to say why", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        thread.messages.last().filter(|m| m.role == Role::Notice).map(|m| m.text())
+    })
+    .await;
+    assert!(notice.contains("could not resume with your answer: cannot run `claude`"), "{notice}");
+    // A message now is kept, and waits behind the answer.
+    manager.send_message(&id, "still there?".into()).await.expect("kept, not refused");
+
+    agent.failing.store(false, std::sync::atomic::Ordering::SeqCst);
+    wait_until("the message's turn to ask again", Duration::from_secs(10), || async {
+        let (_, thread) = manager.snapshot(&id).await.unwrap();
+        (thread.is_waiting() && thread.turn.queued_messages.is_empty()).then_some(())
+    })
+    .await;
+    let (_, thread) = manager.snapshot(&id).await.unwrap();
+    assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() });
+    let kinds = kinds(&manager, &id).await;
+    let last_resume = kinds.iter().rposition(|kind| *kind == "resume_started").unwrap();
+    let message_turn = kinds.iter().rposition(|kind| *kind == "turn_started").unwrap();
+    assert!(last_resume < message_turn, "the answer first, then the message: {kinds:?}");
+}

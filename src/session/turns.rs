@@ -1,11 +1,19 @@
 //! A session's turns. Each starts with the session's lease taken, runs on a task of its own, and,
-//! however it ends, has its end recorded and its lease given back; an answer that came while it
-//! was parking resumes the agent. Also the turns nobody ended: those a server left when it
-//! stopped or died, which the next start (or another server) ends, resuming what can be resumed.
+//! however it ends, has its end recorded and its lease given back; then the turn the session
+//! still owes the person starts (`Thread::next_turn`): a parked agent whose answers came resumes,
+//! and the messages sent meanwhile get theirs after it. Also the turns nobody ended: those a
+//! server left when it stopped or died, which the next start (or another server) ends, and the
+//! turns nobody started (the server died first), which it starts.
+//!
+//! A turn that cannot start, or a resume that fails, says why in the thread and is tried again:
+//! a few times, further and further apart, then at the next start of the server or when the
+//! person sends a message. What the person gave is kept all along.
 
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +30,15 @@ use crate::error::AppError;
 use crate::ids::new_id;
 use crate::interaction::InteractionOutcome;
 use crate::store::{Store, StoreResult};
-use crate::thread::{Block, EventBody, Message, TurnOutcome};
+use crate::thread::{Block, EventBody, NextTurn, Role, TurnOutcome};
+
+/// How many times in a row an owed turn that failed is tried again by itself, before it waits for
+/// the next start of the server or the person's next message.
+const RETRIES: u32 = 8;
+
+/// The longest wait between two tries (the first waits `Timeouts::resume_retry`, each next one
+/// twice the one before).
+const LONGEST_RETRY: Duration = Duration::from_secs(600);
 
 pub(super) struct Turns {
     pub(super) log: Arc<SessionLog>,
@@ -33,6 +49,10 @@ pub(super) struct Turns {
     pub(super) shutdown: CancellationToken,
     /// The running turns' tasks, waited for as the server stops.
     pub(super) tasks: TaskTracker,
+    /// The first wait before an owed turn that failed is tried again.
+    pub(super) retry_after: Duration,
+    /// How many times in a row each session's owed turn failed (for the wait before the next try).
+    pub(super) failures: Mutex<HashMap<String, u32>>,
 }
 
 impl Turns {
@@ -63,18 +83,26 @@ impl Turns {
         workdir
     }
 
-    /// Records the turn's start and runs it; `text` is the person's message, empty to resume.
-    /// Called with the session's lease taken, which it gives back if the turn cannot start.
-    pub(super) async fn start(
+    /// Records the start of the turn the session owes (a resume, or the person's queued
+    /// messages) and runs it. Called with the session's lease taken, which it gives back if the
+    /// turn cannot start.
+    async fn start(
         self: &Arc<Self>,
         runtime: &Arc<SessionRuntime>,
         state: &mut RuntimeState,
-        history: Vec<Message>,
-        text: String,
+        next: NextTurn,
         workdir: Option<PathBuf>,
     ) -> Result<(), AppError> {
         let session_id = runtime.id();
-        if let Err(error) = runtime.append_locked(self.store(), state, EventBody::TurnStarted).await {
+        // The conversation as the agent takes it: the queued messages are this turn's text (or,
+        // for a resume, the next turn's), not part of what came before.
+        let queued = &state.thread.turn.queued_messages;
+        let history = state.thread.messages.iter().filter(|message| !queued.contains(&message.id)).cloned().collect();
+        let (started, text) = match next {
+            NextTurn::Resume => (EventBody::ResumeStarted, String::new()),
+            NextTurn::Messages => (EventBody::TurnStarted, state.thread.queued_text().unwrap_or_default()),
+        };
+        if let Err(error) = runtime.append_locked(self.store(), state, started).await {
             self.leases().give_back(session_id).await;
             return Err(error.into());
         }
@@ -83,7 +111,7 @@ impl Turns {
         self.log.list_changed();
         let request = TurnRequest {
             session_id: session_id.to_string(),
-            resume: text.is_empty(),
+            resume: next == NextTurn::Resume,
             text,
             history,
             agent_session: state.thread.turn.agent_session.clone(),
@@ -91,14 +119,39 @@ impl Turns {
             permission_mode: state.thread.turn.permission_mode,
             cancel,
         };
-        let span = info_span!("turn", session = %session_id, agent = self.agent.name());
-        self.tasks.spawn(self.clone().run(runtime.clone(), request).instrument(span));
+        self.spawn_turn(runtime, request);
         Ok(())
+    }
+
+    /// Runs the turn on a task of its own. Not `async`: `run` starts the next turn through
+    /// `start`, and an async fn that spawned `run` would make the compiler prove `run` `Send`
+    /// while working out `run` itself.
+    fn spawn_turn(self: &Arc<Self>, runtime: &Arc<SessionRuntime>, request: TurnRequest) {
+        let span = info_span!("turn", session = %runtime.id(), agent = self.agent.name());
+        self.tasks.spawn(self.clone().run(runtime.clone(), request).instrument(span));
+    }
+
+    /// Starts the turn the session owes, if any, with its lease taken (given back when there is
+    /// none): under the session's lock, after the person's message, or after a turn ended.
+    pub(super) async fn start_owed_locked(
+        self: &Arc<Self>,
+        runtime: &Arc<SessionRuntime>,
+        state: &mut RuntimeState,
+        workdir: Option<PathBuf>,
+    ) -> Result<(), AppError> {
+        match state.thread.next_turn() {
+            Some(next) => self.start(runtime, state, next, workdir).await,
+            None => {
+                self.leases().give_back(runtime.id()).await;
+                Ok(())
+            }
+        }
     }
 
     /// Runs the agent's turn to its end, and records how it ended.
     async fn run(self: Arc<Self>, runtime: Arc<SessionRuntime>, request: TurnRequest) {
         let cancel = request.cancel.clone();
+        let resumed = request.resume;
         let sink =
             Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
         let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
@@ -124,7 +177,7 @@ impl Turns {
             }
         };
         info!(?outcome, "turn ended");
-        let parked = outcome == TurnOutcome::Parked;
+        let session = runtime.id();
         let mut state = runtime.lock().await;
         state.turn = None;
         let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
@@ -134,44 +187,173 @@ impl Turns {
             // recovery, or with the next turn's end).
             warn!(%error, "could not record the end of the turn");
             state.thread.turn.working = false;
-            state.thread.turn.last_outcome = Some(outcome);
+            state.thread.turn.last_outcome = Some(outcome.clone());
         }
-        let answered_meanwhile = !state.thread.is_waiting();
-        // Given back under the session's lock, before a next turn here takes it again.
-        self.leases().give_back(runtime.id()).await;
         // Under the session's lock, before the next turn can start: forgotten after it, the
         // next turn's first question could lose its waiter, and the answer found it cancelled
         // (seen in `tests/load.rs` when this task is slow to get here).
-        self.bridge.forget_session(runtime.id());
+        self.bridge.forget_session(session);
+        let next = match &outcome {
+            // The answers came while it parked: it resumes at once.
+            TurnOutcome::Parked => state.thread.next_turn(),
+            // The messages sent while the answers waited for this resume (even one whose agent
+            // did not take them as told: never resumed again and again).
+            TurnOutcome::Completed if resumed => (!state.thread.turn.queued_messages.is_empty()
+                && !state.thread.is_waiting())
+            .then_some(NextTurn::Messages),
+            // Stopped by the person, or by the server stopping: nothing more now. A resume that
+            // failed is tried again later (below); the messages wait behind it.
+            _ => None,
+        };
+        if resumed && !matches!(outcome, TurnOutcome::Failed { .. }) {
+            self.failures.lock().expect("failures lock").remove(session);
+        }
+        match next {
+            // The lease kept: the next turn runs here.
+            Some(next) => {
+                let started = match self.workdir_with_lease(session).await {
+                    Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+                    Err(error) => Err(error),
+                };
+                if let Err(error) = started {
+                    self.failed(&runtime, &mut state, next, &reason(&error)).await;
+                }
+            }
+            None => {
+                // Given back under the session's lock, before a next turn here takes it again.
+                self.leases().give_back(session).await;
+                if let TurnOutcome::Failed { error } = &outcome
+                    && resumed
+                    && state.thread.is_ready_to_resume()
+                {
+                    self.failed(&runtime, &mut state, NextTurn::Resume, error).await;
+                }
+            }
+        }
         drop(state);
         self.log.list_changed();
-        if parked && answered_meanwhile {
-            // The answers came while the turn was ending: nobody else will resume it.
-            self.bridge.ask_to_resume(runtime.id());
-        }
     }
 
-    /// Resumes a session whose agent parked, once nothing it left waits for the person any more.
-    pub(super) async fn resume(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
+    /// Starts the turn the session owes the person, if any and if no turn runs: here, or (its
+    /// lease says) on another server, which starts it. A turn that cannot start says so in the
+    /// thread and is tried again later.
+    pub(super) async fn start_owed(self: &Arc<Self>, session_id: &str) -> Result<(), AppError> {
         let runtime = self.log.runtime(session_id).await?;
         let mut state = runtime.lock().await;
-        // Running here already; or on another server (its lease), which resumes it.
-        if state.turn.is_some() || !state.thread.is_ready_to_resume() || !self.leases().take(session_id).await? {
+        if state.turn.is_some() || state.thread.next_turn().is_none() || !self.leases().take(session_id).await? {
             return Ok(());
         }
-        // The lease taken, the log as it is now: another server may have resumed it meanwhile.
+        // The lease taken, the log as it is now: another server may have started it meanwhile.
         if let Err(error) = runtime.catch_up_locked(self.store(), &mut state).await {
             self.leases().give_back(session_id).await;
             return Err(error.into());
         }
-        if !state.thread.is_ready_to_resume() {
+        let Some(next) = state.thread.next_turn() else {
             self.leases().give_back(session_id).await;
             return Ok(());
+        };
+        match next {
+            NextTurn::Resume => info!(session = %session_id, "resuming the agent with the person's answers"),
+            NextTurn::Messages => info!(session = %session_id, "starting the turn of the person's message"),
         }
-        info!(session = %session_id, "resuming the agent with the person's answers");
-        let history = state.thread.messages.clone();
-        let workdir = self.workdir_with_lease(session_id).await?;
-        self.start(&runtime, &mut state, history, String::new(), workdir).await
+        let started = match self.workdir_with_lease(session_id).await {
+            Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+            Err(error) => Err(error),
+        };
+        if let Err(error) = started {
+            self.failed(&runtime, &mut state, next, &reason(&error)).await;
+        }
+        Ok(())
+    }
+
+    /// An owed turn could not start, or a resume failed (the lease is given back): the thread
+    /// says why and what to do, once for the same reason, and it is tried again later.
+    async fn failed(
+        self: &Arc<Self>,
+        runtime: &Arc<SessionRuntime>,
+        state: &mut RuntimeState,
+        next: NextTurn,
+        why: &str,
+    ) {
+        let session = runtime.id();
+        warn!(%session, ?next, why, "the turn the person is owed could not start; trying again later");
+        let text = match next {
+            NextTurn::Resume => format!(
+                "The agent could not resume with your answer: {why}. Your answer is kept. Once this is fixed, the \
+                 agent takes it: AskBridge tries again by itself for a while and whenever it restarts, and at once \
+                 when you send a message (the agent takes your answer first, then your message)."
+            ),
+            NextTurn::Messages => format!(
+                "Your message could not reach the agent: {why}. It is kept. Once this is fixed, the agent gets it: \
+                 AskBridge tries again by itself for a while and whenever it restarts, and at once when you send \
+                 another message."
+            ),
+        };
+        let said = state.thread.messages.last().is_some_and(|m| m.role == Role::Notice && m.text() == text);
+        if !said {
+            let notice = EventBody::Notice { message_id: new_id(), text };
+            if let Err(error) = runtime.append_locked(self.store(), state, notice).await {
+                warn!(%session, %error, "could not say in the thread why the turn did not start");
+            }
+        }
+        self.retry_later(session);
+    }
+
+    /// Tries the session's owed turn again after a wait that doubles with each failure in a row,
+    /// a few times; after that, only the next start or the person's next message tries it.
+    pub(super) fn retry_later(self: &Arc<Self>, session: &str) {
+        let failures = {
+            let mut all = self.failures.lock().expect("failures lock");
+            let failures = all.entry(session.to_string()).or_insert(0);
+            *failures += 1;
+            *failures
+        };
+        if failures > RETRIES {
+            warn!(%session, "the owed turn failed {RETRIES} times in a row; it waits for a restart or a message");
+            return;
+        }
+        let wait = self.retry_after.saturating_mul(1 << (failures - 1).min(16)).min(LONGEST_RETRY);
+        let (turns, session, stop) = (Arc::downgrade(self), session.to_string(), self.shutdown.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+            let Some(turns) = turns.upgrade() else { return };
+            match turns.start_owed(&session).await {
+                Ok(()) | Err(AppError::SessionNotFound { .. }) => {}
+                Err(error) => {
+                    warn!(%session, %error, "could not try the owed turn again");
+                    turns.retry_later(&session);
+                }
+            }
+        });
+    }
+
+    /// The person acted (sent a message): the next failure waits the shortest time again.
+    pub(super) fn forget_failures(&self, session: &str) {
+        self.failures.lock().expect("failures lock").remove(session);
+    }
+
+    /// Starts the turns the sessions owe that no server started: a resume whose answer was stored
+    /// just before the server died, a message stored just before its turn, a resume that failed.
+    /// Each as `start_owed` does it (with its lease: where servers share the store, one of them).
+    pub(super) async fn start_all_owed(self: &Arc<Self>) -> StoreResult<()> {
+        for id in self.store().sessions_owed_a_turn().await? {
+            // Read from the store first: most candidates owe nothing, and stay unloaded.
+            match self.store().load_thread(&id).await {
+                Ok(thread) if thread.next_turn().is_none() => continue,
+                Ok(_) => {}
+                Err(error) => {
+                    warn!(session = %id, %error, "could not read the session to start its owed turn");
+                    continue;
+                }
+            }
+            if let Err(error) = self.start_owed(&id).await {
+                warn!(session = %id, %error, "could not start the owed turn");
+            }
+        }
+        Ok(())
     }
 
     /// Takes a session whose server is gone (its lease expired): a turn it left unfinished ends
@@ -195,11 +377,16 @@ impl Turns {
             warn!(%session, "the server running this session's agent is gone; ending its turn");
             self.end_abandoned(&runtime, &mut state, "The server running the agent stopped").await?;
         }
-        if state.thread.is_ready_to_resume() {
-            info!(%session, "resuming the agent, whose server is gone, with the person's answers");
-            let history = state.thread.messages.clone();
-            let workdir = self.workdir_with_lease(session).await?;
-            return self.start(&runtime, &mut state, history, String::new(), workdir).await;
+        if let Some(next) = state.thread.next_turn() {
+            info!(%session, ?next, "starting the turn owed by the session whose server is gone");
+            let started = match self.workdir_with_lease(session).await {
+                Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+                Err(error) => Err(error),
+            };
+            if let Err(error) = started {
+                self.failed(&runtime, &mut state, next, &reason(&error)).await;
+            }
+            return Ok(());
         }
         self.leases().give_back(session).await;
         Ok(())
@@ -212,8 +399,9 @@ impl Turns {
         for id in self.store().sessions_with_unfinished_turns().await? {
             let runtime = self.log.runtime(&id).await?;
             let mut state = runtime.lock().await;
-            // Another server may be taking it at the same moment: one of them does.
-            if !self.leases().take(&id).await? {
+            // A turn this process runs is no previous run's (an expiry may have resumed one
+            // already); another server may be taking it at the same moment: one of them does.
+            if state.turn.is_some() || !self.leases().take(&id).await? {
                 continue;
             }
             runtime.catch_up_locked(self.store(), &mut state).await?;
@@ -249,11 +437,23 @@ impl Turns {
         }
         let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
         runtime.append_locked(self.store(), state, ended).await?;
-        let text =
-            format!("{what} while the agent was working, so that turn was cut short. Send a message to continue.");
+        // A resume cut short did not give the agent the person's answers: it starts again.
+        let then = match state.thread.next_turn() {
+            Some(NextTurn::Resume) => "The agent starts again with your answer.",
+            _ => "Send a message to continue.",
+        };
+        let text = format!("{what} while the agent was working, so that turn was cut short. {then}");
         let notice = EventBody::Notice { message_id: new_id(), text };
         runtime.append_locked(self.store(), state, notice).await?;
         self.log.list_changed();
         Ok(())
+    }
+}
+
+/// Why a turn could not start, in words for the thread.
+fn reason(error: &AppError) -> String {
+    match error {
+        AppError::BadRequest { detail } => detail.clone(),
+        other => other.to_string().trim_end_matches('.').to_string(),
     }
 }

@@ -237,10 +237,21 @@ impl Store {
             }
             for (tool_use_id, interaction) in &interactions {
                 sqlx::query(
-                    "INSERT INTO interactions (session_id, tool_use_id, request, state, outcome, updated_seq)
-                     VALUES ($1, $2, $3, $4, $5, $6)
-                     ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
-                       state = excluded.state, outcome = excluded.outcome, updated_seq = excluded.updated_seq",
+                    Sql {
+                        sqlite: "INSERT INTO interactions
+                                   (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at_ms)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                                 ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                                   state = excluded.state, outcome = excluded.outcome,
+                                   updated_seq = excluded.updated_seq, expires_at_ms = excluded.expires_at_ms",
+                        postgres: "INSERT INTO interactions
+                                     (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at)
+                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::bigint / 1000.0))
+                                   ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                                     state = excluded.state, outcome = excluded.outcome,
+                                     updated_seq = excluded.updated_seq, expires_at = excluded.expires_at",
+                    }
+                    .on(dialect),
                 )
                 .bind(session_id)
                 .bind(*tool_use_id)
@@ -248,6 +259,7 @@ impl Store {
                 .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
                 .bind(interaction.outcome.as_ref().map(storable).transpose()?)
                 .bind(seq)
+                .bind(interaction.expires_at_ms)
                 .execute(&mut *tx)
                 .await?;
             }
@@ -256,6 +268,44 @@ impl Store {
             tx.commit().await?;
         });
         Ok(())
+    }
+
+    /// The open interactions whose deadline passed by `now_ms`, up to `limit` of them, the
+    /// earliest first, as (session, tool_use_id); and the next deadline after `now_ms`, if any.
+    /// What every server's expiry timer is armed from.
+    pub async fn interaction_deadlines(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> StoreResult<(Vec<(String, String)>, Option<i64>)> {
+        on_pool!(self, |pool, dialect| {
+            let due: Vec<(String, String)> = sqlx::query_as(
+                Sql {
+                    sqlite: "SELECT session_id, tool_use_id FROM interactions
+                             WHERE state = 'pending' AND expires_at_ms <= $1 ORDER BY expires_at_ms LIMIT $2",
+                    postgres: "SELECT session_id, tool_use_id FROM interactions
+                               WHERE state = 'pending' AND expires_at <= to_timestamp($1::bigint / 1000.0)
+                               ORDER BY expires_at LIMIT $2",
+                }
+                .on(dialect),
+            )
+            .bind(now_ms)
+            .bind(i64::from(limit))
+            .fetch_all(pool)
+            .await?;
+            let next: Option<i64> = sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT MIN(expires_at_ms) FROM interactions WHERE state = 'pending' AND expires_at_ms > $1",
+                    postgres: "SELECT (extract(epoch FROM MIN(expires_at)) * 1000)::bigint FROM interactions
+                               WHERE state = 'pending' AND expires_at > to_timestamp($1::bigint / 1000.0)",
+                }
+                .on(dialect),
+            )
+            .bind(now_ms)
+            .fetch_one(pool)
+            .await?;
+            Ok((due, next))
+        })
     }
 
     /// Up to `limit` events after `after`, oldest first.

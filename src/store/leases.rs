@@ -154,6 +154,40 @@ impl Store {
             .await?
         }))
     }
+
+    /// Sessions that may owe the person a turn and that no live server holds: no turn runs and
+    /// nothing waits for the person, and a message of theirs has no turn yet, or the last turn
+    /// parked, failed or was cut short (its agent may not have had their answers). The thread
+    /// says for sure (`Thread::next_turn`).
+    pub async fn sessions_owed_a_turn(&self) -> StoreResult<Vec<String>> {
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 0
+                             AND (json_extract(turn, '$.queued_messages') IS NOT NULL
+                               OR json_extract(turn, '$.last_outcome') IN ('parked', 'abandoned')
+                               OR json_extract(turn, '$.last_outcome.failed') IS NOT NULL)
+                             AND NOT EXISTS (SELECT 1 FROM interactions i
+                               WHERE i.session_id = sessions.id AND i.state = 'pending')
+                             AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                               AND l.expires_at_ms > CAST(unixepoch('subsec') * 1000 AS INTEGER))
+                             ORDER BY id",
+                    postgres: "SELECT id FROM sessions WHERE NOT (turn ->> 'working')::boolean
+                               AND (turn -> 'queued_messages' IS NOT NULL
+                                 OR turn ->> 'last_outcome' IN ('parked', 'abandoned')
+                                 OR turn -> 'last_outcome' -> 'failed' IS NOT NULL)
+                               AND NOT EXISTS (SELECT 1 FROM interactions i
+                                 WHERE i.session_id = sessions.id AND i.state = 'pending')
+                               AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = sessions.id
+                                 AND l.expires_at > now())
+                               ORDER BY id",
+                }
+                .on(dialect),
+            )
+            .fetch_all(pool)
+            .await?
+        }))
+    }
 }
 
 fn millis(ttl: Duration) -> i64 {

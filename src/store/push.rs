@@ -224,6 +224,7 @@ mod tests {
             EventBody::InteractionOpened {
                 tool_use_id: "t1".into(),
                 request: InteractionRequest::Question { questions: vec![question] },
+                expires_at_ms: None,
             },
         ];
         for (seq, body) in bodies.into_iter().enumerate() {

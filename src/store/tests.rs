@@ -69,6 +69,8 @@ on_sqlite_and_postgres!(
     a_lease_is_held_by_one_server_renewed_released_and_expires,
     of_servers_taking_a_lease_at_once_exactly_one_gets_it,
     notices_are_sent_only_where_servers_share_the_database,
+    open_interactions_fall_due_at_their_stored_deadline,
+    sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_nothing_waiting,
 );
 
 fn summary(id: &str, at: i64) -> SessionSummary {
@@ -315,6 +317,77 @@ async fn unfinished_turns_are_found_after_a_restart(db: Db) {
     record(&store, "s1", &mut thread, bodies).await;
     assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
     assert!(store.session("s1").await.unwrap().working);
+}
+
+/// An assistant message asking `tool_use_id` (a question, open), expiring at `expires_at_ms`.
+fn asking(message_id: &str, tool_use_id: &str, expires_at_ms: Option<i64>) -> Vec<EventBody> {
+    let request = crate::interaction::InteractionRequest::Question { questions: Vec::new() };
+    vec![
+        EventBody::AssistantMessageStarted { message_id: message_id.into() },
+        EventBody::ToolCallStarted {
+            message_id: message_id.into(),
+            tool_use_id: tool_use_id.into(),
+            name: "Ask".into(),
+        },
+        EventBody::InteractionOpened { tool_use_id: tool_use_id.into(), request, expires_at_ms },
+    ]
+}
+
+async fn open_interactions_fall_due_at_their_stored_deadline(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    let mut bodies = a_turn()[..2].to_vec();
+    bodies.extend(asking("a1", "soon", Some(1_000)));
+    bodies.extend(asking("a2", "later", Some(5_000)));
+    bodies.extend(asking("a3", "never", None));
+    record(&store, "s1", &mut thread, bodies).await;
+    let due = |now| {
+        let store = store.clone();
+        async move { store.interaction_deadlines(now, 64).await.unwrap() }
+    };
+    let pair = |tool_use_id: &str| ("s1".to_string(), tool_use_id.to_string());
+    assert_eq!(due(999).await, (vec![], Some(1_000)));
+    assert_eq!(due(2_000).await, (vec![pair("soon")], Some(5_000)));
+    assert_eq!(due(9_000).await, (vec![pair("soon"), pair("later")], None));
+    assert_eq!(store.interaction_deadlines(9_000, 1).await.unwrap(), (vec![pair("soon")], None), "a page");
+    // Settled: it no longer falls due.
+    let resolved = EventBody::InteractionResolved {
+        tool_use_id: "soon".into(),
+        outcome: crate::interaction::InteractionOutcome::Declined { reason: None },
+    };
+    record(&store, "s1", &mut thread, vec![resolved]).await;
+    assert_eq!(due(2_000).await, (vec![], Some(5_000)));
+    let later = store.load_thread("s1").await.unwrap();
+    assert_eq!(later.tool_call("later").unwrap().interaction.as_ref().unwrap().expires_at_ms, Some(5_000));
+}
+
+async fn sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_nothing_waiting(db: Db) {
+    let store = db.open().await;
+    for id in ["message", "done", "parked", "held"] {
+        store.create_session(&summary(id, 1)).await.unwrap();
+    }
+    let mut thread = Thread::default();
+    // The server died between the message and its turn.
+    record(&store, "message", &mut thread, a_turn()[..1].to_vec()).await;
+    record(&store, "done", &mut Thread::default(), a_turn()).await;
+    let mut parked = Thread::default();
+    let mut bodies = a_turn()[..2].to_vec();
+    bodies.extend(asking("a1", "q", None));
+    bodies.push(EventBody::InteractionParked { tool_use_id: "q".into() });
+    bodies.push(EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None });
+    record(&store, "parked", &mut parked, bodies).await;
+    record(&store, "held", &mut Thread::default(), a_turn()[..1].to_vec()).await;
+    assert!(store.take_lease("held", "another server", Duration::from_secs(60)).await.unwrap());
+    assert_eq!(store.sessions_owed_a_turn().await.unwrap(), vec!["message"], "the question still waits");
+    let answered = EventBody::InteractionResolved {
+        tool_use_id: "q".into(),
+        outcome: crate::interaction::InteractionOutcome::Declined { reason: None },
+    };
+    record(&store, "parked", &mut parked, vec![answered]).await;
+    assert_eq!(store.sessions_owed_a_turn().await.unwrap(), vec!["message", "parked"]);
+    record(&store, "message", &mut thread, vec![EventBody::TurnStarted]).await;
+    assert_eq!(store.sessions_owed_a_turn().await.unwrap(), vec!["parked"], "working, and no message waits");
 }
 
 async fn unfinished_turns_skip_sessions_a_live_server_holds(db: Db) {

@@ -29,6 +29,7 @@ pub enum EventBody {
         message_id: String,
         text: String,
     },
+    /// The agent's turn for the person's messages (those queued since the last one).
     TurnStarted,
     /// A conversation the agent had before this session (a Claude Code session continued here):
     /// its messages as they were, finished, and the agent's own id for it, which the next turn
@@ -37,6 +38,9 @@ pub enum EventBody {
         agent_session: String,
         messages: Vec<Message>,
     },
+    /// The agent's turn starts again after it parked, to take the person's answers: a turn like
+    /// any other, after which the messages the person sent meanwhile get theirs.
+    ResumeStarted,
     /// The person or the agent changed the permission mode.
     PermissionModeChanged {
         mode: PermissionMode,
@@ -86,6 +90,9 @@ pub enum EventBody {
     InteractionOpened {
         tool_use_id: String,
         request: InteractionRequest,
+        /// When it expires unless settled first (ms since the epoch), if a timeout applies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at_ms: Option<i64>,
     },
     InteractionResolved {
         tool_use_id: String,
@@ -118,6 +125,7 @@ impl EventBody {
             Self::Notice { .. } => "notice",
             Self::TurnStarted => "turn_started",
             Self::HistoryImported { .. } => "history_imported",
+            Self::ResumeStarted => "resume_started",
             Self::AgentStarted { .. } => "agent_started",
             Self::AgentRunning { .. } => "agent_running",
             Self::PermissionModeChanged { .. } => "permission_mode_changed",

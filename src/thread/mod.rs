@@ -140,6 +140,10 @@ pub struct TurnState {
     /// Whether the agent's process runs, for agents that have one (`None`: no process).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_running: Option<bool>,
+    /// The person's messages that no turn has taken yet (their ids): between a message and the
+    /// start of its turn, and while a parked agent's answers are taken first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queued_messages: Vec<String>,
 }
 
 /// A session's thread at a point of its event log.
@@ -149,6 +153,15 @@ pub struct Thread {
     pub turn: TurnState,
     /// The sequence number of the last event applied; live events continue after it.
     pub seq: u64,
+}
+
+/// The turn a session's agent owes the person (`Thread::next_turn`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextTurn {
+    /// The agent parked and the person settled what it asked: it resumes with the outcomes.
+    Resume,
+    /// The person's queued messages get their turn.
+    Messages,
 }
 
 /// What an event changed, so that the caller stores (or re-renders) only that.
@@ -195,14 +208,18 @@ impl Thread {
 
     fn apply_body(&mut self, body: &EventBody, at_ms: i64) -> Change {
         match body {
-            EventBody::UserMessage { message_id, text } => self.push(Message {
-                id: message_id.clone(),
-                role: Role::User,
-                blocks: vec![Block::Text { text: text.clone() }],
-                streaming: false,
-                created_at_ms: at_ms,
-                usage: None,
-            }),
+            EventBody::UserMessage { message_id, text } => {
+                self.turn.queued_messages.push(message_id.clone());
+                let change = self.push(Message {
+                    id: message_id.clone(),
+                    role: Role::User,
+                    blocks: vec![Block::Text { text: text.clone() }],
+                    streaming: false,
+                    created_at_ms: at_ms,
+                    usage: None,
+                });
+                Change { turn: true, ..change }
+            }
             EventBody::Notice { message_id, text } => self.push(Message {
                 id: message_id.clone(),
                 role: Role::Notice,
@@ -233,6 +250,12 @@ impl Thread {
                 Change::turn()
             }
             EventBody::TurnStarted => {
+                self.turn.working = true;
+                self.turn.last_outcome = None;
+                self.turn.queued_messages.clear();
+                Change::turn()
+            }
+            EventBody::ResumeStarted => {
                 self.turn.working = true;
                 self.turn.last_outcome = None;
                 Change::turn()
@@ -280,9 +303,9 @@ impl Thread {
                 call.result = Some(output.clone());
                 call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
             }),
-            EventBody::InteractionOpened { tool_use_id, request } => self
+            EventBody::InteractionOpened { tool_use_id, request, expires_at_ms } => self
                 .with_tool_call(tool_use_id, |call| {
-                    call.interaction = Some(Interaction::new(request.clone()));
+                    call.interaction = Some(Interaction::expiring(request.clone(), *expires_at_ms));
                     call.preview.clear();
                 })
                 .interaction(tool_use_id),
@@ -407,6 +430,33 @@ impl Thread {
             }
         }
         parked_and_settled && !self.turn.working
+    }
+
+    /// What the person's queued messages say, for the turn that takes them (`None`: none queued).
+    pub fn queued_text(&self) -> Option<String> {
+        let queued = &self.turn.queued_messages;
+        let texts: Vec<String> = self
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::User && queued.contains(&message.id))
+            .map(Message::text)
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("\n\n"))
+    }
+
+    /// What the session's agent should do next, when no turn runs: take the person's answers
+    /// first (a parked agent whose interactions are all settled), then their queued messages
+    /// (unless something waits for the person: the answer goes first).
+    pub fn next_turn(&self) -> Option<NextTurn> {
+        if self.turn.working {
+            None
+        } else if self.is_ready_to_resume() {
+            Some(NextTurn::Resume)
+        } else if !self.turn.queued_messages.is_empty() && !self.is_waiting() {
+            Some(NextTurn::Messages)
+        } else {
+            None
+        }
     }
 
     fn with_tool_call(&mut self, tool_use_id: &str, change: impl FnOnce(&mut ToolCall)) -> Change {
@@ -536,6 +586,53 @@ mod tests {
         let Block::ToolCall(call) = &thread.messages[1].blocks[1] else { panic!() };
         assert_eq!(call.status, ToolStatus::Cancelled);
         assert!(!thread.messages[1].streaming);
+    }
+
+    /// A parked question, answered: the thread as the agent's resume finds it.
+    fn parked_and_answered() -> Vec<SessionEvent> {
+        let question = crate::interaction::InteractionRequest::Question { questions: Vec::new() };
+        vec![
+            event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into() }),
+            event(2, EventBody::TurnStarted),
+            event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
+            event(
+                4,
+                EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "q".into(), name: "Ask".into() },
+            ),
+            event(
+                5,
+                EventBody::InteractionOpened { tool_use_id: "q".into(), request: question, expires_at_ms: Some(9) },
+            ),
+            event(6, EventBody::InteractionParked { tool_use_id: "q".into() }),
+            event(7, EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None }),
+            event(8, EventBody::InteractionResolved { tool_use_id: "q".into(), outcome: InteractionOutcome::Expired }),
+        ]
+    }
+
+    #[test]
+    fn a_message_sent_before_the_resume_waits_for_it_and_then_gets_its_own_turn() {
+        let mut thread = Thread::default();
+        thread.apply(&event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into() }));
+        assert_eq!(thread.next_turn(), Some(NextTurn::Messages), "a message with no turn after it");
+        let mut thread = Thread::default();
+        for e in parked_and_answered() {
+            thread.apply(&e);
+        }
+        assert_eq!(thread.tool_call("q").unwrap().interaction.as_ref().unwrap().expires_at_ms, Some(9));
+        assert_eq!(thread.next_turn(), Some(NextTurn::Resume));
+        let change = thread.apply(&event(9, EventBody::UserMessage { message_id: "u2".into(), text: "and".into() }));
+        assert!(change.turn, "the queue is stored with the turn state");
+        thread.apply(&event(10, EventBody::UserMessage { message_id: "u3".into(), text: "then".into() }));
+        assert_eq!(thread.next_turn(), Some(NextTurn::Resume), "the answer goes first");
+        thread.apply(&event(11, EventBody::ResumeStarted));
+        assert_eq!(thread.next_turn(), None);
+        thread
+            .apply(&event(12, EventBody::ToolResult { tool_use_id: "q".into(), output: "x".into(), is_error: false }));
+        thread.apply(&event(13, EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None }));
+        assert_eq!(thread.next_turn(), Some(NextTurn::Messages));
+        assert_eq!(thread.queued_text().as_deref(), Some("and\n\nthen"));
+        thread.apply(&event(14, EventBody::TurnStarted));
+        assert!(thread.turn.queued_messages.is_empty() && thread.next_turn().is_none());
     }
 
     #[test]

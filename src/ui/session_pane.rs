@@ -22,7 +22,7 @@ use crate::thread::{EventBody, SessionEvent, SessionStatus, SessionSummary, Turn
 pub fn apply_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
     let Ok(event) = serde_json::from_str::<SessionEvent>(json) else { return true };
     thread.apply(&event);
-    if let EventBody::InteractionOpened { tool_use_id, request } = &event.body {
+    if let EventBody::InteractionOpened { tool_use_id, request, .. } = &event.body {
         match request {
             InteractionRequest::Question { questions } if !questions.is_empty() => {
                 bell.announce("The agent asks you something", &questions[0].question, tool_use_id);

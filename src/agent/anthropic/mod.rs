@@ -286,7 +286,8 @@ async fn open_call(sink: &dyn TurnSink, call: &Call) -> Result<Option<(String, b
 /// A question card that says what was wrong with the question, closed at once.
 async fn failed_card(sink: &dyn TurnSink, tool_use_id: &str, error: &str) -> Result<(), AgentError> {
     let request = InteractionRequest::Unreadable { error: error.to_string() };
-    sink.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request }).await?;
+    sink.emit(EventBody::InteractionOpened { tool_use_id: tool_use_id.to_string(), request, expires_at_ms: None })
+        .await?;
     let outcome = InteractionOutcome::Failed { error: error.to_string() };
     sink.emit(EventBody::InteractionResolved { tool_use_id: tool_use_id.to_string(), outcome }).await
 }
