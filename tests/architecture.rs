@@ -25,7 +25,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("thread", &["approval", "interaction", "question"]),
     // The server's core.
     ("store", &["error", "interaction", "thread"]),
-    ("bridge", &["approval", "error", "interaction", "question", "thread"]),
+    ("bridge", &["approval", "error", "ids", "interaction", "question", "thread"]),
     ("agent", &["approval", "error", "ids", "interaction", "question", "thread"]),
     ("session", &["agent", "approval", "bridge", "error", "ids", "interaction", "question", "store", "thread"]),
     // Reaching the person (Web Push, webhooks): fed the sessions' events from above, it reads
