@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
+use askbridge::agent::claude::{AgentEnv, AnswerPath, ClaudeCliBackend, ClaudeConfig};
 use askbridge::approval::{Approval, Decision, PermissionMode, Shows};
 use askbridge::error::AppError;
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
@@ -77,6 +77,7 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
         permission_mode: PermissionMode::Default,
         model: None,
         answer_path,
+        agent_env: AgentEnv::default(),
         env,
         allow_bypass: true,
         max_agents: 4,

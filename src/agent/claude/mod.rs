@@ -8,6 +8,7 @@
 //! and no more than `--max-agents` run at once.
 
 mod config;
+mod environment;
 mod process;
 pub mod protocol;
 pub mod transcripts;
@@ -31,6 +32,7 @@ use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
+pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -130,6 +132,7 @@ impl ClaudeCliBackend {
             model: self.config.model.clone(),
             resume: request.agent_session.clone(),
             allow_bypass: self.bypass_refusal().is_none(),
+            inherit: self.config.agent_env.clone(),
             env: self.config.env.clone(),
         };
         let mut process = CliProcess::spawn(&launch, &request.session_id).map_err(|error| {
@@ -490,6 +493,7 @@ mod tests {
             model: Some("sonnet".into()),
             resume: Some("abc".into()),
             allow_bypass: true,
+            inherit: AgentEnv::default(),
             env: vec![],
         };
         assert_eq!(

@@ -12,6 +12,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
+use super::environment::{AgentEnv, SESSION_MARKER};
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
 
 /// Lines of stderr kept to explain an exit.
@@ -28,7 +29,9 @@ pub struct Launch {
     pub resume: Option<String>,
     /// Lets the person switch to bypassPermissions later (`--allow-dangerously-skip-permissions`).
     pub allow_bypass: bool,
-    /// Set on top of the server's own environment (which the CLI inherits, ANTHROPIC_* included).
+    /// What the CLI inherits of the server's environment.
+    pub inherit: AgentEnv,
+    /// Set on top of what it inherits.
     pub env: Vec<(String, String)>,
 }
 
@@ -130,16 +133,15 @@ pub struct CliProcess {
 impl CliProcess {
     pub fn spawn(launch: &Launch, session: &str) -> std::io::Result<Self> {
         let mut command = Command::new(&launch.bin);
-        // AskBridge's own settings (its access token above all) are not the agent's business.
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("ASKBRIDGE_") {
-                command.env_remove(name);
-            }
-        }
+        // Only what the allow-list passes: the server's own settings (the database URL, the
+        // token) are not the agent's business. The marker says whose CLI this is.
         command
+            .env_clear()
+            .envs(launch.inherit.inherited(std::env::vars_os()))
+            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env(SESSION_MARKER, session)
             .args(launch.args())
             .current_dir(&launch.workdir)
-            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -317,6 +319,7 @@ mod tests {
             model: None,
             resume: None,
             allow_bypass: false,
+            inherit: AgentEnv::default(),
             env: Vec::new(),
         }
     }
