@@ -136,7 +136,10 @@ impl Store {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            // Every commit reaches the disk before it is acknowledged: with NORMAL, the last
+            // commits (an answer the person was told is stored) could roll back on power loss.
+            // What it costs per event: BENCHMARKS.md, "Store".
+            .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(std::time::Duration::from_secs(10));
         if let Some(pages) = pages {
