@@ -383,6 +383,62 @@ async fn a_cli_that_dies_mid_question_is_reported_and_resumed_by_the_next_messag
     assert!(conversation.contains("Are you back?"));
 }
 
+/// The processes whose command line holds `marker`, and those in process group `group`.
+fn processes_of(marker: &str, group: Option<u32>) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after_name: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            // A zombie has ended; its parent has yet to read its status.
+            if after_name.first() == Some(&"Z") {
+                return None;
+            }
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let in_group = group.is_some() && after_name.get(2).and_then(|g| g.parse::<u32>().ok()) == group;
+            (cmdline.contains(marker) || in_group).then_some((pid, cmdline))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_everything_the_cli_started_even_when_the_cli_does_not_answer() {
+    // A number nothing else on the machine sleeps for: how the command is found in /proc.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let marker = format!("7{:06}", nanos % 1_000_000);
+    // Claude Code refuses a bare `sleep`; this one runs in a session of its own (setsid), as
+    // every command of the CLI's does.
+    let command = format!("echo started && sleep {marker}");
+    let h = harness(vec![bash("toolu_sleep", &command), Reply::text("Never reached.")], AnswerPath::Hook).await;
+    h.send("Wait for a long time.").await;
+    let running = wait_until("the command to run", Duration::from_secs(60), || async {
+        let thread = h.thread().await;
+        let call = thread.tool_call("toolu_sleep");
+        if call.and_then(|c| c.interaction.as_ref()).is_some_and(|i| i.is_pending()) {
+            h.manager.decide_approval(&h.session, "toolu_sleep", Decision::Allow { always: None }).await.unwrap();
+        }
+        let sleeping = processes_of(&format!("sleep {marker}"), None);
+        (!sleeping.is_empty()).then_some(sleeping)
+    });
+    let sleeping = running.await;
+    let cli = h.backend.pid(&h.session).expect("the CLI runs");
+
+    // A CLI that cannot answer Stop (stuck): it is stopped, so that only the grace can end it.
+    std::process::Command::new("kill").args(["-STOP", &cli.to_string()]).status().unwrap();
+    let stopped_at = std::time::Instant::now();
+    h.manager.interrupt(&h.session).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
+    let took = stopped_at.elapsed();
+    assert!(took < Duration::from_secs(19), "one grace period (15 s), then the kill: {took:?}");
+    let left = processes_of(&format!("sleep {marker}"), Some(cli));
+    assert!(left.is_empty(), "survived the CLI: {left:?} (the command was {sleeping:?})");
+    assert_eq!(h.backend.pid(&h.session), None, "no CLI is kept for the next turn");
+}
+
 // ---- Approvals (issue: tool approvals and permission modes) ----
 
 fn bash(id: &str, command: &str) -> Reply {

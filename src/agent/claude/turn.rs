@@ -23,9 +23,9 @@ use crate::interaction::InteractionOutcome;
 use crate::question::{Question, QuestionAnswer, is_question_tool, words};
 use crate::thread::Usage;
 
-/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
-/// the tools it stops).
-pub(super) const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
+/// One grace period from Stop: the CLI ends its turn (it stops its tools itself) and exits
+/// within it, or it is killed with everything it started.
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// How long a turn whose `result` came while subagents were at work waits, once they are done,
 /// for the turn the CLI then starts by itself.
@@ -33,7 +33,12 @@ const SETTLE: Duration = Duration::from_secs(3);
 
 /// Why a turn ended without a `result` of its own.
 pub(super) enum Ended {
-    Interrupted,
+    /// Stopped: the CLI ended its turn; it has until `by` (the grace from Stop) to exit.
+    Interrupted {
+        by: tokio::time::Instant,
+    },
+    /// Stopped, and the CLI did not end its turn within the grace.
+    Unresponsive,
     Failed(String),
     /// stdout closed: the CLI exited or died.
     Exited(&'static str),
@@ -174,7 +179,7 @@ impl<'a> Turn<'a> {
         let _end_waits = self.waits_end.clone().drop_guard();
         let mut interrupted_at: Option<tokio::time::Instant> = None;
         loop {
-            let deadline = interrupted_at.map(|at| at + INTERRUPT_TIMEOUT);
+            let deadline = interrupted_at.map(|at| at + STOP_GRACE);
             // After the main turn's result, once subagents are done: a short wait for the turn
             // the CLI may start by itself, then the turn is over.
             let settled = self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
@@ -184,7 +189,7 @@ impl<'a> Turn<'a> {
                         Some(Output::Message(message)) => message,
                         Some(Output::Closed) | None => return Err(Ended::Exited("Claude Code exited during the turn")),
                     };
-                    if let Some(result) = self.handle(message, cli, interrupted_at.is_some()).await? {
+                    if let Some(result) = self.handle(message, cli, deadline).await? {
                         return result;
                     }
                 }
@@ -219,7 +224,7 @@ impl<'a> Turn<'a> {
                     interrupted_at = Some(tokio::time::Instant::now());
                 }
                 () = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
-                    return Err(Ended::Exited("Claude Code did not stop after the interrupt"));
+                    return Err(Ended::Unresponsive);
                 }
                 () = tokio::time::sleep(SETTLE), if settled => {
                     return self.finish(self.result_seen.clone()).await;
@@ -241,8 +246,9 @@ impl<'a> Turn<'a> {
         &mut self,
         message: FromCli,
         cli: &mut CliProcess,
-        interrupted: bool,
+        stopping_by: Option<tokio::time::Instant>,
     ) -> Result<Option<Result<Option<Usage>, Ended>>, Ended> {
+        let interrupted = stopping_by.is_some();
         let sink = self.sink.clone();
         tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
         match message {
@@ -392,11 +398,11 @@ impl<'a> Turn<'a> {
                 }
             }
             FromCli::Result(result) => {
-                if interrupted {
+                if let Some(by) = stopping_by {
                     if let Some(message) = self.current.take() {
                         sink.finish_message(&message).await?;
                     }
-                    return Ok(Some(Err(Ended::Interrupted)));
+                    return Ok(Some(Err(Ended::Interrupted { by })));
                 }
                 if result.deferred() {
                     if let Some(message) = self.current.take() {
