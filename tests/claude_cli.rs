@@ -439,6 +439,32 @@ async fn stop_ends_everything_the_cli_started_even_when_the_cli_does_not_answer(
     assert_eq!(h.backend.pid(&h.session), None, "no CLI is kept for the next turn");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_be_stored_is_answered_with_why_and_the_turn_ends_saying_so() {
+    let cases = [
+        ("question", ask("toolu_ask", vec![auth_question()]), "toolu_ask", AnswerPath::Hook),
+        ("permission request", bash("toolu_ask", "touch hi.txt"), "toolu_ask", AnswerPath::CanUseTool),
+    ];
+    for (what, request, id, path) in cases {
+        let h = harness(vec![request, Reply::text("Understood.")], path).await;
+        // The disk fails just as the card opens: the card's write is the first to fail.
+        h.manager.store().fail_writes_from_next_card();
+        h.send("Set up auth; ask me first.").await;
+        let (thread, error) = h.failed().await;
+        assert!(error.contains(&format!("{what} could not be stored")) && error.contains("stopped"), "{error}");
+        assert!(thread.tool_call(id).is_none_or(|call| call.interaction.is_none()), "no card: {thread:?}");
+
+        // Once the disk is back, the session goes on; the model had been told why.
+        h.manager.store().fail_writes(false);
+        h.send("Are you there?").await;
+        h.turn_end().await;
+        let told = h.model_saw().into_iter().find(|(tool, _, _)| tool == id);
+        let (_, text, is_error) = told.unwrap_or_else(|| panic!("the model never heard of {id}: {:?}", h.model_saw()));
+        assert!(is_error && text.contains(&format!("AskBridge could not store this {what}")), "{text}");
+        assert!(!h.project().join("hi.txt").exists(), "the command did not run");
+    }
+}
+
 // ---- Approvals (issue: tool approvals and permission modes) ----
 
 fn bash(id: &str, command: &str) -> Reply {

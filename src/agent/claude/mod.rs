@@ -251,6 +251,11 @@ impl ClaudeCliBackend {
                 session.set_process(&mut slot, Some(cli));
                 return Err(AgentError::Failed(error));
             }
+            // Interrupted already; told why.
+            Ended::Unstored(reason) => {
+                cli.stop().await;
+                AgentError::Failed(reason)
+            }
             Ended::Sink(error) => {
                 cli.stop().await;
                 error

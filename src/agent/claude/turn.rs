@@ -47,6 +47,9 @@ pub(super) enum Ended {
     Parked {
         stop: bool,
     },
+    /// A request of the CLI's could not be stored (so no card showed it): the CLI was told so
+    /// and interrupted; why, in words for the thread.
+    Unstored(String),
     Sink(AgentError),
 }
 
@@ -66,6 +69,9 @@ enum Answer {
     Parked,
     /// Nothing to say: the CLI withdrew the request, or the turn is over.
     Nothing,
+    /// The request could not be stored, so no card shows it: the CLI is told so, and the turn
+    /// ends (the store is failing).
+    Unstored(String),
 }
 
 /// A request's answer, as its task sends it back to the turn: (request id, answer).
@@ -106,6 +112,8 @@ struct Asking {
     tool_use_id: String,
     /// Through the PreToolUse hook (which can defer) or `can_use_tool` (which cannot).
     hook: bool,
+    /// A question, or else a permission request.
+    question: bool,
 }
 
 /// One turn's bookkeeping: which API message is which of our messages, which tool calls exist.
@@ -142,6 +150,9 @@ pub(super) struct Turn<'a> {
     replies: (mpsc::UnboundedSender<Replied>, mpsc::UnboundedReceiver<Replied>),
     /// Ends the waiting tasks with the turn.
     waits_end: CancellationToken,
+    /// A request that could not be stored, answered so: (its tool_use id, why the turn ends,
+    /// since when). The turn ends once the CLI has applied that answer.
+    unstored: Option<(String, String, tokio::time::Instant)>,
 }
 
 impl<'a> Turn<'a> {
@@ -171,6 +182,7 @@ impl<'a> Turn<'a> {
             stream_message: None,
             replies: mpsc::unbounded_channel(),
             waits_end: request.cancel.child_token(),
+            unstored: None,
         }
     }
 
@@ -180,6 +192,7 @@ impl<'a> Turn<'a> {
         let mut interrupted_at: Option<tokio::time::Instant> = None;
         loop {
             let deadline = interrupted_at.map(|at| at + STOP_GRACE);
+            let unstored_deadline = self.unstored.as_ref().map(|(_, _, since)| *since + STOP_GRACE);
             // After the main turn's result, once subagents are done: a short wait for the turn
             // the CLI may start by itself, then the turn is over.
             let settled = self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
@@ -189,8 +202,22 @@ impl<'a> Turn<'a> {
                         Some(Output::Message(message)) => message,
                         Some(Output::Closed) | None => return Err(Ended::Exited("Claude Code exited during the turn")),
                     };
-                    if let Some(result) = self.handle(message, cli, deadline).await? {
-                        return result;
+                    if let Some((tool_use_id, reason, _)) = &self.unstored
+                        && took_answer(&message, tool_use_id)
+                    {
+                        // The CLI has taken the answer (or ended its turn): the turn ends here.
+                        let request_id = cli.request_id();
+                        cli.send(ToCli::ControlRequest { request_id, request: HostRequest::Interrupt });
+                        return Err(Ended::Unstored(reason.clone()));
+                    }
+                    match self.handle(message, cli, deadline).await {
+                        Ok(Some(result)) => return result,
+                        Ok(None) => {}
+                        // The store fails: what ends the turn is the request it could not keep.
+                        Err(Ended::Sink(_)) if let Some((_, reason, _)) = &self.unstored => {
+                            return Err(Ended::Unstored(reason.clone()));
+                        }
+                        Err(ended) => return Err(ended),
                     }
                 }
                 Some((request_id, answer)) = self.replies.1.recv() => {
@@ -210,6 +237,7 @@ impl<'a> Turn<'a> {
                             self.parked.insert(request_id, asking);
                         }
                         Answer::Nothing => {}
+                        Answer::Unstored(error) => self.unstored(cli, &request_id, &asking, &error),
                     }
                     // Everything waits parked, and a permission request cannot be deferred: the
                     // CLI would wait for ever, so the turn ends here and the CLI is stopped.
@@ -226,10 +254,39 @@ impl<'a> Turn<'a> {
                 () = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
                     return Err(Ended::Unresponsive);
                 }
+                () = async { tokio::time::sleep_until(unstored_deadline.expect("guarded")).await }, if unstored_deadline.is_some() => {
+                    let (_, reason, _) = self.unstored.take().expect("guarded");
+                    return Err(Ended::Unstored(reason));
+                }
                 () = tokio::time::sleep(SETTLE), if settled => {
                     return self.finish(self.result_seen.clone()).await;
                 }
             }
+        }
+    }
+
+    /// A request that could not be stored: the CLI gets an answer that says so (never an
+    /// answer of the person's); once it has taken it, the turn ends with the reason (the CLI is
+    /// interrupted then, not before: an interrupt would replace the answer with its own words).
+    fn unstored(&mut self, cli: &mut CliProcess, request_id: &str, asking: &Asking, error: &str) {
+        warn!(session = %self.request.session_id, tool_use_id = %asking.tool_use_id, %error, "a request could not be stored");
+        let (what, consequence) = if asking.question {
+            ("question", "There is no answer: do not assume one.")
+        } else {
+            ("permission request", "The tool was not run.")
+        };
+        let told = format!(
+            "AskBridge could not store this {what}, so the user never saw it ({error}). {consequence} \
+             The turn ends here."
+        );
+        let reply = if asking.hook { hook_deny(&told) } else { deny(&told) };
+        cli.send(ToCli::success(request_id, reply));
+        let reason = format!(
+            "The agent's {what} could not be stored, so it was never shown ({error}). The agent was told so, \
+             and the turn was stopped."
+        );
+        if self.unstored.is_none() {
+            self.unstored = Some((asking.tool_use_id.clone(), reason, tokio::time::Instant::now()));
         }
     }
 
@@ -484,7 +541,8 @@ impl<'a> Turn<'a> {
         ask: protocol::CanUseTool,
         asked_by: Option<String>,
     ) {
-        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook: false });
+        self.asking
+            .insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook: false, question: false });
         let approval = Approval {
             description: ask
                 .description
@@ -513,6 +571,7 @@ impl<'a> Turn<'a> {
                 Ok(outcome) => approval_reply(&outcome, &approval)
                     .map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None }),
                 Err(AgentError::Parked) => Answer::Parked,
+                Err(AgentError::Failed(error)) => Answer::Unstored(error),
                 Err(_) => Answer::Nothing,
             };
             let _ = replies.send((request_id, answer));
@@ -522,7 +581,7 @@ impl<'a> Turn<'a> {
     /// Puts a question to the person, in a task of its own; the reply for the CLI comes back on
     /// `replies`. Through the hook (`hook`) a question can be parked: the call is deferred.
     fn ask(&mut self, request_id: String, tool_use_id: String, tool: String, input: Value, hook: bool) {
-        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook });
+        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook, question: true });
         let sink = self.sink.clone();
         let replies = self.replies.0.clone();
         // Stop ends the wait; the turn's end cancels the card.
@@ -532,10 +591,24 @@ impl<'a> Turn<'a> {
             let answer = match sink.ask(&tool_use_id, &tool, &input, hook, &cancel).await {
                 Ok(outcome) => question_answer(outcome, &input, path),
                 Err(AgentError::Parked) => Answer::Parked,
+                Err(AgentError::Failed(error)) => Answer::Unstored(error),
                 Err(_) => Answer::Nothing,
             };
             let _ = replies.send((request_id, answer));
         });
+    }
+}
+
+/// Whether `message` says the CLI has taken its answer to `tool_use_id`'s request: the tool's
+/// result, or the end of the turn.
+fn took_answer(message: &FromCli, tool_use_id: &str) -> bool {
+    match message {
+        FromCli::Result(_) => true,
+        FromCli::User(echo) => echo
+            .tool_results()
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolResult { tool_use_id: id, .. } if id == tool_use_id)),
+        _ => false,
     }
 }
 
