@@ -772,3 +772,39 @@ async fn a_subagents_request_is_shown_and_runs_after_the_main_turn_ended() {
     assert_eq!(ran.result.as_deref(), Some("(Bash completed with no output)"));
     assert!(thread.messages.iter().any(|m| m.text().contains("The subagent finished.")), "the CLI's own turn is shown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reply_after_a_subagent_ends_its_own_turn_not_the_next() {
+    let delegate = Reply::tool_use(
+        "toolu_agent",
+        "Agent",
+        json!({"description": "Run the command", "subagent_type": "general-purpose",
+               "prompt": "Run `touch from-subagent.txt` in the project folder, then say done."}),
+    );
+    let script = vec![
+        delegate,
+        Reply::text("The subagent is on it.").when("Async agent launched"),
+        bash("toolu_sub_bash", "touch from-subagent.txt").when("from-subagent.txt"),
+        Reply::text("done"),
+        // The turn the CLI starts by itself once the subagent is done: a model slower than any
+        // fixed wait for it would allow.
+        Reply::text("The subagent finished.").after(Duration::from_secs(5)),
+        Reply::text("Nothing else to do."),
+    ];
+    let h = harness(script, AnswerPath::Hook).await;
+    h.send("Delegate: create the file.").await;
+    h.pending(1).await;
+    h.decide("toolu_sub_bash", Decision::Allow { always: None }).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let last = thread.messages.last().unwrap().text();
+    assert!(last.contains("The subagent finished."), "the turn waited for the CLI's own turn: {last:?}");
+
+    h.send("Anything else?").await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let replies: Vec<String> = thread.messages.iter().map(|m| m.text()).filter(|t| !t.is_empty()).collect();
+    assert_eq!(
+        &replies[replies.len() - 2..],
+        ["Anything else?", "Nothing else to do."],
+        "the next message gets its own reply: {replies:?}"
+    );
+}

@@ -146,6 +146,9 @@ impl CliProcess {
             .envs(launch.inherit.inherited(std::env::vars_os()))
             .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .env(SESSION_MARKER, session)
+            // As the official SDK asks: the CLI says when it is idle (`session_state_changed`),
+            // which is how a turn knows that no subagent's follow-up is still to come.
+            .env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")
             .args(launch.args())
             .current_dir(&launch.workdir)
             .stdin(Stdio::piped())

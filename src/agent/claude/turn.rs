@@ -27,8 +27,10 @@ use crate::thread::Usage;
 /// within it, or it is killed with everything it started.
 pub(super) const STOP_GRACE: Duration = Duration::from_secs(15);
 
-/// How long a turn whose `result` came while subagents were at work waits, once they are done,
-/// for the turn the CLI then starts by itself.
+/// For a CLI that does not report its state (`session_state_changed`, asked for with
+/// `CLAUDE_CODE_SDK_READS_SESSION_STATE=1`): how long a turn whose `result` came while subagents
+/// were at work waits, once they are done, for the turn the CLI then starts by itself. A CLI
+/// that reports its state says when it is idle instead, however slow that turn is.
 const SETTLE: Duration = Duration::from_secs(3);
 
 /// Why a turn ended without a `result` of its own.
@@ -142,8 +144,11 @@ pub(super) struct Turn<'a> {
     hook_answers: HookAnswers,
     /// Background tasks (subagents) at work, and what each was asked to do.
     tasks: HashMap<String, String>,
-    /// A `result` came (the main turn ended) while subagents worked or asked.
+    /// A `result` came, and the turn waits for the CLI to be idle (or, for a CLI that does not
+    /// say, for its subagents to be done).
     result_seen: Option<Usage>,
+    /// The CLI reports its state (`session_state_changed`): it says when it is idle.
+    reports_state: bool,
     stream_message: Option<String>,
     /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
     /// flowing meanwhile); their answers come back here.
@@ -179,6 +184,7 @@ impl<'a> Turn<'a> {
             hook_answers: HookAnswers::default(),
             tasks: HashMap::new(),
             result_seen: None,
+            reports_state: false,
             stream_message: None,
             replies: mpsc::unbounded_channel(),
             waits_end: request.cancel.child_token(),
@@ -193,9 +199,12 @@ impl<'a> Turn<'a> {
         loop {
             let deadline = interrupted_at.map(|at| at + STOP_GRACE);
             let unstored_deadline = self.unstored.as_ref().map(|(_, _, since)| *since + STOP_GRACE);
-            // After the main turn's result, once subagents are done: a short wait for the turn
-            // the CLI may start by itself, then the turn is over.
-            let settled = self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
+            // A CLI that does not say when it is idle: after the main turn's result, once subagents
+            // are done, a short wait for the turn the CLI may start by itself.
+            let settled = !self.reports_state
+                && self.result_seen.is_some()
+                && self.asking.is_empty()
+                && self.tasks.is_empty();
             tokio::select! {
                 output = cli.output.recv() => {
                     let message = match output {
@@ -323,6 +332,15 @@ impl<'a> Turn<'a> {
             FromCli::System(system) if system.subtype == "status" => {
                 if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
+                }
+            }
+            // Idle comes after the last `result`: the main turn's, or that of the turn the CLI
+            // starts by itself once its background subagents are done (§13); never in between.
+            FromCli::System(system) if system.subtype == "session_state_changed" => {
+                self.reports_state = true;
+                if system.state.as_deref() == Some("idle") && self.result_seen.is_some() && self.asking.is_empty() {
+                    let usage = self.result_seen.clone();
+                    return Ok(Some(self.finish(usage).await));
                 }
             }
             FromCli::System(system) if system.subtype == "task_started" => {
@@ -482,8 +500,9 @@ impl<'a> Turn<'a> {
                     duration_ms: result.duration_ms,
                 };
                 // Subagents still at work (or asking) go on after the main turn's result (§13):
-                // the turn stays open until they are done and the CLI's own turn after them ends.
-                if !self.tasks.is_empty() || !self.asking.is_empty() {
+                // the turn stays open until they are done and the CLI's own turn after them ends,
+                // which the CLI says by going idle.
+                if self.reports_state || !self.tasks.is_empty() || !self.asking.is_empty() {
                     self.result_seen = Some(usage);
                     return Ok(None);
                 }
