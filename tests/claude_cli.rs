@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
+use askbridge::agent::claude::{AgentEnv, AnswerPath, ClaudeCliBackend, ClaudeConfig};
 use askbridge::approval::{Approval, Decision, PermissionMode, Shows};
 use askbridge::error::AppError;
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
@@ -77,6 +77,7 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
         permission_mode: PermissionMode::Default,
         model: None,
         answer_path,
+        agent_env: AgentEnv::default(),
         env,
         allow_bypass: true,
         max_agents: 4,
@@ -380,6 +381,88 @@ async fn a_cli_that_dies_mid_question_is_reported_and_resumed_by_the_next_messag
     let conversation = last["messages"].to_string();
     assert!(conversation.contains("pineapple"), "the resumed CLI sent the earlier conversation: {conversation}");
     assert!(conversation.contains("Are you back?"));
+}
+
+/// The processes whose command line holds `marker`, and those in process group `group`.
+fn processes_of(marker: &str, group: Option<u32>) -> Vec<(u32, String)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let after_name: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+            // A zombie has ended; its parent has yet to read its status.
+            if after_name.first() == Some(&"Z") {
+                return None;
+            }
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let in_group = group.is_some() && after_name.get(2).and_then(|g| g.parse::<u32>().ok()) == group;
+            (cmdline.contains(marker) || in_group).then_some((pid, cmdline))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_ends_everything_the_cli_started_even_when_the_cli_does_not_answer() {
+    // A number nothing else on the machine sleeps for: how the command is found in /proc.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    let marker = format!("7{:06}", nanos % 1_000_000);
+    // Claude Code refuses a bare `sleep`; this one runs in a session of its own (setsid), as
+    // every command of the CLI's does.
+    let command = format!("echo started && sleep {marker}");
+    let h = harness(vec![bash("toolu_sleep", &command), Reply::text("Never reached.")], AnswerPath::Hook).await;
+    h.send("Wait for a long time.").await;
+    let running = wait_until("the command to run", Duration::from_secs(60), || async {
+        let thread = h.thread().await;
+        let call = thread.tool_call("toolu_sleep");
+        if call.and_then(|c| c.interaction.as_ref()).is_some_and(|i| i.is_pending()) {
+            h.manager.decide_approval(&h.session, "toolu_sleep", Decision::Allow { always: None }).await.unwrap();
+        }
+        let sleeping = processes_of(&format!("sleep {marker}"), None);
+        (!sleeping.is_empty()).then_some(sleeping)
+    });
+    let sleeping = running.await;
+    let cli = h.backend.pid(&h.session).expect("the CLI runs");
+
+    // A CLI that cannot answer Stop (stuck): it is stopped, so that only the grace can end it.
+    std::process::Command::new("kill").args(["-STOP", &cli.to_string()]).status().unwrap();
+    let stopped_at = std::time::Instant::now();
+    h.manager.interrupt(&h.session).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
+    let took = stopped_at.elapsed();
+    assert!(took < Duration::from_secs(19), "one grace period (15 s), then the kill: {took:?}");
+    let left = processes_of(&format!("sleep {marker}"), Some(cli));
+    assert!(left.is_empty(), "survived the CLI: {left:?} (the command was {sleeping:?})");
+    assert_eq!(h.backend.pid(&h.session), None, "no CLI is kept for the next turn");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_cannot_be_stored_is_answered_with_why_and_the_turn_ends_saying_so() {
+    let cases = [
+        ("question", ask("toolu_ask", vec![auth_question()]), "toolu_ask", AnswerPath::Hook),
+        ("permission request", bash("toolu_ask", "touch hi.txt"), "toolu_ask", AnswerPath::CanUseTool),
+    ];
+    for (what, request, id, path) in cases {
+        let h = harness(vec![request, Reply::text("Understood.")], path).await;
+        // The disk fails just as the card opens: the card's write is the first to fail.
+        h.manager.store().fail_writes_from_next_card();
+        h.send("Set up auth; ask me first.").await;
+        let (thread, error) = h.failed().await;
+        assert!(error.contains(&format!("{what} could not be stored")) && error.contains("stopped"), "{error}");
+        assert!(thread.tool_call(id).is_none_or(|call| call.interaction.is_none()), "no card: {thread:?}");
+
+        // Once the disk is back, the session goes on; the model had been told why.
+        h.manager.store().fail_writes(false);
+        h.send("Are you there?").await;
+        h.turn_end().await;
+        let told = h.model_saw().into_iter().find(|(tool, _, _)| tool == id);
+        let (_, text, is_error) = told.unwrap_or_else(|| panic!("the model never heard of {id}: {:?}", h.model_saw()));
+        assert!(is_error && text.contains(&format!("AskBridge could not store this {what}")), "{text}");
+        assert!(!h.project().join("hi.txt").exists(), "the command did not run");
+    }
 }
 
 // ---- Approvals (issue: tool approvals and permission modes) ----
@@ -688,4 +771,40 @@ async fn a_subagents_request_is_shown_and_runs_after_the_main_turn_ended() {
     let ran = thread.tool_call("toolu_sub_bash").unwrap();
     assert_eq!(ran.result.as_deref(), Some("(Bash completed with no output)"));
     assert!(thread.messages.iter().any(|m| m.text().contains("The subagent finished.")), "the CLI's own turn is shown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_reply_after_a_subagent_ends_its_own_turn_not_the_next() {
+    let delegate = Reply::tool_use(
+        "toolu_agent",
+        "Agent",
+        json!({"description": "Run the command", "subagent_type": "general-purpose",
+               "prompt": "Run `touch from-subagent.txt` in the project folder, then say done."}),
+    );
+    let script = vec![
+        delegate,
+        Reply::text("The subagent is on it.").when("Async agent launched"),
+        bash("toolu_sub_bash", "touch from-subagent.txt").when("from-subagent.txt"),
+        Reply::text("done"),
+        // The turn the CLI starts by itself once the subagent is done: a model slower than any
+        // fixed wait for it would allow.
+        Reply::text("The subagent finished.").after(Duration::from_secs(5)),
+        Reply::text("Nothing else to do."),
+    ];
+    let h = harness(script, AnswerPath::Hook).await;
+    h.send("Delegate: create the file.").await;
+    h.pending(1).await;
+    h.decide("toolu_sub_bash", Decision::Allow { always: None }).await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let last = thread.messages.last().unwrap().text();
+    assert!(last.contains("The subagent finished."), "the turn waited for the CLI's own turn: {last:?}");
+
+    h.send("Anything else?").await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let replies: Vec<String> = thread.messages.iter().map(|m| m.text()).filter(|t| !t.is_empty()).collect();
+    assert_eq!(
+        &replies[replies.len() - 2..],
+        ["Anything else?", "Nothing else to do."],
+        "the next message gets its own reply: {replies:?}"
+    );
 }

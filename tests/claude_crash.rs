@@ -48,12 +48,18 @@ fn free_port() -> u16 {
 }
 
 async fn serve(home: &ClaudeHome, mock: &MockAnthropic, port: u16) -> Server {
+    serve_with(home, mock, port, &[]).await
+}
+
+/// The server with `env` added to its environment.
+async fn serve_with(home: &ClaudeHome, mock: &MockAnthropic, port: u16, env: &[(&str, &str)]) -> Server {
     let path = |p: &str| home.path().join(p).display().to_string();
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
         .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path("data"), "--agent", "claude"])
         .args(["--claude-bin", &claude_bin().display().to_string(), "--workdir", &path("project")])
         .env("ASKBRIDGE_TOKEN", TOKEN)
         .envs(home.env(mock))
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .kill_on_drop(true)
@@ -119,7 +125,7 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     })
     .await;
 
-    // The CLI runs with the server's environment, but not with the access token.
+    // The CLI runs with the allowed part of the server's environment, never the access token.
     let server_pid = server.child.id().unwrap();
     let cli_environments = children_of(server_pid).into_iter().map(environment_of).collect::<Vec<_>>();
     assert!(!cli_environments.is_empty(), "the CLI runs, as a child of the server");
@@ -159,4 +165,63 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     let requests = mock.wait_for_requests(3, Duration::from_secs(60)).await;
     let sent = requests[2]["messages"].to_string();
     assert!(sent.contains("my answer did not reach you") && sent.contains("JWT"), "{sent}");
+}
+
+/// The server's own configuration (the database URL with its password, the token, the site's
+/// folder) stays out of the CLI's environment and of every command it runs, whose output the
+/// model and the team would read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_never_gets_the_servers_configuration() {
+    let mock = MockAnthropic::start(vec![
+        Reply::tool_use("toolu_env", "Bash", json!({"command": "env", "description": "Show the environment"})),
+        Reply::text("That is my environment."),
+    ])
+    .await;
+    let home = ClaudeHome::new();
+    let port = free_port();
+    let database = format!("sqlite://{}", home.path().join("data/askbridge.db").display());
+    let site = home.path().join("site").display().to_string();
+    let server = serve_with(
+        &home,
+        &mock,
+        port,
+        &[("DATABASE_URL", &database), ("LEPTOS_SITE_ROOT", &site), ("GIT_AUTHOR_NAME", "Ada")],
+    )
+    .await;
+    let (_, session) = post(port, "create_session", json!({})).await;
+    let session = session["id"].as_str().unwrap().to_string();
+    let (status, _) =
+        post(port, "send_message", json!({"session": session, "text": "Show me your environment."})).await;
+    assert_eq!(status, 200);
+    // `env` reads nothing: Claude Code runs it without asking; a card would be allowed here.
+    let environment_shown = wait_until("the model to get the output of env", Duration::from_secs(60), || async {
+        if let Some(call) = tool_call(port, &session, "toolu_env").await
+            && call["interaction"].is_object()
+            && call["interaction"]["outcome"].is_null()
+        {
+            let decision =
+                json!({"session": session, "tool_use_id": "toolu_env", "decision": {"allow": {"always": null}}});
+            post(port, "decide_approval", decision).await;
+        }
+        let told = support::mock_anthropic::tool_results_in(&mock.requests());
+        told.into_iter().find(|(id, _, _)| id == "toolu_env").map(|(_, text, _)| text)
+    });
+    let shown = environment_shown.await;
+
+    let server_pid = server.child.id().unwrap();
+    let clis = children_of(server_pid);
+    assert!(!clis.is_empty(), "the CLI runs, as a child of the server");
+    for environment in clis.into_iter().map(environment_of).chain([shown]) {
+        assert!(environment.contains("ANTHROPIC_BASE_URL="), "the environment was read: {environment}");
+        assert!(
+            environment.lines().any(|line| line == format!("ASKBRIDGE_SESSION={session}")),
+            "marked as AskBridge's: {environment}"
+        );
+        for (secret, value) in
+            [("DATABASE_URL", database.as_str()), ("ASKBRIDGE_TOKEN", TOKEN), ("LEPTOS_SITE_ROOT", &site)]
+        {
+            assert!(!environment.contains(secret) && !environment.contains(value), "{secret} reached the agent");
+        }
+        assert!(!environment.contains("GIT_AUTHOR_NAME"), "only what the allow-list names");
+    }
 }

@@ -47,6 +47,11 @@ pub struct ServeArgs {
     #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
 
+    /// A file holding the database URL (instead of DATABASE_URL): its password then stays out of
+    /// the environment and the command line.
+    #[arg(long, env = "ASKBRIDGE_DATABASE_URL_FILE")]
+    pub database_url_file: Option<PathBuf>,
+
     /// With Postgres: how long a server's hold on a session's agent lasts unless renewed. After a
     /// server dies, its sessions wait this long before another server takes them (e.g. 15s).
     #[arg(long, env = "ASKBRIDGE_LEASE", value_parser = humantime::parse_duration, default_value = "15s")]
@@ -100,6 +105,13 @@ pub struct ServeArgs {
     /// A file whose text is the Messages API agent's system prompt (cached between requests).
     #[arg(long, env = "ASKBRIDGE_SYSTEM_PROMPT")]
     pub system_prompt: Option<PathBuf>,
+
+    /// A variable of the server's environment that Claude Code may see too, beyond the ones it
+    /// always gets (PATH, HOME, LANG, TERM, the proxies, ANTHROPIC_*, CLAUDE_*, …); NAME* for a
+    /// prefix. Repeat the flag or separate with commas. The server's own configuration
+    /// (DATABASE_URL, ASKBRIDGE_*, LEPTOS_*) is never passed.
+    #[arg(long, env = "ASKBRIDGE_AGENT_ENV", value_delimiter = ',')]
+    pub agent_env: Vec<String>,
 
     /// How answers reach Claude Code: hook (a PreToolUse hook hands your answers over; a
     /// question can then be parked while it waits) or can-use-tool (it asks over its control
@@ -282,6 +294,13 @@ mod tests {
         assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "me"]).is_err());
         assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "mailto:me@example.com"]).is_ok());
         assert!(Cli::try_parse_from(["askbridge", "serve", "--public-url", "ab.example.com"]).is_err());
+    }
+
+    #[test]
+    fn agent_env_is_repeated_or_comma_separated() {
+        let flags = ["askbridge", "serve", "--agent-env", "GITHUB_TOKEN,AWS_*", "--agent-env", "GOPATH"];
+        let Command::Serve(args) = Cli::try_parse_from(flags).unwrap().command;
+        assert_eq!(args.agent_env, ["GITHUB_TOKEN", "AWS_*", "GOPATH"]);
     }
 
     #[test]

@@ -25,7 +25,7 @@ use tracing::{info, warn};
 
 use crate::agent::AgentBackend;
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
-use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
+use crate::agent::claude::{AgentEnv, ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::api::WorkspaceView;
 use crate::app::{AssetPaths, shell};
@@ -71,10 +71,7 @@ pub async fn serve_until(
     let (token, token_source) =
         access_token::resolve(args.token.as_deref(), args.no_token, &args.addr, &args.data_dir)?;
     args.token = token;
-    let database = match &args.database_url {
-        Some(url) => url.clone(),
-        None => format!("sqlite://{}", args.data_dir.join("askbridge.db").display()),
-    };
+    let database = database_url(&args)?;
     let store = Store::connect(&database)
         .await
         .map_err(|error| format!("cannot open the database {}: {error}", without_password(&database)))?;
@@ -178,6 +175,14 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 return Err(format!("--workdir {} is not a folder", workdir.display()).into());
             }
             let bin = args.claude_bin.clone().unwrap_or_else(|| PathBuf::from("claude"));
+            let agent_env = AgentEnv::new(&args.agent_env)?;
+            // A key given as a file reaches the CLI as its variable (the file stays ours).
+            let mut env = Vec::new();
+            if args.api_key_file.is_some()
+                && let Some(key) = api_key(args)?
+            {
+                env.push(("ANTHROPIC_API_KEY".to_string(), key));
+            }
             info!(bin = %bin.display(), workdir = %workdir.display(), mode = %args.permission_mode, "Claude Code agent ready");
             Ok(Arc::new(ClaudeCliBackend::new(ClaudeConfig {
                 bin,
@@ -185,7 +190,8 @@ fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
                 permission_mode: args.permission_mode,
                 model: args.model.clone(),
                 answer_path: args.answer_path,
-                env: Vec::new(),
+                agent_env,
+                env,
                 allow_bypass: bypass_refused(args).is_none(),
                 max_agents: args.max_agents.unwrap_or_else(ClaudeConfig::default_max_agents),
                 idle_exit: Some(args.idle_exit),
@@ -251,6 +257,27 @@ fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<Se
         return Err(format!("--permission-mode bypassPermissions: {why}").into());
     }
     Ok(policy)
+}
+
+/// Where sessions are stored: `--database-url-file`, `--database-url` (`DATABASE_URL`), or the
+/// SQLite file in the data folder.
+fn database_url(args: &ServeArgs) -> Result<String, BoxError> {
+    let Some(path) = &args.database_url_file else {
+        return Ok(match &args.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", args.data_dir.join("askbridge.db").display()),
+        });
+    };
+    if args.database_url.is_some() {
+        return Err("give the database once: --database-url-file, or --database-url (DATABASE_URL), not both".into());
+    }
+    let url = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read --database-url-file {}: {e}", path.display()))?;
+    let url = url.trim();
+    if url.is_empty() {
+        return Err(format!("--database-url-file {} is empty", path.display()).into());
+    }
+    Ok(url.to_string())
 }
 
 /// The API key from `--api-key-file` or `ANTHROPIC_API_KEY`, if either gives one.
@@ -543,6 +570,12 @@ mod tests {
         if !given("--claude-bin") {
             args.claude_bin = None;
         }
+        if !given("--database-url") {
+            args.database_url = None;
+        }
+        if !given("--database-url-file") {
+            args.database_url_file = None;
+        }
         args
     }
 
@@ -642,6 +675,21 @@ mod tests {
         let flags = ["--claude-bin", claude.to_str().unwrap(), "--api-key", "sk-test"];
         let (choice, why) = choose_agent(&args(&flags), &env(&[], home.path(), &[]));
         assert_eq!(choice, AgentChoice::Claude, "{why}");
+    }
+
+    #[test]
+    fn the_database_url_can_come_from_a_file_but_only_from_one_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("database-url");
+        std::fs::write(&file, "postgres://askbridge:secret@db/askbridge\n").unwrap();
+        let from_file = ["--database-url-file", file.to_str().unwrap()];
+        assert_eq!(database_url(&args(&from_file)).unwrap(), "postgres://askbridge:secret@db/askbridge");
+        let both = [&from_file[..], &["--database-url", "sqlite://x.db"]].concat();
+        assert!(database_url(&args(&both)).unwrap_err().to_string().contains("not both"));
+        std::fs::write(&file, " \n").unwrap();
+        assert!(database_url(&args(&from_file)).unwrap_err().to_string().contains("is empty"));
+        let default = database_url(&args(&["--data-dir", "/srv/ab"])).unwrap();
+        assert_eq!(default, "sqlite:///srv/ab/askbridge.db");
     }
 
     #[test]

@@ -133,7 +133,7 @@ impl Store {
     /// event, or nothing is written. On Postgres, the other servers are told (`Notice::Appended`)
     /// when it commits.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
-        self.check_writable()?;
+        self.check_appendable(&append.event.body)?;
         let Append { session_id, event, messages, turn, interactions } = append;
         let seq = event.seq as i64;
         // Deltas do not move a session up the list; messages and turn changes do.

@@ -58,8 +58,17 @@ pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
-    /// Fails every write while set: how tests inject a storage failure.
-    failing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How tests inject a storage failure.
+    failing: std::sync::Arc<Failing>,
+}
+
+/// Writes that fail on purpose, for tests.
+#[derive(Default)]
+struct Failing {
+    /// Every write fails while set.
+    now: std::sync::atomic::AtomicBool,
+    /// Every write fails from the next card's (`InteractionOpened`) on.
+    from_next_card: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Clone)]
@@ -137,7 +146,10 @@ impl Store {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
+            // Every commit reaches the disk before it is acknowledged: with NORMAL, the last
+            // commits (an answer the person was told is stored) could roll back on power loss.
+            // What it costs per event: BENCHMARKS.md, "Store".
+            .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(std::time::Duration::from_secs(10));
         if let Some(pages) = pages {
@@ -188,11 +200,30 @@ impl Store {
     /// Makes every write fail (as a failing disk would) until called with `false`: for tests.
     #[doc(hidden)]
     pub fn fail_writes(&self, failing: bool) {
-        self.failing.store(failing, std::sync::atomic::Ordering::SeqCst);
+        self.failing.now.store(failing, std::sync::atomic::Ordering::SeqCst);
+        self.failing.from_next_card.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Makes every write fail from the next card on (the write that opens it included), as a
+    /// disk that fails just as the agent asks something, until `fail_writes(false)`: for tests.
+    #[doc(hidden)]
+    pub fn fail_writes_from_next_card(&self) {
+        self.failing.from_next_card.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn check_writable(&self) -> StoreResult<()> {
-        if self.failing.load(std::sync::atomic::Ordering::SeqCst) { Err(StoreError::ReadOnly) } else { Ok(()) }
+        if self.failing.now.load(std::sync::atomic::Ordering::SeqCst) { Err(StoreError::ReadOnly) } else { Ok(()) }
+    }
+
+    /// `check_writable`, for an event's append.
+    fn check_appendable(&self, body: &crate::thread::EventBody) -> StoreResult<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if matches!(body, crate::thread::EventBody::InteractionOpened { .. })
+            && self.failing.from_next_card.swap(false, SeqCst)
+        {
+            self.failing.now.store(true, SeqCst);
+        }
+        self.check_writable()
     }
 }
 

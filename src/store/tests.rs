@@ -672,6 +672,24 @@ async fn urls_choose_the_database() {
     assert!(matches!(&error, StoreError::UnknownUrl(url) if url == "mysql://me:…@db.example/askbridge"), "{error:?}");
 }
 
+#[tokio::test]
+async fn a_sqlite_commit_is_on_disk_before_it_is_acknowledged() {
+    let folder = tempfile::tempdir().unwrap();
+    let store = Store::open(&folder.path().join("a.db")).await.unwrap();
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!("a SQLite file") };
+    // Every connection of the pool is set so, not only the first.
+    let mut connections = Vec::new();
+    for _ in 0..3 {
+        connections.push(pool.acquire().await.unwrap());
+    }
+    for connection in &mut connections {
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(&mut **connection).await.unwrap();
+        let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous").fetch_one(&mut **connection).await.unwrap();
+        // In WAL mode, FULL (2) syncs the log at every commit; NORMAL (1) only at checkpoints.
+        assert_eq!((journal.as_str(), synchronous), ("wal", 2));
+    }
+}
+
 #[test]
 fn a_database_url_is_shown_without_its_password() {
     assert_eq!(

@@ -56,6 +56,8 @@ pub struct Reply {
     /// Served only to a request whose messages contain this text (when conversations run side
     /// by side, as a subagent's does beside the main one); `None` serves any request.
     pub when: Option<String>,
+    /// How long the mock waits before it answers (a slow model, or a slow network).
+    pub delay: Duration,
 }
 
 /// How a streamed reply ends.
@@ -109,6 +111,12 @@ impl Reply {
         self
     }
 
+    /// Answers only after `delay`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
+    }
+
     /// Appends a block: `Reply::text("Let me check.").with(Block::ToolUse { … })`.
     pub fn with(mut self, block: Block) -> Self {
         self.blocks.push(block);
@@ -136,7 +144,8 @@ impl Reply {
 ///
 /// The top level may also be `{"replies": [...]}`; `blocks` may stand for `content`; a block may be
 /// a bare string (a text block). An object reply may add `"cut_after": N` (the connection breaks
-/// after N events) or `"stop": "max_tokens"` (see [`End`]); `{"error": {"status": 529, "type":
+/// after N events) or `"stop": "max_tokens"` (see [`End`]), `"when": "text"` (served only to a
+/// request whose messages hold the text) and `"delay_ms": N` (answered after N ms); `{"error": {"status": 529, "type":
 /// "overloaded_error", "message": "…", "retry_after": 1}}` is an error response instead. A `tool_use` without `id` gets `toolu_mock_0001`, `toolu_mock_0002`…
 /// (counted over the script), without `input` gets `{}`.
 pub fn script_from_json(script: &Value) -> Result<Vec<Reply>, String> {
@@ -170,6 +179,8 @@ fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String>
         (None, Some(other)) => return Err(format!("\"stop\": {other:?} is not a stop this mock can play")),
         (None, None) => End::Complete,
     };
+    let when = reply.get("when").and_then(Value::as_str).map(str::to_owned);
+    let delay = Duration::from_millis(reply.get("delay_ms").and_then(Value::as_u64).unwrap_or(0));
     let blocks = match reply {
         Value::String(text) => return Ok(Reply::text(text)),
         Value::Array(blocks) => blocks,
@@ -187,7 +198,7 @@ fn reply_from_json(reply: &Value, tool_ids: &mut usize) -> Result<Reply, String>
     if blocks.is_empty() {
         return Err("a reply needs at least one block".into());
     }
-    Ok(Reply { blocks, end, error: None, when: None })
+    Ok(Reply { blocks, end, error: None, when, delay })
 }
 
 fn block_from_json(block: &Value, tool_ids: &mut usize) -> Result<Block, String> {
@@ -424,6 +435,9 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
     let input_tokens = rough_tokens(body.len());
     let (reply, number) = shared.answer(request);
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
     if let Some(error) = &reply.error {
         tracing::info!(target: "mock_anthropic", status = error.status, "error reply");
         let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -894,6 +908,8 @@ mod tests {
             ]
         );
         assert_eq!(script_from_json(&json!({ "replies": ["x"] })).unwrap(), vec![Reply::text("x")]);
+        let slow = script_from_json(&json!([{ "content": ["late"], "when": "ping", "delay_ms": 1500 }])).unwrap();
+        assert_eq!(slow, vec![Reply::text("late").when("ping").after(Duration::from_millis(1500))]);
         assert!(script_from_json(&json!({ "nope": 1 })).is_err());
         let error = script_from_json(&json!(["ok", [{ "type": "tool_use" }]])).unwrap_err();
         assert!(error.contains("reply 2") && error.contains("name"), "{error}");

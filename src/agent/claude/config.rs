@@ -24,7 +24,9 @@ pub struct ClaudeConfig {
     pub permission_mode: PermissionMode,
     pub model: Option<String>,
     pub answer_path: AnswerPath,
-    /// Set for the CLI on top of the server's environment.
+    /// What the CLI inherits of the server's environment (an allow-list, and `--agent-env`).
+    pub agent_env: super::AgentEnv,
+    /// Set for the CLI on top of what it inherits.
     pub env: Vec<(String, String)>,
     /// Whether a session may switch to bypassPermissions (the person still confirms it).
     pub allow_bypass: bool,

@@ -8,7 +8,9 @@
 //! and no more than `--max-agents` run at once.
 
 mod config;
+mod environment;
 mod process;
+mod process_tree;
 pub mod protocol;
 pub mod transcripts;
 mod turn;
@@ -24,13 +26,14 @@ use tracing::info;
 
 use self::process::{CliProcess, Launch, Output, RequestError, Requester};
 use self::protocol::{CliInfo, FromCli, HostRequest, TOLD_ON_HOOK_EOF, TOLD_ON_REQUEST_EOF, ToCli, question_hooks};
-use self::turn::{Ended, INTERRUPT_TIMEOUT, Turn};
+use self::turn::{Ended, STOP_GRACE, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{PermissionMode, Shows};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
+pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -130,6 +133,7 @@ impl ClaudeCliBackend {
             model: self.config.model.clone(),
             resume: request.agent_session.clone(),
             allow_bypass: self.bypass_refusal().is_none(),
+            inherit: self.config.agent_env.clone(),
             env: self.config.env.clone(),
         };
         let mut process = CliProcess::spawn(&launch, &request.session_id).map_err(|error| {
@@ -180,6 +184,10 @@ impl ClaudeCliBackend {
         // Permission requests that could not be parked were decided meanwhile: the resumed agent
         // is told in words (and its identical retry is not asked again).
         let words = if request.resume { decided_in_words(&request.history, &mut slot.preapproved) } else { Vec::new() };
+        if slot.process.as_mut().is_some_and(CliProcess::has_exited) {
+            // It died between turns (or with a turn that was dropped): a new one resumes.
+            session.set_process(&mut slot, None);
+        }
         if slot.process.is_none() {
             self.make_room(&request.session_id).await;
             let process = self.start(&request).await?;
@@ -199,7 +207,10 @@ impl ClaudeCliBackend {
             cli.send(ToCli::user_text(&told.join("\n\n")));
         }
         // A resume with nothing to say lets the CLI ask its parked call again by itself.
+        // Should the session drop this turn before it ends, the CLI goes with it, and all it started.
+        let dropped = KillTreeOnDrop(cli.pid());
         let result = Turn::new(sink.clone(), &request, announced, preapproved).run(cli).await;
+        std::mem::forget(dropped);
         let ended = match result {
             Ok(usage) => return Ok(usage),
             Err(ended) => ended,
@@ -222,15 +233,28 @@ impl ClaudeCliBackend {
                 cli.kill().await;
                 AgentError::Failed(report)
             }
-            // A CLI that was stopped is not trusted with the next turn: it may still be busy.
-            Ended::Interrupted => {
-                cli.stop().await;
+            // A CLI that was stopped is not trusted with the next turn: it may still be busy. It
+            // exits within the grace from Stop, or is killed with all it started.
+            Ended::Interrupted { by } => {
+                cli.stop_by(by).await;
                 AgentError::Interrupted
+            }
+            Ended::Unresponsive => {
+                cli.kill().await;
+                AgentError::Failed(format!(
+                    "Claude Code did not stop within {} s of Stop: it was killed, with everything it had started",
+                    STOP_GRACE.as_secs()
+                ))
             }
             // The CLI ended the turn with an error of its own, and goes on.
             Ended::Failed(error) => {
                 session.set_process(&mut slot, Some(cli));
                 return Err(AgentError::Failed(error));
+            }
+            // Interrupted already; told why.
+            Ended::Unstored(reason) => {
+                cli.stop().await;
+                AgentError::Failed(reason)
             }
             Ended::Sink(error) => {
                 cli.stop().await;
@@ -314,6 +338,17 @@ async fn reap_idle(sessions: Weak<Mutex<HashMap<String, Arc<Session>>>>, idle_ex
     }
 }
 
+/// Kills a CLI and all it started when dropped (`mem::forget` it to keep the CLI).
+struct KillTreeOnDrop(Option<u32>);
+
+impl Drop for KillTreeOnDrop {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            process_tree::Tree::of(pid).kill();
+        }
+    }
+}
+
 /// Tells the session's header that its CLI no longer runs.
 async fn say_stopped(session: &Session) {
     let sink = session.sink.lock().expect("sink lock").clone();
@@ -391,7 +426,9 @@ impl AgentBackend for ClaudeCliBackend {
     }
 
     fn interrupt_grace(&self) -> Duration {
-        INTERRUPT_TIMEOUT + Duration::from_secs(5)
+        // The turn ends by itself at STOP_GRACE, having killed what did not stop: the session's
+        // own limit comes after, so that the turn always says how it ended.
+        STOP_GRACE + Duration::from_secs(5)
     }
 
     fn told_when_lost(&self, request: &InteractionRequest) -> Option<String> {
@@ -490,6 +527,7 @@ mod tests {
             model: Some("sonnet".into()),
             resume: Some("abc".into()),
             allow_bypass: true,
+            inherit: AgentEnv::default(),
             env: vec![],
         };
         assert_eq!(

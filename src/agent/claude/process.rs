@@ -6,16 +6,23 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
+use super::environment::{AgentEnv, SESSION_MARKER};
+use super::process_tree::Tree;
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
 
 /// Lines of stderr kept to explain an exit.
 const STDERR_TAIL: usize = 20;
+
+/// How long a CLI whose stdin was closed has to exit by itself (it writes its transcript) before
+/// what is left of it is killed, when nobody is waiting for it.
+pub const EXIT_WAIT: Duration = Duration::from_secs(3);
 
 /// How to start the CLI.
 #[derive(Debug, Clone)]
@@ -28,7 +35,9 @@ pub struct Launch {
     pub resume: Option<String>,
     /// Lets the person switch to bypassPermissions later (`--allow-dangerously-skip-permissions`).
     pub allow_bypass: bool,
-    /// Set on top of the server's own environment (which the CLI inherits, ANTHROPIC_* included).
+    /// What the CLI inherits of the server's environment.
+    pub inherit: AgentEnv,
+    /// Set on top of what it inherits.
     pub env: Vec<(String, String)>,
 }
 
@@ -119,7 +128,7 @@ impl Requester {
 }
 
 pub struct CliProcess {
-    child: Child,
+    child: Leader,
     stdin: mpsc::UnboundedSender<ToCli>,
     awaiting: Awaiting,
     pub output: mpsc::UnboundedReceiver<Output>,
@@ -130,20 +139,23 @@ pub struct CliProcess {
 impl CliProcess {
     pub fn spawn(launch: &Launch, session: &str) -> std::io::Result<Self> {
         let mut command = Command::new(&launch.bin);
-        // AskBridge's own settings (its access token above all) are not the agent's business.
-        for (name, _) in std::env::vars_os() {
-            if name.to_string_lossy().starts_with("ASKBRIDGE_") {
-                command.env_remove(name);
-            }
-        }
+        // Only what the allow-list passes: the server's own settings (the database URL, the
+        // token) are not the agent's business. The marker says whose CLI this is.
         command
+            .env_clear()
+            .envs(launch.inherit.inherited(std::env::vars_os()))
+            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .env(SESSION_MARKER, session)
+            // As the official SDK asks: the CLI says when it is idle (`session_state_changed`),
+            // which is how a turn knows that no subagent's follow-up is still to come.
+            .env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")
             .args(launch.args())
             .current_dir(&launch.workdir)
-            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Its own process group: what it starts (a Bash tool's children) is stopped with it.
+            // Its own process group; the commands it runs make their own sessions, and are
+            // found and ended with it all the same (`process_tree`).
             .process_group(0)
             // No CLI outlives a server that drops it.
             .kill_on_drop(true);
@@ -220,11 +232,18 @@ impl CliProcess {
             }
         });
 
-        Ok(Self { child, stdin: stdin_tx, awaiting, output: output_rx, stderr: stderr_tail, next_request: 0 })
+        Ok(Self {
+            child: Leader(child),
+            stdin: stdin_tx,
+            awaiting,
+            output: output_rx,
+            stderr: stderr_tail,
+            next_request: 0,
+        })
     }
 
     pub fn pid(&self) -> Option<u32> {
-        self.child.id()
+        self.child.0.id()
     }
 
     pub fn send(&self, message: ToCli) -> bool {
@@ -247,49 +266,78 @@ impl CliProcess {
         self.stderr.lock().expect("stderr lock").iter().cloned().collect()
     }
 
-    /// Waits for the process to exit and says how it ended.
+    /// Waits (5 s at most) for the process to exit and says how it ended; then ends whatever it
+    /// left running. One that does not exit is killed, with everything it started.
     pub async fn exit_status(&mut self) -> String {
-        let status = tokio::time::timeout(std::time::Duration::from_secs(5), self.child.wait()).await;
-        match status {
+        let tree = self.tree().await;
+        let status = tokio::time::timeout(Duration::from_secs(5), self.child.0.wait()).await;
+        let said = match status {
             Ok(Ok(status)) => match status.code() {
                 Some(code) => format!("exit code {code}"),
                 None => "killed by a signal".to_string(),
             },
             Ok(Err(error)) => format!("unknown exit ({error})"),
             Err(_) => {
-                let _ = self.child.start_kill();
-                "it stopped answering and was killed".to_string()
+                kill(tree).await;
+                let _ = self.child.0.wait().await;
+                return "it stopped answering and was killed".to_string();
             }
-        }
+        };
+        kill(tree.without_root()).await;
+        said
     }
 
-    /// Closes stdin (the CLI then exits by itself), makes sure it is gone, and ends whatever it
-    /// left running in its process group.
-    pub async fn stop(mut self) {
-        let group = self.child.id();
+    /// Closes stdin (the CLI then finishes and exits by itself) and waits until `by`; then kills
+    /// whatever is left of it and of what it started.
+    pub async fn stop_by(mut self, by: tokio::time::Instant) {
+        let tree = self.tree().await;
         drop(self.stdin);
-        if tokio::time::timeout(std::time::Duration::from_secs(3), self.child.wait()).await.is_err() {
-            let _ = self.child.kill().await;
-        }
-        if let Some(group) = group {
-            kill_group(group);
+        let exited = matches!(tokio::time::timeout_at(by, self.child.0.wait()).await, Ok(Ok(_)));
+        // Exited or not, the commands it ran (in sessions of their own) may still run.
+        kill(if exited { tree.without_root() } else { tree }).await;
+        if !exited {
+            let _ = self.child.0.wait().await;
         }
     }
 
-    /// Ends the CLI and its process group at once (a CLI that does not stop when interrupted).
+    /// `stop_by`, giving it [`EXIT_WAIT`] to exit by itself.
+    pub async fn stop(self) {
+        self.stop_by(tokio::time::Instant::now() + EXIT_WAIT).await;
+    }
+
+    /// Kills the CLI and everything it started, at once (a CLI that did not stop in time).
     pub async fn kill(mut self) {
-        if let Some(group) = self.child.id() {
-            kill_group(group);
-        }
-        let _ = self.child.kill().await;
+        let tree = self.tree().await;
+        kill(tree).await;
+        let _ = self.child.0.wait().await;
+    }
+
+    /// What the CLI started, as it is now (nothing once the CLI is reaped).
+    async fn tree(&self) -> Tree {
+        let Some(pid) = self.child.0.id() else { return Tree::default() };
+        tokio::task::spawn_blocking(move || Tree::of(pid)).await.unwrap_or_default()
+    }
+
+    /// Whether the process has exited (it died between turns, or its turn was dropped).
+    pub fn has_exited(&mut self) -> bool {
+        !matches!(self.child.0.try_wait(), Ok(None))
     }
 }
 
-/// SIGKILL to every process of the group the CLI leads (it was started as its leader).
-fn kill_group(group: u32) {
-    // SAFETY: killpg only sends a signal; a group that is gone already gives ESRCH, ignored.
-    unsafe {
-        libc::killpg(group as libc::pid_t, libc::SIGKILL);
+/// Kills `tree`, off the async threads (it reads the process table).
+async fn kill(tree: Tree) {
+    let _ = tokio::task::spawn_blocking(move || tree.kill()).await;
+}
+
+/// The CLI's process: whatever drops it (a turn dropped by the session, a server that stops)
+/// ends it and everything it started, not only the CLI.
+struct Leader(Child);
+
+impl Drop for Leader {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0.id() {
+            Tree::of(pid).kill();
+        }
     }
 }
 
@@ -317,6 +365,7 @@ mod tests {
             model: None,
             resume: None,
             allow_bypass: false,
+            inherit: AgentEnv::default(),
             env: Vec::new(),
         }
     }
@@ -358,6 +407,47 @@ done"#,
         let exiting = CliProcess::spawn(&fake_cli(dir.path(), "read line; exit 3"), "test").unwrap();
         let answer = exiting.requester().request(switch(), Duration::from_secs(10)).await;
         assert!(matches!(answer, Err(RequestError::NotRunning)), "{answer:?}");
+    }
+
+    /// The pid a script wrote to `file`, once it is there.
+    async fn written_pid(file: &std::path::Path) -> u32 {
+        crate::testing::wait_until("the script to start its command", Duration::from_secs(10), || async {
+            std::fs::read_to_string(file).ok().and_then(|text| text.trim().parse().ok())
+        })
+        .await
+    }
+
+    fn running(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| !stat.contains(") Z "))
+    }
+
+    async fn gone(pid: u32) {
+        crate::testing::wait_until("the command to end", Duration::from_secs(10), || async {
+            (!running(pid)).then_some(())
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_cli_stopped_or_dropped_leaves_nothing_running_even_in_sessions_of_its_own() {
+        for dropped in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let pid_file = dir.path().join("command");
+            // Like Claude Code with a command running: stdin's end does not stop it, and the
+            // command runs in a session of its own.
+            let script =
+                format!("setsid sh -c 'echo $$ > {}; exec sleep 600' & cat > /dev/null; sleep 600", pid_file.display());
+            let process = CliProcess::spawn(&fake_cli(dir.path(), &script), "test").unwrap();
+            let command = written_pid(&pid_file).await;
+            let cli = process.pid().unwrap();
+            if dropped {
+                drop(process);
+            } else {
+                process.stop().await;
+            }
+            gone(command).await;
+            gone(cli).await;
+        }
     }
 
     #[test]

@@ -23,17 +23,24 @@ use crate::interaction::InteractionOutcome;
 use crate::question::{Question, QuestionAnswer, is_question_tool, words};
 use crate::thread::Usage;
 
-/// How long the CLI may take to end its turn after an interrupt (longer than its own wait for
-/// the tools it stops).
-pub(super) const INTERRUPT_TIMEOUT: Duration = Duration::from_secs(15);
+/// One grace period from Stop: the CLI ends its turn (it stops its tools itself) and exits
+/// within it, or it is killed with everything it started.
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(15);
 
-/// How long a turn whose `result` came while subagents were at work waits, once they are done,
-/// for the turn the CLI then starts by itself.
+/// For a CLI that does not report its state (`session_state_changed`, asked for with
+/// `CLAUDE_CODE_SDK_READS_SESSION_STATE=1`): how long a turn whose `result` came while subagents
+/// were at work waits, once they are done, for the turn the CLI then starts by itself. A CLI
+/// that reports its state says when it is idle instead, however slow that turn is.
 const SETTLE: Duration = Duration::from_secs(3);
 
 /// Why a turn ended without a `result` of its own.
 pub(super) enum Ended {
-    Interrupted,
+    /// Stopped: the CLI ended its turn; it has until `by` (the grace from Stop) to exit.
+    Interrupted {
+        by: tokio::time::Instant,
+    },
+    /// Stopped, and the CLI did not end its turn within the grace.
+    Unresponsive,
     Failed(String),
     /// stdout closed: the CLI exited or died.
     Exited(&'static str),
@@ -42,6 +49,9 @@ pub(super) enum Ended {
     Parked {
         stop: bool,
     },
+    /// A request of the CLI's could not be stored (so no card showed it): the CLI was told so
+    /// and interrupted; why, in words for the thread.
+    Unstored(String),
     Sink(AgentError),
 }
 
@@ -61,6 +71,9 @@ enum Answer {
     Parked,
     /// Nothing to say: the CLI withdrew the request, or the turn is over.
     Nothing,
+    /// The request could not be stored, so no card shows it: the CLI is told so, and the turn
+    /// ends (the store is failing).
+    Unstored(String),
 }
 
 /// A request's answer, as its task sends it back to the turn: (request id, answer).
@@ -101,6 +114,8 @@ struct Asking {
     tool_use_id: String,
     /// Through the PreToolUse hook (which can defer) or `can_use_tool` (which cannot).
     hook: bool,
+    /// A question, or else a permission request.
+    question: bool,
 }
 
 /// One turn's bookkeeping: which API message is which of our messages, which tool calls exist.
@@ -129,16 +144,22 @@ pub(super) struct Turn<'a> {
     hook_answers: HookAnswers,
     /// Background tasks (subagents) at work, and what each was asked to do.
     tasks: HashMap<String, String>,
-    /// A `result` came (the main turn ended) while subagents worked or asked.
+    /// A `result` came, and the turn waits for the CLI to be idle (or, for a CLI that does not
+    /// say, for its subagents to be done).
     result_seen: Option<Usage>,
     /// The conversation's size at the main agent's last request (how full the context is).
     context_tokens: Option<u64>,
+    /// The CLI reports its state (`session_state_changed`): it says when it is idle.
+    reports_state: bool,
     stream_message: Option<String>,
     /// Requests wait for the person in tasks of their own (so that the CLI's other messages keep
     /// flowing meanwhile); their answers come back here.
     replies: (mpsc::UnboundedSender<Replied>, mpsc::UnboundedReceiver<Replied>),
     /// Ends the waiting tasks with the turn.
     waits_end: CancellationToken,
+    /// A request that could not be stored, answered so: (its tool_use id, why the turn ends,
+    /// since when). The turn ends once the CLI has applied that answer.
+    unstored: Option<(String, String, tokio::time::Instant)>,
 }
 
 impl<'a> Turn<'a> {
@@ -166,9 +187,11 @@ impl<'a> Turn<'a> {
             tasks: HashMap::new(),
             result_seen: None,
             context_tokens: None,
+            reports_state: false,
             stream_message: None,
             replies: mpsc::unbounded_channel(),
             waits_end: request.cancel.child_token(),
+            unstored: None,
         }
     }
 
@@ -177,18 +200,36 @@ impl<'a> Turn<'a> {
         let _end_waits = self.waits_end.clone().drop_guard();
         let mut interrupted_at: Option<tokio::time::Instant> = None;
         loop {
-            let deadline = interrupted_at.map(|at| at + INTERRUPT_TIMEOUT);
-            // After the main turn's result, once subagents are done: a short wait for the turn
-            // the CLI may start by itself, then the turn is over.
-            let settled = self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
+            let deadline = interrupted_at.map(|at| at + STOP_GRACE);
+            let unstored_deadline = self.unstored.as_ref().map(|(_, _, since)| *since + STOP_GRACE);
+            // A CLI that does not say when it is idle: after the main turn's result, once subagents
+            // are done, a short wait for the turn the CLI may start by itself.
+            let settled = !self.reports_state
+                && self.result_seen.is_some()
+                && self.asking.is_empty()
+                && self.tasks.is_empty();
             tokio::select! {
                 output = cli.output.recv() => {
                     let message = match output {
                         Some(Output::Message(message)) => message,
                         Some(Output::Closed) | None => return Err(Ended::Exited("Claude Code exited during the turn")),
                     };
-                    if let Some(result) = self.handle(message, cli, interrupted_at.is_some()).await? {
-                        return result;
+                    if let Some((tool_use_id, reason, _)) = &self.unstored
+                        && took_answer(&message, tool_use_id)
+                    {
+                        // The CLI has taken the answer (or ended its turn): the turn ends here.
+                        let request_id = cli.request_id();
+                        cli.send(ToCli::ControlRequest { request_id, request: HostRequest::Interrupt });
+                        return Err(Ended::Unstored(reason.clone()));
+                    }
+                    match self.handle(message, cli, deadline).await {
+                        Ok(Some(result)) => return result,
+                        Ok(None) => {}
+                        // The store fails: what ends the turn is the request it could not keep.
+                        Err(Ended::Sink(_)) if let Some((_, reason, _)) = &self.unstored => {
+                            return Err(Ended::Unstored(reason.clone()));
+                        }
+                        Err(ended) => return Err(ended),
                     }
                 }
                 Some((request_id, answer)) = self.replies.1.recv() => {
@@ -208,6 +249,7 @@ impl<'a> Turn<'a> {
                             self.parked.insert(request_id, asking);
                         }
                         Answer::Nothing => {}
+                        Answer::Unstored(error) => self.unstored(cli, &request_id, &asking, &error),
                     }
                     // Everything waits parked, and a permission request cannot be deferred: the
                     // CLI would wait for ever, so the turn ends here and the CLI is stopped.
@@ -222,12 +264,41 @@ impl<'a> Turn<'a> {
                     interrupted_at = Some(tokio::time::Instant::now());
                 }
                 () = async { tokio::time::sleep_until(deadline.expect("guarded")).await }, if deadline.is_some() => {
-                    return Err(Ended::Exited("Claude Code did not stop after the interrupt"));
+                    return Err(Ended::Unresponsive);
+                }
+                () = async { tokio::time::sleep_until(unstored_deadline.expect("guarded")).await }, if unstored_deadline.is_some() => {
+                    let (_, reason, _) = self.unstored.take().expect("guarded");
+                    return Err(Ended::Unstored(reason));
                 }
                 () = tokio::time::sleep(SETTLE), if settled => {
                     return self.finish(self.result_seen.clone()).await;
                 }
             }
+        }
+    }
+
+    /// A request that could not be stored: the CLI gets an answer that says so (never an
+    /// answer of the person's); once it has taken it, the turn ends with the reason (the CLI is
+    /// interrupted then, not before: an interrupt would replace the answer with its own words).
+    fn unstored(&mut self, cli: &mut CliProcess, request_id: &str, asking: &Asking, error: &str) {
+        warn!(session = %self.request.session_id, tool_use_id = %asking.tool_use_id, %error, "a request could not be stored");
+        let (what, consequence) = if asking.question {
+            ("question", "There is no answer: do not assume one.")
+        } else {
+            ("permission request", "The tool was not run.")
+        };
+        let told = format!(
+            "AskBridge could not store this {what}, so the user never saw it ({error}). {consequence} \
+             The turn ends here."
+        );
+        let reply = if asking.hook { hook_deny(&told) } else { deny(&told) };
+        cli.send(ToCli::success(request_id, reply));
+        let reason = format!(
+            "The agent's {what} could not be stored, so it was never shown ({error}). The agent was told so, \
+             and the turn was stopped."
+        );
+        if self.unstored.is_none() {
+            self.unstored = Some((asking.tool_use_id.clone(), reason, tokio::time::Instant::now()));
         }
     }
 
@@ -244,8 +315,9 @@ impl<'a> Turn<'a> {
         &mut self,
         message: FromCli,
         cli: &mut CliProcess,
-        interrupted: bool,
+        stopping_by: Option<tokio::time::Instant>,
     ) -> Result<Option<Result<Option<Usage>, Ended>>, Ended> {
+        let interrupted = stopping_by.is_some();
         let sink = self.sink.clone();
         tracing::trace!(session = %self.request.session_id, ?message, "from Claude Code");
         match message {
@@ -263,6 +335,15 @@ impl<'a> Turn<'a> {
             FromCli::System(system) if system.subtype == "status" => {
                 if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
+                }
+            }
+            // Idle comes after the last `result`: the main turn's, or that of the turn the CLI
+            // starts by itself once its background subagents are done (§13); never in between.
+            FromCli::System(system) if system.subtype == "session_state_changed" => {
+                self.reports_state = true;
+                if system.state.as_deref() == Some("idle") && self.result_seen.is_some() && self.asking.is_empty() {
+                    let usage = self.result_seen.clone();
+                    return Ok(Some(self.finish(usage).await));
                 }
             }
             FromCli::System(system) if system.subtype == "task_started" => {
@@ -398,11 +479,11 @@ impl<'a> Turn<'a> {
                 }
             }
             FromCli::Result(result) => {
-                if interrupted {
+                if let Some(by) = stopping_by {
                     if let Some(message) = self.current.take() {
                         sink.finish_message(&message).await?;
                     }
-                    return Ok(Some(Err(Ended::Interrupted)));
+                    return Ok(Some(Err(Ended::Interrupted { by })));
                 }
                 if result.deferred() {
                     if let Some(message) = self.current.take() {
@@ -429,8 +510,9 @@ impl<'a> Turn<'a> {
                     context_window: result.model_usage.values().filter_map(|m| m.context_window).max(),
                 };
                 // Subagents still at work (or asking) go on after the main turn's result (§13):
-                // the turn stays open until they are done and the CLI's own turn after them ends.
-                if !self.tasks.is_empty() || !self.asking.is_empty() {
+                // the turn stays open until they are done and the CLI's own turn after them ends,
+                // which the CLI says by going idle.
+                if self.reports_state || !self.tasks.is_empty() || !self.asking.is_empty() {
                     self.result_seen = Some(usage);
                     return Ok(None);
                 }
@@ -488,7 +570,8 @@ impl<'a> Turn<'a> {
         ask: protocol::CanUseTool,
         asked_by: Option<String>,
     ) {
-        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook: false });
+        self.asking
+            .insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook: false, question: false });
         let approval = Approval {
             description: ask
                 .description
@@ -517,6 +600,7 @@ impl<'a> Turn<'a> {
                 Ok(outcome) => approval_reply(&outcome, &approval)
                     .map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None }),
                 Err(AgentError::Parked) => Answer::Parked,
+                Err(AgentError::Failed(error)) => Answer::Unstored(error),
                 Err(_) => Answer::Nothing,
             };
             let _ = replies.send((request_id, answer));
@@ -526,7 +610,7 @@ impl<'a> Turn<'a> {
     /// Puts a question to the person, in a task of its own; the reply for the CLI comes back on
     /// `replies`. Through the hook (`hook`) a question can be parked: the call is deferred.
     fn ask(&mut self, request_id: String, tool_use_id: String, tool: String, input: Value, hook: bool) {
-        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook });
+        self.asking.insert(request_id.clone(), Asking { tool_use_id: tool_use_id.clone(), hook, question: true });
         let sink = self.sink.clone();
         let replies = self.replies.0.clone();
         // Stop ends the wait; the turn's end cancels the card.
@@ -536,10 +620,24 @@ impl<'a> Turn<'a> {
             let answer = match sink.ask(&tool_use_id, &tool, &input, hook, &cancel).await {
                 Ok(outcome) => question_answer(outcome, &input, path),
                 Err(AgentError::Parked) => Answer::Parked,
+                Err(AgentError::Failed(error)) => Answer::Unstored(error),
                 Err(_) => Answer::Nothing,
             };
             let _ = replies.send((request_id, answer));
         });
+    }
+}
+
+/// Whether `message` says the CLI has taken its answer to `tool_use_id`'s request: the tool's
+/// result, or the end of the turn.
+fn took_answer(message: &FromCli, tool_use_id: &str) -> bool {
+    match message {
+        FromCli::Result(_) => true,
+        FromCli::User(echo) => echo
+            .tool_results()
+            .iter()
+            .any(|block| matches!(block, ContentBlock::ToolResult { tool_use_id: id, .. } if id == tool_use_id)),
+        _ => false,
     }
 }
 
