@@ -11,6 +11,7 @@
 mod leases;
 mod log;
 mod manager;
+mod outside;
 mod policy;
 mod sink;
 #[cfg(test)]

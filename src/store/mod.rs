@@ -46,6 +46,7 @@ mod events;
 mod leases;
 mod push;
 mod sessions;
+mod terminals;
 #[cfg(test)]
 mod tests;
 

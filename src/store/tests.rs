@@ -80,6 +80,7 @@ fn summary(id: &str, at: i64) -> SessionSummary {
         waiting: false,
         workdir: None,
         active_at_ms: at,
+        terminal: None,
     }
 }
 

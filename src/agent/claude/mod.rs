@@ -31,6 +31,7 @@ use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
+pub use self::turn::{approval_reply, question_reply};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
