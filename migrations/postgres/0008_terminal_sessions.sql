@@ -9,7 +9,7 @@ CREATE TABLE terminal_sessions (
     folder            text NOT NULL,
     transcript_path   text,
     state             text NOT NULL DEFAULT 'idle',
-    updated_at        timestamptz NOT NULL DEFAULT now()
+    state_at          timestamptz NOT NULL DEFAULT now()
 );
 
 -- One AskBridge session per Claude Code session on a host.

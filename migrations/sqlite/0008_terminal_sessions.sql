@@ -9,7 +9,7 @@ CREATE TABLE terminal_sessions (
     folder            TEXT NOT NULL,
     transcript_path   TEXT,
     state             TEXT NOT NULL DEFAULT 'idle',
-    updated_at_ms     INTEGER NOT NULL
+    state_at_ms       INTEGER NOT NULL
 ) WITHOUT ROWID;
 
 -- One AskBridge session per Claude Code session on a host.

@@ -52,10 +52,10 @@ impl Store {
                 sqlx::query(
                     Sql {
                         sqlite: "INSERT INTO terminal_sessions (session_id, host, claude_session_id, folder,
-                                                                transcript_path, state, updated_at_ms)
+                                                                transcript_path, state, state_at_ms)
                                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
                         postgres: "INSERT INTO terminal_sessions (session_id, host, claude_session_id, folder,
-                                                                  transcript_path, state, updated_at)
+                                                                  transcript_path, state, state_at)
                                    VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0))",
                     }
                     .on(dialect),
@@ -105,10 +105,10 @@ impl Store {
             sqlx::query(
                 Sql {
                     sqlite: "UPDATE terminal_sessions SET state = $2, transcript_path = COALESCE($3, transcript_path),
-                                    updated_at_ms = $4 WHERE session_id = $1",
+                                    state_at_ms = $4 WHERE session_id = $1",
                     postgres: "UPDATE terminal_sessions SET state = $2,
                                       transcript_path = COALESCE($3, transcript_path),
-                                      updated_at = to_timestamp($4 / 1000.0) WHERE session_id = $1",
+                                      state_at = to_timestamp($4 / 1000.0) WHERE session_id = $1",
                 }
                 .on(dialect),
             )
