@@ -153,6 +153,21 @@ impl SessionManager {
         Ok(closed)
     }
 
+    /// A terminal session takes no messages here: its Claude Code reads them in the terminal.
+    pub async fn refuse_messages_to_terminal(&self, session: &str) -> Result<(), AppError> {
+        let summary = self.store().session(session).await?;
+        match summary.terminal {
+            Some(terminal) => Err(AppError::BadRequest {
+                detail: format!(
+                    "this session is Claude Code in a terminal on {}, in {}: type your message there. Here you \
+                     answer its questions and permission requests.",
+                    terminal.host, terminal.folder
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Says that the session list changed (for the tabs that show it).
     pub fn list_changed(&self) {
         self.log.list_changed();
