@@ -31,6 +31,8 @@ fn main() {
     let trials = vec![
         plain_trial("connect_and_disconnect_give_the_settings_back_byte_for_byte", connect_and_disconnect_round_trip),
         plain_trial("the_hook_gets_out_of_the_way_at_once_without_a_server", the_hook_gets_out_of_the_way_at_once),
+        plain_trial("a_hook_request_is_a_card_whose_decision_comes_back_in_claude_codes_form", hook_requests_over_http),
+        plain_trial("a_hook_request_that_goes_away_closes_its_card_saying_why", hook_requests_that_go_away),
         terminal_trial("a_question_in_the_terminal_is_answered_from_askbridge", a_question_is_answered_from_askbridge),
         terminal_trial("bash_permissions_are_allowed_and_denied_from_askbridge", bash_permissions_are_decided_here),
         terminal_trial("answering_in_the_terminal_closes_the_card_honestly", answering_in_the_terminal_closes_the_card),
@@ -152,6 +154,32 @@ impl Bridge {
     async fn stop_server(&mut self) {
         if let Some(server) = self.server.take() {
             server.stop().await;
+        }
+    }
+}
+
+/// Picks option `n` (1-based) of the terminal's own question UI and waits for `then` on the screen.
+/// A key sent while the UI is still settling can be lost, so the screen is read after each one.
+async fn choose_in_terminal(terminal: &Terminal, n: usize, label: &str, then: &str) -> Result<String, Failed> {
+    let chosen = format!("❯ {n}. {label}");
+    let start = Instant::now();
+    loop {
+        let screen = terminal.capture().map_err(err)?;
+        if screen.contains(then) {
+            return Ok(screen);
+        }
+        if start.elapsed() > STEP {
+            return Err(format!("waited {STEP:?} to choose {label} in the terminal; it shows:\n{screen}").into());
+        }
+        if screen.contains(&chosen) {
+            terminal.send_keys(&["Enter"]).map_err(err)?;
+        } else if screen.contains("Enter to select") {
+            terminal.send_keys(&["Down"]).map_err(err)?;
+        }
+        let before = screen;
+        let waited = Instant::now();
+        while waited.elapsed() < Duration::from_secs(3) && terminal.capture().map_err(err)? == before {
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }
@@ -342,9 +370,7 @@ async fn answering_in_the_terminal_closes_the_card() -> TestResult {
     say(&terminal, "Ask me about auth")?;
     terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
     pending_card(&bridge.api, 1).await?;
-    terminal.send_keys(&["Down"]).map_err(err)?;
-    terminal.send_keys(&["Enter"]).map_err(err)?;
-    terminal.wait_for("Thanks for answering", STEP).await.map_err(err)?;
+    choose_in_terminal(&terminal, 2, "Sessions", "Thanks for answering").await?;
 
     let card = card_where(&bridge.api, 1, |c| !c.outcome().is_null(), "closed").await?;
     let reason = card.outcome()["cancelled"]["reason"].as_str().unwrap_or_default();
@@ -383,8 +409,7 @@ async fn with_the_server_stopped_the_terminal_asks() -> TestResult {
     let terminal = bridge.terminal().await?;
     say(&terminal, "Ask me about auth")?;
     terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
-    terminal.send_keys(&["Enter"]).map_err(err)?;
-    let screen = terminal.wait_for("Thanks for answering", STEP).await.map_err(err)?;
+    let screen = choose_in_terminal(&terminal, 1, "JWT", "Thanks for answering").await?;
     expect(screen.contains(&format!("{AUTH} → JWT")), || format!("the terminal shows no answer:\n{screen}"))?;
     expect(!screen.contains("hook") && !screen.contains("AskBridge"), || format!("the hook shows:\n{screen}"))?;
     let seen = bridge.mock.tool_results();
@@ -552,5 +577,147 @@ async fn connect_and_disconnect_round_trip() -> TestResult {
     expect(settings.exists(), || "no settings file made".into())?;
     askbridge(&["disconnect"])?;
     expect(!settings.exists(), || "the settings file connect made is left behind".into())?;
+    Ok(())
+}
+
+// ---- The server's side alone, over HTTP, as the hook speaks to it ----
+
+fn permission_request(fixture: &str) -> Value {
+    let stdin = match fixture {
+        "question" => include_str!("fixtures/claude-cli/terminal/ask_plain.PermissionRequest.json"),
+        _ => include_str!("fixtures/claude-cli/terminal/perm_prompt.PermissionRequest.json"),
+    };
+    serde_json::from_str(stdin).expect("a fixture")
+}
+
+/// Posts a hook request as `askbridge hook` does; the reply's `stdout`, once it comes.
+async fn post_hook(api: &Api, input: Value, tool_use_id: &str) -> Result<Value, Failed> {
+    let body = json!({"input": input, "host": "laptop", "tool_use_id": tool_use_id});
+    let response =
+        api.http.post(format!("{}/api/terminal/hook", api.base)).bearer_auth(TOKEN).json(&body).send().await.map_err(err)?;
+    expect(response.status() == 200, || format!("the hook's request got {}", response.status()))?;
+    let reply: Value = serde_json::from_slice(&response.bytes().await.map_err(err)?).map_err(err)?;
+    Ok(reply["stdout"].clone())
+}
+
+async fn hook_requests_over_http() -> TestResult {
+    let dir = tempfile::tempdir().map_err(err)?;
+    let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
+    let api = server.api();
+    // Without the token: refused, as every /api/ request.
+    let anonymous = api.http.post(format!("{}/api/terminal/hook", api.base)).json(&json!({})).send().await.map_err(err)?;
+    expect(anonymous.status() == 401, || format!("without the token: {}", anonymous.status()))?;
+
+    let question = permission_request("question");
+    let asking = tokio::spawn({
+        let api = api.clone();
+        let question = question.clone();
+        async move { post_hook(&api, question, "toolu_q").await }
+    });
+    let card = pending_card(&api, 1).await?;
+    expect(card.said.contains("on **laptop**, in `/home/user/project`"), || format!("{card:#?}"))?;
+    expect(card.summary["title"].as_str().is_some_and(|t| t.contains("project") && t.contains("laptop")), || {
+        format!("{}", card.summary)
+    })?;
+    let refused = api.send(&card.session, "hello").await;
+    expect(refused.is_err(), || "a terminal session took a message here".into())?;
+    api.answer(&card.session, "toolu_q", AUTH, "Sessions").await.map_err(err)?;
+    let stdout = asking.await.map_err(err)??;
+    let mut updated = question["tool_input"].clone();
+    updated["answers"] = json!({ AUTH: "Sessions" });
+    let expected = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "allow", "updatedInput": updated}}});
+    expect(stdout == expected, || format!("the hook would print {stdout}"))?;
+
+    // The same Claude Code session asks again: the same AskBridge session, another card.
+    let declining = tokio::spawn({
+        let api = api.clone();
+        async move { post_hook(&api, question, "toolu_q2").await }
+    });
+    let card = pending_card(&api, 2).await?;
+    let skip = json!({"session": card.session, "tool_use_id": "toolu_q2", "reason": null});
+    api.call("decline_question", skip).await.map_err(err)?;
+    let stdout = declining.await.map_err(err)??;
+    expect(stdout["hookSpecificOutput"]["decision"]["behavior"] == "deny", || format!("{stdout}"))?;
+    let message = stdout["hookSpecificOutput"]["decision"]["message"].as_str().unwrap_or_default();
+    expect(message.starts_with("The user declined to answer these questions"), || message.to_string())?;
+
+    let bash = permission_request("bash");
+    let denying = tokio::spawn({
+        let api = api.clone();
+        async move { post_hook(&api, bash, "toolu_b").await }
+    });
+    let card = pending_card(&api, 1).await?;
+    let suggestions = card.call["interaction"]["request"]["approval"]["suggestions"].as_array().map(Vec::len);
+    expect(suggestions == Some(2), || format!("the terminal's suggestions: {card:#?}"))?;
+    let deny = json!({"session": card.session, "tool_use_id": "toolu_b", "decision": {"deny": {"message": "Not here."}}});
+    api.call("decide_approval", deny).await.map_err(err)?;
+    let stdout = denying.await.map_err(err)??;
+    let expected = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "deny", "message": "Not here."}}});
+    expect(stdout == expected, || format!("the hook would print {stdout}"))?;
+    let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
+    expect(sessions.as_array().map(Vec::len) == Some(2), || format!("one session per Claude Code session: {sessions}"))?;
+    server.stop().await;
+    Ok(())
+}
+
+async fn hook_requests_that_go_away() -> TestResult {
+    let dir = tempfile::tempdir().map_err(err)?;
+    let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
+    let api = server.api();
+    // The connection drops (the hook was killed): the card says so.
+    let question = permission_request("question");
+    let dropped = tokio::spawn({
+        let api = api.clone();
+        let question = question.clone();
+        async move { post_hook(&api, question, "toolu_1").await }
+    });
+    pending_card(&api, 1).await?;
+    dropped.abort();
+    let card = card_where(&api, 1, |c| !c.outcome().is_null(), "closed").await?;
+    let reason = card.outcome()["cancelled"]["reason"].as_str().unwrap_or_default();
+    expect(reason.contains("hook stopped waiting"), || format!("{card:#?}"))?;
+    let late = api.answer(&card.session, "toolu_1", AUTH, "JWT").await;
+    expect(late.is_err(), || "a card nobody waits for took an answer".into())?;
+
+    // Withdrawn by the hook: answered in the terminal, with the result the model read.
+    let waiting = tokio::spawn({
+        let api = api.clone();
+        let question = question.clone();
+        async move { post_hook(&api, question, "toolu_2").await }
+    });
+    pending_card(&api, 2).await?;
+    let withdrawal = json!({"host": "laptop", "claude_session_id": question["session_id"], "tool_use_id": "toolu_2",
+        "why": {"kind": "answered_in_terminal", "result": answered("JWT"), "is_error": false}});
+    let response = api
+        .http
+        .post(format!("{}/api/terminal/withdraw", api.base))
+        .bearer_auth(TOKEN)
+        .json(&withdrawal)
+        .send()
+        .await
+        .map_err(err)?;
+    expect(response.status() == 204, || format!("withdraw: {}", response.status()))?;
+    let stdout = waiting.await.map_err(err)??;
+    expect(stdout.is_null(), || format!("a withdrawn request printed {stdout}"))?;
+    let card = card_where(&api, 2, |c| !c.outcome().is_null(), "closed").await?;
+    expect(card.outcome()["cancelled"]["reason"] == "answered in the terminal", || format!("{card:#?}"))?;
+    expect(card.call["result"] == answered("JWT").as_str(), || format!("{card:#?}"))?;
+
+    // The server stops while a hook waits: no decision, and the card says why.
+    let waiting = tokio::spawn({
+        let api = api.clone();
+        async move { post_hook(&api, question, "toolu_3").await }
+    });
+    pending_card(&api, 3).await?;
+    let data = server.stop().await;
+    let stdout = waiting.await.map_err(err)??;
+    expect(stdout.is_null(), || format!("a stopping server decided: {stdout}"))?;
+    let server = Server::start(data.parent().expect("the test's folder"), &["--agent", "scripted"]).await;
+    let card = card_where(&server.api(), 3, |c| !c.outcome().is_null(), "closed").await?;
+    let reason = card.outcome()["cancelled"]["reason"].as_str().unwrap_or_default();
+    expect(reason.contains("AskBridge stopped"), || format!("{card:#?}"))?;
+    server.stop().await;
     Ok(())
 }

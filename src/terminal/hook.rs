@@ -147,7 +147,20 @@ impl Hook {
         let mut watch = tokio::time::interval(WATCH_EVERY);
         loop {
             tokio::select! {
-                stdout = &mut reply => return stdout,
+                stdout = &mut reply => {
+                    // Closed without a decision here: if the person answered in the terminal, the
+                    // server gets the call's result for its thread.
+                    if stdout.is_none()
+                        && let (Some(transcript), Some(id)) = (transcript.as_mut(), call.as_deref())
+                    {
+                        transcript.read_new();
+                        if let Some((result, is_error)) = transcript.result_of(id) {
+                            let why = Withdrawn::AnsweredInTerminal { result: Some(result), is_error };
+                            self.withdraw(withdrawal(why)).await;
+                        }
+                    }
+                    return stdout;
+                }
                 _ = recv(&mut terminate) => {
                     self.withdraw(withdrawal(Withdrawn::TakenBack)).await;
                     return None;

@@ -244,11 +244,11 @@ impl Relay {
             .expect("relay lock")
             .get(&session)
             .is_some_and(|calls| calls.contains(&withdrawal.tool_use_id));
-        if !waits_here {
-            return Ok(());
+        // Not waiting any more (the turn's end closed the card first): the result still goes in.
+        if waits_here {
+            info!(%session, tool_use_id = withdrawal.tool_use_id, why = withdrawal.why.reason(), "a terminal took its request back");
+            self.manager.bridge().cancel(&session, &withdrawal.tool_use_id, withdrawal.why.reason()).await;
         }
-        info!(%session, tool_use_id = withdrawal.tool_use_id, why = withdrawal.why.reason(), "a terminal took its request back");
-        self.manager.bridge().cancel(&session, &withdrawal.tool_use_id, withdrawal.why.reason()).await;
         let result = match withdrawal.why {
             Withdrawn::AnsweredInTerminal { result: Some(result), is_error } => Some((result, is_error)),
             Withdrawn::TakenBack => Some(("Declined in the terminal.".to_string(), true)),
