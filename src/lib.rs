@@ -42,6 +42,8 @@ pub mod notify;
 #[cfg(feature = "ssr")]
 pub mod server;
 #[cfg(feature = "ssr")]
+pub mod terminal;
+#[cfg(feature = "ssr")]
 pub mod session;
 #[cfg(feature = "ssr")]
 pub mod store;

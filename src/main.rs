@@ -1,22 +1,46 @@
-//! The `askbridge` binary: parses the command line and runs the server.
+//! The `askbridge` binary: parses the command line and runs the server, or one of the commands
+//! that connect a terminal's Claude Code to it.
 
 use clap::Parser;
 
 use askbridge::server::cli::{Cli, Command};
+use askbridge::terminal::connect::{self, ConnectOptions};
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    askbridge::server::init_tracing();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => askbridge::server::serve(args).await,
+        Command::Serve(args) => {
+            askbridge::server::init_tracing();
+            askbridge::server::serve(args).await.map_err(|error| {
+                tracing::error!("{error}");
+                error.to_string()
+            })
+        }
+        Command::Connect(args) => {
+            let options =
+                ConnectOptions { url: args.url, token_file: args.token_file, data_dir: args.data_dir, no_token: args.no_token };
+            connect::connect(&options).await.map(say)
+        }
+        Command::Disconnect => connect::disconnect().map(say),
+        // Never in the way: it says nothing, and exits 0 whatever happened (no decision).
+        Command::Hook => {
+            askbridge::terminal::hook::run().await;
+            return std::process::ExitCode::SUCCESS;
+        }
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            tracing::error!("{error}");
             eprintln!("askbridge: {error}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// What a command did, for the person who ran it.
+fn say(lines: Vec<String>) {
+    for line in lines {
+        println!("{line}");
     }
 }

@@ -40,6 +40,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The browser's face: the model, the server functions and the live client, nothing server-only.
     ("ui", &["api", "approval", "error", "interaction", "live", "question", "thread"]),
     ("app", &["ui"]),
+    // Sessions AskBridge does not run: a terminal's Claude Code, through its hooks. Server-side,
+    // beside the router: it makes sessions and hands their questions to the person like the
+    // agent's own, and holds the hook program and `connect` (which the command line runs).
+    (
+        "terminal",
+        &["agent", "approval", "error", "ids", "interaction", "question", "session", "store", "thread"],
+    ),
     // The top: the command line and the router put everything together.
     (
         "server",
@@ -57,6 +64,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "question",
             "session",
             "store",
+            "terminal",
             "thread",
             "ui",
         ],

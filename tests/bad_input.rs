@@ -24,7 +24,9 @@ struct Harness {
 }
 
 async fn harness() -> Harness {
-    let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command;
+    let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command else {
+        panic!("serve")
+    };
     let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
     let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
     Harness { app: router(&args, manager.clone()), manager }

@@ -151,7 +151,10 @@ pub async fn load_session(id: String) -> Result<SessionView, AppError> {
 /// reply arrives on the live stream.
 #[server(input = Json, endpoint = "send_message")]
 pub async fn send_message(session: String, text: String) -> Result<(), AppError> {
-    manager()?.send_message(&session, text).await
+    let manager = manager()?;
+    // A terminal's Claude Code takes its messages in the terminal; here it is answered only.
+    manager.refuse_messages_to_terminal(&session).await?;
+    manager.send_message(&session, text).await
 }
 
 #[server(input = Json, endpoint = "interrupt_turn")]

@@ -302,6 +302,7 @@ mod tests {
             waiting: true,
             workdir: Some("/home/me/app".into()),
             active_at_ms: 0,
+            terminal: None,
         }
     }
 

@@ -228,6 +228,7 @@ mod tests {
             waiting: true,
             workdir: Some("/srv/app".into()),
             active_at_ms: 0,
+            terminal: None,
         };
         let question = Question {
             header: String::new(),

@@ -28,6 +28,34 @@ pub struct Cli {
 pub enum Command {
     /// Serve the web UI and drive the agent.
     Serve(ServeArgs),
+    /// Answer every `claude` you start in a terminal from AskBridge too: adds AskBridge's hooks to
+    /// your Claude Code settings (everything else in them stays as it is), and keeps the server's
+    /// address and token in a file only you can read.
+    Connect(ConnectArgs),
+    /// Takes AskBridge's hooks out of your Claude Code settings again.
+    Disconnect,
+    /// The program AskBridge's hooks run (Claude Code runs it; you need not).
+    #[command(hide = true)]
+    Hook,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ConnectArgs {
+    /// The AskBridge server the hooks hand questions to.
+    #[arg(long, env = "ASKBRIDGE_URL", default_value = crate::terminal::connect::DEFAULT_URL)]
+    pub url: String,
+
+    /// A file holding the server's access token (default: `token` in --data-dir).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+
+    /// The server's data folder, where its token is kept.
+    #[arg(long, env = "ASKBRIDGE_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// The server was started with --no-token.
+    #[arg(long, conflicts_with = "token_file")]
+    pub no_token: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -253,7 +281,7 @@ mod tests {
     #[test]
     fn serve_defaults_to_loopback_and_the_agent_chosen_by_what_is_installed() {
         let cli = Cli::try_parse_from(["askbridge", "serve"]).unwrap();
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else { panic!("serve") };
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
         assert_eq!(args.agent, AgentChoice::Auto);
         assert_eq!(args.data_dir, PathBuf::from("data"));
@@ -263,7 +291,7 @@ mod tests {
     #[test]
     fn question_timeout_reads_human_durations() {
         let cli = Cli::try_parse_from(["askbridge", "serve", "--question-timeout", "90s"]).unwrap();
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else { panic!("serve") };
         assert_eq!(args.question_timeout, Some(std::time::Duration::from_secs(90)));
         assert!(Cli::try_parse_from(["askbridge", "serve", "--question-timeout", "soon"]).is_err());
     }
@@ -283,7 +311,7 @@ mod tests {
             "https://ab.example.com/",
         ])
         .unwrap();
-        let Command::Serve(args) = cli.command;
+        let Command::Serve(args) = cli.command else { panic!("serve") };
         let kinds: Vec<_> = args.notify_url.iter().map(Webhook::kind).collect();
         use crate::notify::WebhookKind::{Json, Ntfy, Slack};
         assert_eq!(kinds, [Ntfy, Json, Slack]);
@@ -299,7 +327,7 @@ mod tests {
     #[test]
     fn agent_env_is_repeated_or_comma_separated() {
         let flags = ["askbridge", "serve", "--agent-env", "GITHUB_TOKEN,AWS_*", "--agent-env", "GOPATH"];
-        let Command::Serve(args) = Cli::try_parse_from(flags).unwrap().command;
+        let Command::Serve(args) = Cli::try_parse_from(flags).unwrap().command else { panic!("serve") };
         assert_eq!(args.agent_env, ["GITHUB_TOKEN", "AWS_*", "GOPATH"]);
     }
 

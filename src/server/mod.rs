@@ -95,6 +95,12 @@ pub async fn serve_until(
     // Told of every session's events from the start, recovered turns included.
     let notifier = notifier(&args, &manager, &local)?;
     manager.recover_unfinished_turns().await?;
+    // Cards of terminals whose hooks waited on a server that stopped: those hooks let go.
+    match manager.close_orphaned_terminal_cards(crate::terminal::relay::LEFT_OPEN).await {
+        Ok(0) => {}
+        Ok(closed) => info!(closed, "closed the cards of terminals that a stopped server left open"),
+        Err(error) => warn!(%error, "could not close the cards a stopped server left open"),
+    }
     // With Postgres: the other servers' events, answers and leases.
     manager.join_team().await?;
 
@@ -461,6 +467,8 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
         .route(LIVE_PATH, get(sse::live))
         .route(security::LOGIN_PATH, post(security::login))
         .route(security::PING_PATH, get(|| async { StatusCode::NO_CONTENT }))
+        // A terminal's Claude Code, through `askbridge hook` (with the token, as every `/api/`).
+        .merge(crate::terminal::routes(manager.clone()))
         .nest_service("/pkg", pkg_service(&args.site_root, hashed))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(move |options| {
             shell(options, fallback_assets.clone())
@@ -558,7 +566,7 @@ mod tests {
 
     fn args(flags: &[&str]) -> ServeArgs {
         let cli = cli::Cli::try_parse_from([&["askbridge", "serve"], flags].concat()).unwrap();
-        let cli::Command::Serve(mut args) = cli.command;
+        let cli::Command::Serve(mut args) = cli.command else { panic!("serve") };
         // Whatever this machine's environment says, only the flags given count here.
         let given = |flag: &str| flags.contains(&flag);
         if !given("--api-key") {

@@ -29,7 +29,7 @@ use crate::store::{Notice, Store, StoreResult};
 use crate::thread::{EventBody, Message, Role, SessionSummary, Thread};
 
 pub struct SessionManager {
-    log: Arc<SessionLog>,
+    pub(super) log: Arc<SessionLog>,
     bridge: Arc<InteractionBridge>,
     agent: Arc<dyn AgentBackend>,
     pub(super) turns: Arc<Turns>,
@@ -329,6 +329,7 @@ impl SessionManager {
             waiting: false,
             workdir,
             active_at_ms: now,
+            terminal: None,
         };
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.

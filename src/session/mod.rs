@@ -6,11 +6,14 @@
 //! - `turns.rs`: the agent's turns, started, run and ended, and those a stopped server left;
 //! - `leases.rs`: which server runs a session's agent, where several share the store;
 //! - `policy.rs`: what sessions may do on this server (folders, modes);
-//! - `sink.rs`: the sink through which a backend reports a turn.
+//! - `sink.rs`: the sink through which a backend reports a turn;
+//! - `outside.rs`: sessions AskBridge does not run (a `claude` in a terminal): made at their
+//!   first hook, their calls shown, their cards through the same bridge.
 
 mod leases;
 mod log;
 mod manager;
+mod outside;
 mod policy;
 mod sink;
 #[cfg(test)]

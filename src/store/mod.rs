@@ -47,6 +47,7 @@ mod leases;
 mod list;
 mod push;
 mod sessions;
+mod terminals;
 #[cfg(test)]
 mod tests;
 

@@ -205,6 +205,7 @@ mod tests {
             waiting: false,
             workdir: None,
             active_at_ms: 0,
+            terminal: None,
         };
         store.create_session(&summary).await.unwrap();
         let mut thread = Thread::default();

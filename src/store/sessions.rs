@@ -5,7 +5,7 @@ use sqlx::types::Json;
 
 use super::{Sql, Store, StoreError, StoreResult, without_nul};
 use crate::store::Notice;
-use crate::thread::{SessionSummary, TurnState};
+use crate::thread::{SessionSummary, TerminalState, TerminalSummary, TurnState};
 
 impl Store {
     pub async fn create_session(&self, summary: &SessionSummary) -> StoreResult<()> {
@@ -135,15 +135,17 @@ impl Store {
 pub(super) const SUMMARY: Sql = Sql {
     sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, active_at_ms, turn, workdir,
                EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
-                 AS waiting
-             FROM sessions",
+                 AS waiting,
+               t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state
+             FROM sessions LEFT JOIN terminal_sessions t ON t.session_id = sessions.id",
     postgres: "SELECT id, title, agent,
                  (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms,
                  (extract(epoch FROM updated_at) * 1000)::bigint AS updated_at_ms,
                  (extract(epoch FROM active_at) * 1000)::bigint AS active_at_ms, turn, workdir,
                  EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
-                   AS waiting
-               FROM sessions",
+                   AS waiting,
+                 t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state
+               FROM sessions LEFT JOIN terminal_sessions t ON t.session_id = sessions.id",
 };
 
 #[derive(sqlx::FromRow)]
@@ -157,20 +159,40 @@ pub(super) struct SummaryRow {
     turn: Json<TurnState>,
     workdir: Option<String>,
     waiting: bool,
+    host: Option<String>,
+    claude_session_id: Option<String>,
+    folder: Option<String>,
+    transcript_path: Option<String>,
+    terminal_state: Option<String>,
 }
 
 impl From<SummaryRow> for SessionSummary {
     fn from(row: SummaryRow) -> Self {
+        let terminal = match (row.host, row.claude_session_id, row.folder) {
+            (Some(host), Some(claude_session_id), Some(folder)) => Some(TerminalSummary {
+                host,
+                folder,
+                claude_session_id,
+                transcript_path: row.transcript_path,
+                state: TerminalState::parse(row.terminal_state.as_deref().unwrap_or_default()),
+            }),
+            _ => None,
+        };
+        // A terminal works and waits as its hooks last said, card or no card.
+        let state = terminal.as_ref().map(|t| t.state);
         SessionSummary {
             id: row.id,
             title: row.title,
             agent: row.agent,
             created_at_ms: row.created_at_ms,
             updated_at_ms: row.updated_at_ms,
-            working: row.turn.0.working,
-            waiting: row.waiting,
+            working: row.turn.0.working
+                || matches!(state, Some(TerminalState::Working | TerminalState::Waiting))
+                || (state.is_some() && row.waiting),
+            waiting: row.waiting || state == Some(TerminalState::Waiting),
             workdir: row.workdir,
             active_at_ms: row.active_at_ms,
+            terminal,
         }
     }
 }

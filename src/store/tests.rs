@@ -71,6 +71,7 @@ on_sqlite_and_postgres!(
     notices_are_sent_only_where_servers_share_the_database,
     open_interactions_fall_due_at_their_stored_deadline,
     sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_nothing_waiting,
+    a_terminal_session_is_one_per_claude_session_and_lists_what_its_terminal_does,
 );
 
 fn summary(id: &str, at: i64) -> SessionSummary {
@@ -84,6 +85,7 @@ fn summary(id: &str, at: i64) -> SessionSummary {
         waiting: false,
         workdir: None,
         active_at_ms: at,
+        terminal: None,
     }
 }
 
@@ -760,4 +762,44 @@ async fn a_file_that_is_not_our_database_is_refused_and_left_alone() {
     let tables: Vec<String> =
         sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'").fetch_all(&pool).await.unwrap();
     assert_eq!(tables, ["invoices"], "no tables of ours were added");
+}
+
+async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_terminal_does(db: Db) {
+    use crate::thread::{TERMINAL_AGENT, TerminalState, TerminalSummary};
+    let store = db.open().await;
+    let terminal = TerminalSummary {
+        host: "laptop".into(),
+        folder: "/home/me/project".into(),
+        claude_session_id: "f039304b".into(),
+        transcript_path: None,
+        state: TerminalState::Idle,
+    };
+    let mut first = summary("t1", 1_000);
+    first.agent = TERMINAL_AGENT.into();
+    first.workdir = Some(terminal.folder.clone());
+    assert_eq!(store.terminal_session("laptop", "f039304b").await.unwrap(), None);
+    assert_eq!(store.create_terminal_session(&first, &terminal).await.unwrap(), "t1");
+    // The same Claude Code session again (another hook, or another server, at the same moment).
+    let mut second = summary("t2", 2_000);
+    second.agent = TERMINAL_AGENT.into();
+    assert_eq!(store.create_terminal_session(&second, &terminal).await.unwrap(), "t1");
+    assert!(matches!(store.session("t2").await, Err(StoreError::SessionNotFound(_))), "nothing half-made");
+    let other_host = TerminalSummary { host: "server".into(), ..terminal.clone() };
+    assert_eq!(store.create_terminal_session(&second, &other_host).await.unwrap(), "t2");
+
+    let listed = store.session("t1").await.unwrap();
+    assert!(listed.is_terminal());
+    assert_eq!(listed.terminal, Some(terminal.clone()));
+    assert!(!listed.working && !listed.waiting);
+    store.set_terminal_state("t1", TerminalState::Waiting, Some("/t.jsonl"), 3_000).await.unwrap();
+    let listed = store.session("t1").await.unwrap();
+    assert!(listed.working && listed.waiting, "a terminal waiting for the person: {listed:?}");
+    assert_eq!(listed.terminal.as_ref().unwrap().transcript_path.as_deref(), Some("/t.jsonl"));
+    store.set_terminal_state("t1", TerminalState::Idle, None, 4_000).await.unwrap();
+    let listed = store.session("t1").await.unwrap();
+    assert!(!listed.working && !listed.waiting);
+    assert_eq!(listed.terminal.unwrap().transcript_path.as_deref(), Some("/t.jsonl"), "kept");
+    assert_eq!(store.list_sessions().await.unwrap().len(), 2);
+    store.delete_session("t1").await.unwrap();
+    assert_eq!(store.terminal_session("laptop", "f039304b").await.unwrap(), None, "deleted with its session");
 }

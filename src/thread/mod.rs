@@ -38,6 +38,9 @@ pub struct SessionSummary {
     /// which the agent's own events (streaming, parking) do not change.
     #[serde(default)]
     pub active_at_ms: i64,
+    /// Who runs a session AskBridge does not run: a `claude` in a terminal (DESIGN §7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<TerminalSummary>,
 }
 
 impl SessionSummary {
@@ -48,6 +51,63 @@ impl SessionSummary {
     /// Where the session list goes on after this session.
     pub fn cursor(&self) -> SessionCursor {
         SessionCursor { active_at_ms: self.active_at_ms, created_at_ms: self.created_at_ms, id: self.id.clone() }
+    }
+
+    /// A session whose agent runs in a terminal: it takes no messages here, only answers.
+    pub fn is_terminal(&self) -> bool {
+        self.agent == TERMINAL_AGENT
+    }
+}
+
+/// The `agent` of a session that a `claude` in a terminal runs (`askbridge hook` brings it).
+pub const TERMINAL_AGENT: &str = "terminal";
+
+/// Where a terminal session runs, and what it does as its hooks last said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalSummary {
+    /// The machine's name, as the hook found it.
+    pub host: String,
+    /// The folder `claude` runs in.
+    pub folder: String,
+    /// Claude Code's own id for the conversation.
+    pub claude_session_id: String,
+    /// Its transcript on that host (`~/.claude/projects/…/<id>.jsonl`).
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    pub state: TerminalState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminalState {
+    /// Claude is working on the person's message.
+    Working,
+    /// The terminal waits for the person (a prompt or question is open there).
+    Waiting,
+    /// The turn ended; the terminal takes the next message.
+    Idle,
+    /// `claude` exited.
+    Ended,
+}
+
+impl TerminalState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::Waiting => "waiting",
+            Self::Idle => "idle",
+            Self::Ended => "ended",
+        }
+    }
+
+    /// The name as stored; an unknown one reads as idle.
+    pub fn parse(name: &str) -> Self {
+        match name {
+            "working" => Self::Working,
+            "waiting" => Self::Waiting,
+            "ended" => Self::Ended,
+            _ => Self::Idle,
+        }
     }
 }
 

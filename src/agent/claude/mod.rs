@@ -34,6 +34,7 @@ use crate::thread::{Block, EventBody, Message, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
 pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
+pub use self::turn::{approval_reply, question_reply};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);

@@ -674,8 +674,9 @@ async fn plan_text(input: &Value, written: Option<&Value>) -> Option<String> {
     written.and_then(|written| text(written, "plan"))
 }
 
-/// The person's decision on a permission request, as the CLI expects it.
-fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
+/// The person's decision on a permission request, as the CLI expects it (a `can_use_tool`
+/// answer; a terminal's PermissionRequest hook takes the same as its `decision`).
+pub fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
     Some(match outcome {
         InteractionOutcome::Allowed { always } => {
             let mut reply = allow(approval.input.clone());
@@ -706,7 +707,7 @@ fn question_answer(outcome: InteractionOutcome, input: &Value, path: AnswerPath)
 }
 
 /// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
-pub(super) fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
+pub fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
     let refusal = match outcome {
         InteractionOutcome::Answered { answers } => {
             let updated = input_with_answers(input, answers);

@@ -15,5 +15,5 @@ pub use from_cli::{
 };
 pub use to_cli::{
     ControlResponse, HostRequest, ToCli, UserContent, allow, deny, hook_allow, hook_defer, hook_deny,
-    input_with_answers, question_hooks,
+    input_with_answers, permission_request_reply, question_hooks,
 };

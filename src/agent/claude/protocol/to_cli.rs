@@ -130,6 +130,13 @@ pub fn hook_defer() -> Value {
     json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
 }
 
+/// A terminal's PermissionRequest hook answers with what a `can_use_tool` answer would be
+/// (`allow` with `updatedInput`, or `deny` with the message the model reads), as its `decision`
+/// (docs/claude-terminal.md §1, §2).
+pub fn permission_request_reply(decision: Value) -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
+}
+
 pub fn hook_deny(reason: &str) -> Value {
     json!({"hookSpecificOutput": {
         "hookEventName": "PreToolUse",

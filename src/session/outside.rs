@@ -1,0 +1,175 @@
+//! Sessions AskBridge does not run (DESIGN §7): a `claude` in a terminal, whose hooks bring its
+//! questions and permission prompts here (`terminal/`). Such a session has no turns of AskBridge's:
+//! it is made at its terminal's first hook, its calls are shown as the terminal's Claude Code
+//! makes them, and its cards go through the same bridge, the waiter being the hook's request.
+//! What it does (working, waiting, idle) is the terminal's, kept beside the session.
+
+use serde_json::Value;
+use tracing::{info, warn};
+
+use super::manager::SessionManager;
+use crate::error::AppError;
+use crate::ids::{new_id, now_ms};
+use crate::interaction::InteractionOutcome;
+use crate::thread::{Block, EventBody, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, ToolCall};
+
+impl SessionManager {
+    /// The session that stands for a terminal's Claude Code session, made at its first hook.
+    pub async fn terminal_session(&self, terminal: &TerminalSummary, title: &str) -> Result<String, AppError> {
+        if let Some(id) = self.store().terminal_session(&terminal.host, &terminal.claude_session_id).await? {
+            return Ok(id);
+        }
+        let now = now_ms();
+        let summary = SessionSummary {
+            id: new_id(),
+            title: title.to_string(),
+            agent: TERMINAL_AGENT.to_string(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            working: false,
+            waiting: false,
+            workdir: Some(terminal.folder.clone()),
+            active_at_ms: now,
+            terminal: Some(terminal.clone()),
+        };
+        let id = self.store().create_terminal_session(&summary, terminal).await?;
+        if id == summary.id {
+            info!(session = %id, host = %terminal.host, folder = %terminal.folder, "a terminal's Claude Code session joined");
+            self.list_changed();
+        }
+        Ok(id)
+    }
+
+    /// What the terminal does now, as its hooks say.
+    pub async fn set_terminal_state(
+        &self,
+        session: &str,
+        state: TerminalState,
+        transcript_path: Option<&str>,
+    ) -> Result<(), AppError> {
+        self.store().set_terminal_state(session, state, transcript_path, now_ms()).await?;
+        self.list_changed();
+        Ok(())
+    }
+
+    /// Shows the call the terminal's Claude Code asks about, with a line that says who asks, so
+    /// that a card can hang on it. A call shown already is left as it is.
+    pub async fn show_terminal_call(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        tool: &str,
+        input: Value,
+        said: &str,
+    ) -> Result<(), AppError> {
+        let runtime = self.runtime(session).await?;
+        let mut state = runtime.lock().await;
+        if state.thread.tool_call(tool_use_id).is_some() {
+            return Ok(());
+        }
+        let message_id = new_id();
+        let (store, id) = (self.store(), tool_use_id.to_string());
+        for body in [
+            EventBody::AssistantMessageStarted { message_id: message_id.clone() },
+            EventBody::TextDelta { message_id: message_id.clone(), text: said.to_string() },
+            EventBody::ToolCallStarted { message_id: message_id.clone(), tool_use_id: id.clone(), name: tool.to_string() },
+            EventBody::ToolCallReady { tool_use_id: id, input },
+            EventBody::MessageFinished { message_id },
+        ] {
+            runtime.append_locked(store, &mut state, body).await?;
+        }
+        Ok(())
+    }
+
+    /// What the terminal's Claude Code gave the model for the call, once known, unless the call
+    /// has a result already.
+    pub async fn record_terminal_result(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        output: &str,
+        is_error: bool,
+    ) -> Result<(), AppError> {
+        let runtime = self.runtime(session).await?;
+        let mut state = runtime.lock().await;
+        if state.thread.tool_call(tool_use_id).is_none_or(|call| call.result.is_some()) {
+            return Ok(());
+        }
+        let body = EventBody::ToolResult { tool_use_id: tool_use_id.to_string(), output: output.to_string(), is_error };
+        runtime.append_locked(self.store(), &mut state, body).await?;
+        Ok(())
+    }
+
+    /// Takes the terminal session's lease while a hook waits here: where servers share the
+    /// store, an answer given through another one is then handed to this one, as for an agent
+    /// running here. False when another server holds it (its hook waits there).
+    pub async fn hold_terminal_session(&self, session: &str) -> bool {
+        match self.log.leases().take(session).await {
+            Ok(taken) => taken,
+            Err(error) => {
+                warn!(%session, %error, "could not take the terminal session's lease");
+                false
+            }
+        }
+    }
+
+    /// No hook of the terminal session waits here any more.
+    pub async fn let_go_of_terminal_session(&self, session: &str) {
+        self.log.leases().give_back(session).await;
+    }
+
+    /// Closes the cards of terminal sessions that no hook waits for any more: at start, the
+    /// hooks of a server that stopped let go of them (and their terminals asked by themselves).
+    /// How many were closed.
+    pub async fn close_orphaned_terminal_cards(&self, reason: &str) -> Result<usize, AppError> {
+        let mut closed = 0;
+        for summary in self.store().list_sessions().await? {
+            if summary.terminal.is_none() || !summary.waiting {
+                continue;
+            }
+            let runtime = self.runtime(&summary.id).await?;
+            let mut state = runtime.lock().await;
+            let pending: Vec<String> = state
+                .thread
+                .messages
+                .iter()
+                .flat_map(|message| message.blocks.iter())
+                .filter_map(|block| match block {
+                    Block::ToolCall(ToolCall { id, interaction: Some(interaction), .. }) if interaction.is_pending() => {
+                        Some(id.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            for tool_use_id in pending {
+                let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
+                runtime.append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome }).await?;
+                closed += 1;
+            }
+        }
+        if closed > 0 {
+            self.list_changed();
+        }
+        Ok(closed)
+    }
+
+    /// A terminal session takes no messages here: its Claude Code reads them in the terminal.
+    pub async fn refuse_messages_to_terminal(&self, session: &str) -> Result<(), AppError> {
+        let summary = self.store().session(session).await?;
+        match summary.terminal {
+            Some(terminal) => Err(AppError::BadRequest {
+                detail: format!(
+                    "this session is Claude Code in a terminal on {}, in {}: type your message there. Here you \
+                     answer its questions and permission requests.",
+                    terminal.host, terminal.folder
+                ),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Says that the session list changed (for the tabs that show it).
+    pub fn list_changed(&self) {
+        self.log.list_changed();
+    }
+}
