@@ -225,3 +225,93 @@ async fn the_agent_never_gets_the_servers_configuration() {
         assert!(!environment.contains("GIT_AUTHOR_NAME"), "only what the allow-list names");
     }
 }
+
+/// A server of a team: `name`'s own data folder, the shared Postgres `database`, short leases.
+async fn serve_team(home: &ClaudeHome, mock: &MockAnthropic, port: u16, name: &str, database: &str) -> Server {
+    let path = |p: &str| home.path().join(p).display().to_string();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path(name), "--agent", "claude"])
+        .args(["--claude-bin", &claude_bin().display().to_string(), "--workdir", &path("project")])
+        .args(["--database-url", database, "--lease", "1s", "--park-after", "10m"])
+        .env("ASKBRIDGE_TOKEN", TOKEN)
+        .env("RUST_LOG", "info")
+        .envs(home.env(mock))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(home.path().join(format!("{name}.log"))).unwrap())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    wait_until("the server to answer", Duration::from_secs(30), || async {
+        TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ())
+    })
+    .await;
+    Server { child, port }
+}
+
+/// The processes AskBridge started for `session` (each CLI is marked `ASKBRIDGE_SESSION=<id>`).
+fn agents_of(session: &str) -> Vec<u32> {
+    let marker = format!("ASKBRIDGE_SESSION={session}\n");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| (environment_of(*pid) + "\n").contains(&marker))
+        .collect()
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_lost_its_lease_stops_its_agent_and_writes_nothing_so_one_agent_runs() {
+    let database = askbridge::testing::postgres::TestPostgres::shared().database().await;
+    let question = json!({"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
+        {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side"}]});
+    let mock = MockAnthropic::start(vec![
+        Reply::tool_use("toolu_ask", "AskUserQuestion", json!({"questions": [question]})),
+        Reply::text("Going on from B."),
+    ])
+    .await;
+    let home = ClaudeHome::new();
+    let (port_a, port_b) = (free_port(), free_port());
+    let a = serve_team(&home, &mock, port_a, "a", &database).await;
+    let _b = serve_team(&home, &mock, port_b, "b", &database).await;
+    let (_, session) = post(port_a, "create_session", json!({})).await;
+    let session = session["id"].as_str().unwrap().to_string();
+    let (status, _) = post(port_a, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
+    assert_eq!(status, 200);
+    wait_until("A's agent to ask", Duration::from_secs(60), || async {
+        tool_call(port_b, &session, "toolu_ask").await?["interaction"].is_object().then_some(())
+    })
+    .await;
+    let a_pid = a.child.id().unwrap();
+    let agent_a = children_of(a_pid);
+    assert_eq!(agents_of(&session), agent_a, "A's CLI runs the session");
+
+    // A stalls (a pause, a machine asleep) for longer than its lease: B takes the session over.
+    signal(a_pid, "-STOP");
+    wait_until("B to end the turn A left", Duration::from_secs(30), || async {
+        let (_, view) = post(port_b, "load_session", json!({"id": session})).await;
+        (view["thread"]["turn"]["last_outcome"] == "abandoned").then_some(())
+    })
+    .await;
+    let (status, _) = post(port_b, "send_message", json!({"session": session, "text": "Go on."})).await;
+    assert_eq!(status, 200);
+    let ended = || async {
+        let (_, view) = post(port_b, "load_session", json!({"id": session})).await;
+        (view["thread"]["turn"]["last_outcome"] == "completed").then_some(view)
+    };
+    let before = wait_until("B's turn", Duration::from_secs(60), ended).await;
+    assert_eq!(agents_of(&session).len(), 2, "A's CLI, left waiting, and B's");
+
+    // A wakes: it finds its lease taken, stops its agent and writes nothing.
+    signal(a_pid, "-CONT");
+    wait_until("one agent for the session", Duration::from_secs(30), || async {
+        (agents_of(&session).len() == 1).then_some(())
+    })
+    .await;
+    assert!(agent_a.iter().all(|pid| !agents_of(&session).contains(pid)), "A's CLI is the one that ended");
+    let (_, after) = post(port_b, "load_session", json!({"id": session})).await;
+    assert_eq!(after["thread"], before["thread"], "A wrote nothing into the session B runs");
+}

@@ -7,6 +7,8 @@
 //! The lease is also what a write will carry as its fencing token (issue 20): the session log's
 //! compare-and-set reaches it here.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tracing::warn;
@@ -20,11 +22,13 @@ pub(super) struct Leases {
     server: String,
     /// How long a lease lasts unless renewed.
     ttl: Duration,
+    /// The fencing token of each lease this server holds, which its agents' writes carry.
+    fences: Mutex<HashMap<String, String>>,
 }
 
 impl Leases {
     pub(super) fn new(store: Store, ttl: Duration) -> Self {
-        Self { store, server: new_id(), ttl }
+        Self { store, server: new_id(), ttl, fences: Mutex::default() }
     }
 
     /// How often the leases are renewed: three times a lease, so that one renewal that fails
@@ -35,12 +39,55 @@ impl Leases {
 
     /// Takes the session's lease for a turn here: false while another server runs its agent.
     pub(super) async fn take(&self, session: &str) -> StoreResult<bool> {
-        self.store.take_lease(session, &self.server, self.ttl).await
+        let Some(fence) = self.store.take_lease(session, &self.server, &new_id(), self.ttl).await? else {
+            return Ok(false);
+        };
+        self.fences().insert(session.to_string(), fence);
+        Ok(true)
+    }
+
+    /// The fencing token of the session's lease, for its agent's writes: where servers share
+    /// the store and this one holds the lease.
+    pub(super) fn fence(&self, session: &str) -> Option<String> {
+        self.store.is_shared().then(|| self.fences().get(session).cloned()).flatten()
     }
 
     /// Gives the session's lease back: no turn of it runs here (any more).
     pub(super) async fn release(&self, session: &str) -> StoreResult<()> {
+        // Forgotten first: a lease still listed here is one this server holds.
+        self.fences().remove(session);
         self.store.release_lease(session, &self.server).await
+    }
+
+    /// The leases this server held and holds no more (another server took them): each is
+    /// forgotten, and its session's agent here must stop.
+    pub(super) async fn lost(&self) -> Vec<String> {
+        let held: HashMap<String, String> = self.fences().clone();
+        let sessions: Vec<String> = held.keys().cloned().collect();
+        match self.store.leases_lost(&self.server, &sessions).await {
+            Ok(lost) => {
+                let mut fences = self.fences();
+                // Only a lease still held as it was when asked: one let go, or let go and taken
+                // again, meanwhile, is not lost.
+                lost.into_iter()
+                    .filter(|session| {
+                        let same = fences.get(session) == held.get(session);
+                        if same {
+                            fences.remove(session);
+                        }
+                        same
+                    })
+                    .collect()
+            }
+            Err(error) => {
+                warn!(%error, "could not check this server's leases");
+                Vec::new()
+            }
+        }
+    }
+
+    fn fences(&self) -> std::sync::MutexGuard<'_, HashMap<String, String>> {
+        self.fences.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// As `release`, where a failure is only worth a line in the log: the lease expires anyway.
@@ -53,6 +100,7 @@ impl Leases {
     /// Gives back every lease this server holds, as it stops: another server may take them now
     /// rather than when they expire.
     pub(super) async fn give_back_all(&self) {
+        self.fences().clear();
         if let Err(error) = self.store.release_leases(&self.server).await {
             warn!(%error, "could not give back this server's leases");
         }

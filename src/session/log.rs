@@ -92,6 +92,11 @@ pub(super) struct RuntimeState {
     pub thread: Thread,
     /// Cancels the running turn.
     pub turn: Option<CancellationToken>,
+    /// The fencing token of the lease the running turn holds (where servers share the store):
+    /// the agent's writes carry it.
+    pub fence: Option<String>,
+    /// Another server took the running turn's lease: its agent stops, and writes nothing more.
+    pub lease_lost: bool,
 }
 
 impl SessionLog {
@@ -198,7 +203,7 @@ impl SessionLog {
             Arc::new(SessionRuntime {
                 id: id.to_string(),
                 seq: AtomicU64::new(thread.seq),
-                state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None }),
+                state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
                 events: broadcast::channel(CHANNEL_CAPACITY).0,
                 remote: self.remote.clone(),
                 observer: self.observer.clone(),
@@ -410,9 +415,14 @@ impl SessionRuntime {
     /// One try of `append_judged`: when another server appended first, this runtime takes what
     /// it appended (stored, applied, broadcast) and the conflict is returned, to judge again.
     async fn write_once(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
+        if state.lease_lost && body.is_agents() {
+            // What the agent here still says as it stops, once another server took it over.
+            return Err(StoreError::LeaseLost { session: self.id.clone() });
+        }
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
-        match store.append(Append::of(&self.id, &event, &state.thread, &change)).await {
+        let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
+        match store.append(Append { fence, ..Append::of(&self.id, &event, &state.thread, &change) }).await {
             Ok(()) => {}
             Err(conflict @ StoreError::SequenceConflict { .. }) => {
                 // Ours was applied in memory only: the thread is read again as stored, and the
@@ -428,6 +438,15 @@ impl SessionRuntime {
                 return Err(conflict);
             }
             Err(error) => {
+                if let StoreError::LeaseLost { .. } = error {
+                    // Another server runs this session's agent now: the one here stops, and
+                    // nothing it does is written.
+                    warn!(session = %self.id, "another server took this session's lease; its agent here stops");
+                    state.lease_lost = true;
+                    if let Some(turn) = &state.turn {
+                        turn.cancel();
+                    }
+                }
                 // Memory ran ahead of the disk: go back to what is stored — but for whether a
                 // turn runs, which only this process knows (a turn whose end could not be stored
                 // is over).

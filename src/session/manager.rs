@@ -201,6 +201,11 @@ impl SessionManager {
     /// expire: it died (or lost the store for longer than a lease).
     async fn keep_leases(&self) {
         self.log.leases().renew().await;
+        // Leases another server took meanwhile (this one was paused, or cut off from the store
+        // for longer than a lease): their agents here stop.
+        for session in self.log.leases().lost().await {
+            self.turns.lease_lost(&session).await;
+        }
         // Deadlines that other servers recorded for sessions this one does not follow.
         self.bridge.rearm_deadlines();
         for session in self.log.leases().expired().await {

@@ -29,7 +29,7 @@ use crate::bridge::InteractionBridge;
 use crate::error::AppError;
 use crate::ids::new_id;
 use crate::interaction::InteractionOutcome;
-use crate::store::{Store, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 use crate::thread::{Block, EventBody, NextTurn, Role, TurnOutcome};
 
 /// How many times in a row an owed turn that failed is tried again by itself, before it waits for
@@ -102,7 +102,11 @@ impl Turns {
             NextTurn::Resume => (EventBody::ResumeStarted, String::new()),
             NextTurn::Messages => (EventBody::TurnStarted, state.thread.queued_text().unwrap_or_default()),
         };
+        // The turn's writes carry the lease just taken, from its first.
+        state.fence = self.leases().fence(session_id);
+        state.lease_lost = false;
         if let Err(error) = runtime.append_locked(self.store(), state, started).await {
+            state.fence = None;
             self.leases().give_back(session_id).await;
             return Err(error.into());
         }
@@ -181,7 +185,25 @@ impl Turns {
         let mut state = runtime.lock().await;
         state.turn = None;
         let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
-        if let Err(error) = runtime.append_locked(self.store(), &mut state, ended).await {
+        let recorded = match state.lease_lost {
+            // Another server took the session over (and ended this turn in its log): nothing of
+            // this turn is written, and nothing of it is left running.
+            true => Err(StoreError::LeaseLost { session: session.to_string() }),
+            false => runtime.append_locked(self.store(), &mut state, ended).await,
+        };
+        state.fence = None;
+        if state.lease_lost || matches!(recorded, Err(StoreError::LeaseLost { .. })) {
+            state.lease_lost = false;
+            self.bridge.forget_session(session);
+            if let Ok(thread) = self.store().load_thread(session).await {
+                state.thread = thread;
+            }
+            drop(state);
+            self.agent.end_session(session).await;
+            self.log.list_changed();
+            return;
+        }
+        if let Err(error) = recorded {
             // The session was deleted meanwhile, or the disk failed. The turn is over all the
             // same: the session takes the next message (the store says so after the restart
             // recovery, or with the next turn's end).
@@ -365,7 +387,8 @@ impl Turns {
             // Ours, running: this server could not renew it in time (a renewal expires leases
             // no more). Taken again, unless another server took it meanwhile.
             if !self.leases().take(session).await? {
-                warn!(%session, "another server took this session's lease while its turn ran here");
+                drop(state);
+                self.lease_lost(session).await;
             }
             return Ok(());
         }
@@ -390,6 +413,20 @@ impl Turns {
         }
         self.leases().give_back(session).await;
         Ok(())
+    }
+
+    /// Another server took the session's lease while its turn ran here (this server could not
+    /// renew it in time: paused, or cut off from the store): the agent here stops at once, its
+    /// process with it, and the turn's end is not written (the server that took over ends it).
+    pub(super) async fn lease_lost(&self, session: &str) {
+        let Ok(runtime) = self.log.runtime(session).await else { return };
+        let mut state = runtime.lock().await;
+        let Some(turn) = &state.turn else { return };
+        warn!(%session, "another server took this session's lease while its turn ran here; stopping it");
+        turn.cancel();
+        state.lease_lost = true;
+        drop(state);
+        self.agent.end_session(session).await;
     }
 
     /// Ends the turns that a previous run of the server left unfinished, saying so in the thread

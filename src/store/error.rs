@@ -35,6 +35,10 @@ pub enum StoreError {
     /// Another writer stored an event of this session first: the log is as it was.
     #[error("event {seq} of session {session} was not written: the log is at {stored}")]
     SequenceConflict { session: String, seq: u64, stored: u64 },
+    /// An agent's write carried a lease (its fencing token) that another server has taken since:
+    /// nothing was written, and the agent must stop.
+    #[error("session {session}'s lease is held by another server now: this server's agent write was refused")]
+    LeaseLost { session: String },
 }
 
 impl From<sqlx::Error> for StoreError {

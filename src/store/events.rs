@@ -19,6 +19,10 @@ pub struct Append<'a> {
     pub turn: Option<&'a TurnState>,
     /// The interactions the event opened or changed, by tool_use id.
     pub interactions: Vec<(&'a str, &'a Interaction)>,
+    /// For an agent's write where servers share the store: the lease its server holds (the
+    /// fencing token `take_lease` gave), checked in the same compare-and-set as the sequence
+    /// number. Once another server took the lease, the write is refused (`LeaseLost`).
+    pub fence: Option<&'a str>,
 }
 
 impl<'a> Append<'a> {
@@ -43,6 +47,7 @@ impl<'a> Append<'a> {
                 .iter()
                 .filter_map(|id| Some((id.as_str(), thread.tool_call(id)?.interaction.as_ref()?)))
                 .collect(),
+            fence: None,
         }
     }
 }
@@ -134,8 +139,17 @@ impl Store {
     /// when it commits.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
         self.check_appendable(&append.event.body)?;
-        let Append { session_id, event, messages, turn, interactions } = append;
+        let Append { session_id, event, messages, turn, interactions, fence } = append;
         let seq = event.seq as i64;
+        // One server alone needs no fence: its leases are its own.
+        let fence = fence.filter(|_| self.is_shared());
+        let fenced = |parameter: u8| match fence {
+            Some(_) => format!(
+                " AND EXISTS (SELECT 1 FROM session_leases
+                              WHERE session_leases.session_id = sessions.id AND session_leases.fence = ${parameter})"
+            ),
+            None => String::new(),
+        };
         // Deltas do not move a session up the list; messages and turn changes do.
         let touches = !event.body.is_delta();
         on_pool!(self, |pool, dialect| {
@@ -145,37 +159,54 @@ impl Store {
             // later, which SQLite refuses under contention), and Postgres's row lock, under which
             // a second writer of the same number finds the row changed and updates nothing.
             let updated = if touches || turn.is_some() {
-                sqlx::query(
-                    Sql {
-                        sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                                   updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
-                                 WHERE id = $5 AND last_seq = $6",
-                        postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                                     updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
-                                   WHERE id = $5 AND last_seq = $6",
-                    }
-                    .on(dialect),
-                )
-                .bind(seq)
-                .bind(turn.map(storable).transpose()?)
-                .bind(touches)
-                .bind(event.at_ms)
-                .bind(session_id)
-                .bind(seq - 1)
+                let sql = Sql {
+                    sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                               updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
+                             WHERE id = $5 AND last_seq = $6",
+                    postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                                 updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
+                               WHERE id = $5 AND last_seq = $6",
+                }
+                .on(dialect)
+                .to_string()
+                    + &fenced(7);
+                let query = sqlx::query(&sql)
+                    .bind(seq)
+                    .bind(turn.map(storable).transpose()?)
+                    .bind(touches)
+                    .bind(event.at_ms)
+                    .bind(session_id)
+                    .bind(seq - 1);
+                match fence {
+                    Some(fence) => query.bind(fence),
+                    None => query,
+                }
                 .execute(&mut *tx)
                 .await?
             } else {
                 // A delta sets the sequence number only: naming `updated_at_ms` at all, even to
                 // its own value, makes SQLite rewrite the recency index's page too, one page of
                 // the three each streamed delta wrote.
-                sqlx::query("UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3")
-                    .bind(seq)
-                    .bind(session_id)
-                    .bind(seq - 1)
-                    .execute(&mut *tx)
-                    .await?
+                let sql = "UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3".to_string() + &fenced(4);
+                let query = sqlx::query(&sql).bind(seq).bind(session_id).bind(seq - 1);
+                match fence {
+                    Some(fence) => query.bind(fence),
+                    None => query,
+                }
+                .execute(&mut *tx)
+                .await?
             };
             if updated.rows_affected() == 0 {
+                if let Some(fence) = fence {
+                    let held: Option<String> =
+                        sqlx::query_scalar("SELECT fence FROM session_leases WHERE session_id = $1")
+                            .bind(session_id)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                    if held.as_deref() != Some(fence) {
+                        return Err(StoreError::LeaseLost { session: session_id.to_string() });
+                    }
+                }
                 // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
                 let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
                     .bind(session_id)

@@ -9,42 +9,65 @@ use std::time::Duration;
 use super::{Sql, Store, StoreError, StoreResult};
 
 impl Store {
-    /// Takes (or renews) `session`'s lease for `server` for `ttl`: true if `server` holds it now
-    /// (it was free, expired, or already its own), false if another server holds it. One
-    /// statement, a compare-and-set: of servers taking it at once, exactly one gets it.
-    pub async fn take_lease(&self, session: &str, server: &str, ttl: Duration) -> StoreResult<bool> {
+    /// Takes (or renews) `session`'s lease for `server` for `ttl`: its fencing token if `server`
+    /// holds it now (it was free, expired, or already its own), `None` if another server holds
+    /// it. One statement, a compare-and-set: of servers taking it at once, exactly one gets it.
+    /// The token is `fence` when the lease changes hands (or was free), and stays what it was
+    /// while the same server keeps it, so that a turn's writes go on across renewals.
+    pub async fn take_lease(&self, session: &str, server: &str, fence: &str, ttl: Duration) -> StoreResult<Option<String>> {
         let taken = on_pool!(self, |pool, dialect| {
-            sqlx::query(
+            sqlx::query_scalar(
                 Sql {
-                    sqlite: "INSERT INTO session_leases (session_id, server_id, expires_at_ms)
-                             VALUES ($1, $2, CAST(unixepoch('subsec') * 1000 AS INTEGER) + $3)
+                    sqlite: "INSERT INTO session_leases (session_id, server_id, expires_at_ms, fence)
+                             VALUES ($1, $2, CAST(unixepoch('subsec') * 1000 AS INTEGER) + $3, $4)
                              ON CONFLICT (session_id) DO UPDATE SET
-                               server_id = excluded.server_id, expires_at_ms = excluded.expires_at_ms
+                               server_id = excluded.server_id, expires_at_ms = excluded.expires_at_ms,
+                               fence = CASE WHEN session_leases.server_id = excluded.server_id
+                                         THEN session_leases.fence ELSE excluded.fence END
                              WHERE session_leases.server_id = excluded.server_id
-                               OR session_leases.expires_at_ms <= CAST(unixepoch('subsec') * 1000 AS INTEGER)",
-                    postgres: "INSERT INTO session_leases (session_id, server_id, expires_at)
-                               VALUES ($1, $2, now() + $3 * interval '1 millisecond')
+                               OR session_leases.expires_at_ms <= CAST(unixepoch('subsec') * 1000 AS INTEGER)
+                             RETURNING fence",
+                    postgres: "INSERT INTO session_leases (session_id, server_id, expires_at, fence)
+                               VALUES ($1, $2, now() + $3 * interval '1 millisecond', $4)
                                ON CONFLICT (session_id) DO UPDATE SET
-                                 server_id = excluded.server_id, expires_at = excluded.expires_at
+                                 server_id = excluded.server_id, expires_at = excluded.expires_at,
+                                 fence = CASE WHEN session_leases.server_id = excluded.server_id
+                                           THEN session_leases.fence ELSE excluded.fence END
                                WHERE session_leases.server_id = excluded.server_id
-                                 OR session_leases.expires_at <= now()",
+                                 OR session_leases.expires_at <= now()
+                               RETURNING fence",
                 }
                 .on(dialect),
             )
             .bind(session)
             .bind(server)
             .bind(millis(ttl))
-            .execute(pool)
+            .bind(fence)
+            .fetch_optional(pool)
             .await
-            .map(|done| done.rows_affected())
         });
         match taken {
-            Ok(rows) => Ok(rows == 1),
+            Ok(fence) => Ok(fence),
             Err(error) if error.as_database_error().is_some_and(|e| e.is_foreign_key_violation()) => {
                 Err(StoreError::SessionNotFound(session.to_string()))
             }
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// Of `sessions`, those whose lease `server` no longer holds (another server took it, or it
+    /// was let go): their agents here must stop.
+    pub async fn leases_lost(&self, server: &str, sessions: &[String]) -> StoreResult<Vec<String>> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let held: Vec<String> = on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar("SELECT session_id FROM session_leases WHERE server_id = $1")
+                .bind(server)
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(sessions.iter().filter(|session| !held.contains(session)).cloned().collect())
     }
 
     /// Lets go of `session`'s lease, if `server` holds it.

@@ -68,6 +68,7 @@ on_sqlite_and_postgres!(
     last_seq_follows_the_log,
     a_lease_is_held_by_one_server_renewed_released_and_expires,
     of_servers_taking_a_lease_at_once_exactly_one_gets_it,
+    an_agents_write_is_refused_once_another_server_took_its_lease,
     notices_are_sent_only_where_servers_share_the_database,
     open_interactions_fall_due_at_their_stored_deadline,
     sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_nothing_waiting,
@@ -115,7 +116,7 @@ fn a_turn() -> Vec<EventBody> {
 
 /// Stores an event alone, changing no message, turn or interaction.
 async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> StoreResult<()> {
-    store.append(Append { session_id, event, messages: vec![], turn: None, interactions: vec![] }).await
+    store.append(Append { session_id, event, messages: vec![], turn: None, interactions: vec![], fence: None }).await
 }
 
 async fn migrations_run_on_a_new_database_and_again_on_reopen(db: Db) {
@@ -380,7 +381,7 @@ async fn sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_
     bodies.push(EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None });
     record(&store, "parked", &mut parked, bodies).await;
     record(&store, "held", &mut Thread::default(), a_turn()[..1].to_vec()).await;
-    assert!(store.take_lease("held", "another server", Duration::from_secs(60)).await.unwrap());
+    assert!(store.take_lease("held", "another server", "f", Duration::from_secs(60)).await.unwrap().is_some());
     assert_eq!(store.sessions_owed_a_turn().await.unwrap(), vec!["message"], "the question still waits");
     let answered = EventBody::InteractionResolved {
         tool_use_id: "q".into(),
@@ -399,8 +400,8 @@ async fn unfinished_turns_skip_sessions_a_live_server_holds(db: Db) {
         let mut thread = Thread::default();
         record(&store, id, &mut thread, a_turn()[..2].to_vec()).await;
     }
-    assert!(store.take_lease("s1", "a", Duration::from_millis(300)).await.unwrap());
-    assert!(store.take_lease("s2", "b", Duration::from_secs(60)).await.unwrap());
+    assert!(store.take_lease("s1", "a", "fa", Duration::from_millis(300)).await.unwrap().is_some());
+    assert!(store.take_lease("s2", "b", "fb", Duration::from_secs(60)).await.unwrap().is_some());
     assert!(store.sessions_with_unfinished_turns().await.unwrap().is_empty(), "both are running");
     assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -484,20 +485,20 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
         store.create_session(&summary(id, 1)).await.unwrap();
     }
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
-    assert!(store.take_lease("s1", "a", long).await.unwrap(), "a free lease is taken");
-    assert!(!store.take_lease("s1", "b", long).await.unwrap(), "another server's live lease is not");
-    assert!(store.take_lease("s1", "a", long).await.unwrap(), "its holder renews it");
+    assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "a free lease is taken");
+    assert!(!store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some(), "another server's live lease is not");
+    assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "its holder renews it");
     assert_eq!(store.lease_holder("s1").await.unwrap().as_deref(), Some("a"));
     store.release_lease("s1", "b").await.unwrap();
     assert_eq!(store.lease_holder("s1").await.unwrap().as_deref(), Some("a"), "only its holder lets go");
     store.release_lease("s1", "a").await.unwrap();
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
-    assert!(store.take_lease("s1", "b", long).await.unwrap());
+    assert!(store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some());
 
     // A lease that is not renewed expires, and is then anyone's.
-    assert!(store.take_lease("s2", "a", short).await.unwrap());
-    assert!(store.take_lease("s3", "a", short).await.unwrap());
-    assert!(!store.take_lease("s2", "b", long).await.unwrap());
+    assert!(store.take_lease("s2", "a", "fence a", short).await.unwrap().is_some());
+    assert!(store.take_lease("s3", "a", "fence a", short).await.unwrap().is_some());
+    assert!(!store.take_lease("s2", "b", "fence b", long).await.unwrap().is_some());
     assert_eq!(store.renew_leases("a", short).await.unwrap(), 2);
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(store.renew_leases("a", short).await.unwrap(), 2, "renewed before they expire");
@@ -507,8 +508,8 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     assert_eq!(store.lease_holder("s2").await.unwrap(), None, "expired");
     assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s2", "s3"]);
     assert_eq!(store.renew_leases("a", long).await.unwrap(), 0, "an expired lease is taken again, not renewed");
-    assert!(store.take_lease("s2", "b", long).await.unwrap(), "an expired lease is taken over");
-    assert!(store.take_lease("s3", "a", long).await.unwrap(), "or taken again by its server");
+    assert!(store.take_lease("s2", "b", "fence b", long).await.unwrap().is_some(), "an expired lease is taken over");
+    assert!(store.take_lease("s3", "a", "fence a", long).await.unwrap().is_some(), "or taken again by its server");
     assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
 
     store.release_leases("b").await.unwrap();
@@ -518,11 +519,54 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     store.clear_leases().await.unwrap();
     assert_eq!(store.lease_holder("s3").await.unwrap(), None);
 
-    let result = store.take_lease("nope", "a", long).await;
+    let result = store.take_lease("nope", "a", "f", long).await;
     assert!(matches!(result, Err(StoreError::SessionNotFound(_))), "{result:?}");
-    assert!(store.take_lease("s1", "a", long).await.unwrap());
+    assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some());
     store.delete_session("s1").await.unwrap();
     assert_eq!(store.lease_holder("s1").await.unwrap(), None, "a deleted session's lease goes with it");
+}
+
+async fn an_agents_write_is_refused_once_another_server_took_its_lease(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let long = Duration::from_secs(60);
+    let fence_a = store.take_lease("s1", "a", "fence a", long).await.unwrap().unwrap();
+    assert_eq!(store.take_lease("s1", "a", "another", long).await.unwrap().as_deref(), Some("fence a"), "renewed, same token");
+    let mut thread = Thread::default();
+    let mut write = |body: EventBody, fence: Option<String>| {
+        let event = SessionEvent { seq: thread.seq + 1, at_ms: 1, body };
+        let change = thread.apply(&event);
+        let (store, thread) = (store.clone(), thread.clone());
+        async move {
+            let fence = fence.as_deref();
+            store.append(Append { fence, ..Append::of("s1", &event, &thread, &change) }).await
+        }
+    };
+    write(EventBody::TurnStarted, Some(fence_a.clone())).await.unwrap();
+
+    // Server a stalls past its lease; b takes the session over.
+    store.release_lease("s1", "a").await.unwrap();
+    let fence_b = store.take_lease("s1", "b", "fence b", long).await.unwrap().unwrap();
+    assert_ne!(fence_a, fence_b);
+    let late = write(EventBody::AssistantMessageStarted { message_id: "m1".into() }, Some(fence_a)).await;
+    if store.is_shared() {
+        assert!(matches!(late, Err(StoreError::LeaseLost { .. })), "{late:?}");
+        assert_eq!(store.last_seq("s1").await.unwrap(), 1, "nothing of a's was written");
+        // The holder's writes, and anyone's without a lease (the person's answer), go on.
+        let mut thread = store.load_thread("s1").await.unwrap();
+        for (body, fence) in [
+            (EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None }, Some(fence_b.as_str())),
+            (EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() }, None),
+        ] {
+            let event = SessionEvent { seq: thread.seq + 1, at_ms: 2, body };
+            let change = thread.apply(&event);
+            store.append(Append { fence, ..Append::of("s1", &event, &thread, &change) }).await.unwrap();
+        }
+        assert_eq!(store.last_seq("s1").await.unwrap(), 3);
+    } else {
+        // One server alone: its leases are its own, and no write is fenced.
+        late.unwrap();
+    }
 }
 
 async fn of_servers_taking_a_lease_at_once_exactly_one_gets_it(db: Db) {
@@ -532,7 +576,7 @@ async fn of_servers_taking_a_lease_at_once_exactly_one_gets_it(db: Db) {
         one.create_session(&summary(&session, 1)).await.unwrap();
         let take = |store: &Store, server: &'static str| {
             let (store, session) = (store.clone(), session.clone());
-            tokio::spawn(async move { store.take_lease(&session, server, Duration::from_secs(60)).await.unwrap() })
+            tokio::spawn(async move { store.take_lease(&session, server, server, Duration::from_secs(60)).await.unwrap().is_some() })
         };
         let (a, b) = (take(&one, "a"), take(&other, "b"));
         let (a, b) = (a.await.unwrap(), b.await.unwrap());

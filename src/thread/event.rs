@@ -118,6 +118,34 @@ impl EventBody {
         matches!(self, Self::TextDelta { .. } | Self::ToolInputDelta { .. })
     }
 
+    /// Written by the agent's turn (its output, its requests, its start and end), rather than by
+    /// the person or the product: where servers share the store, only the server that holds the
+    /// session's lease may write these.
+    pub fn is_agents(&self) -> bool {
+        match self {
+            Self::TurnStarted
+            | Self::ResumeStarted
+            | Self::AgentStarted { .. }
+            | Self::AgentRunning { .. }
+            | Self::AssistantMessageStarted { .. }
+            | Self::TextDelta { .. }
+            | Self::ToolCallStarted { .. }
+            | Self::ToolInputDelta { .. }
+            | Self::ToolInputPreview { .. }
+            | Self::ToolCallReady { .. }
+            | Self::ToolResult { .. }
+            | Self::InteractionOpened { .. }
+            | Self::InteractionParked { .. }
+            | Self::MessageFinished { .. }
+            | Self::TurnEnded { .. } => true,
+            Self::UserMessage { .. }
+            | Self::Notice { .. }
+            | Self::HistoryImported { .. }
+            | Self::PermissionModeChanged { .. }
+            | Self::InteractionResolved { .. } => false,
+        }
+    }
+
     /// The name stored in the log's `kind` column, for reading the log by hand.
     pub fn kind(&self) -> &'static str {
         match self {
