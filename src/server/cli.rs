@@ -203,6 +203,11 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_MAX_AGENTS")]
     pub max_agents: Option<usize>,
 
+    /// The most sessions kept in memory: past it, the least recently used idle ones (no turn, no
+    /// open tab) are let go, and read from the store again when opened.
+    #[arg(long, env = "ASKBRIDGE_MAX_LOADED_SESSIONS", default_value_t = crate::session::DEFAULT_MAX_LOADED)]
+    pub max_loaded_sessions: usize,
+
     /// A Claude Code session that is neither working nor waiting closes its CLI after this long
     /// (e.g. 10m); the next message resumes it.
     #[arg(long, env = "ASKBRIDGE_IDLE_EXIT", value_parser = humantime::parse_duration, default_value = "10m")]

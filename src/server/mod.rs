@@ -85,6 +85,7 @@ pub async fn serve_until(
     };
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);
+    manager.set_max_loaded_sessions(args.max_loaded_sessions);
     let listener = match listener {
         Some(listener) => listener,
         None => tokio::net::TcpListener::bind(args.addr)

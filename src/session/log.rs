@@ -11,7 +11,7 @@
 //! ([`SessionLog::remote_events`]): an answer given elsewhere reaches the agent waiting here.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -33,6 +33,12 @@ use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread};
 /// waiting or not: 1,024 of them were most of the 55 KiB a waiting session cost (issue 12,
 /// `make bench-parked`); a tab that falls 64 events behind reads them from the store instead.
 const CHANNEL_CAPACITY: usize = 64;
+
+/// How many sessions stay loaded (thread in memory) unless `--max-loaded-sessions` says
+/// otherwise. An idle loaded session costs a few KiB to some hundreds (its thread); 1,000 of
+/// them stay well within a small machine's memory, and a page that opens an evicted one reads
+/// it from the store in a few milliseconds.
+pub const DEFAULT_MAX_LOADED: usize = 1_000;
 
 /// The session list is read again at most this often, however fast it changes. Every tab gets
 /// it whole, so with many sessions busy at once this bounds what the tabs cost; the list read
@@ -68,6 +74,8 @@ pub struct SessionLog {
     /// The leases this server holds on sessions.
     leases: Leases,
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
+    /// The most sessions kept loaded; past it, the least recently used idle ones are let go.
+    max_loaded: AtomicUsize,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     remote_events: Mutex<Option<mpsc::UnboundedReceiver<RemoteEvent>>>,
     list_changes: broadcast::Sender<()>,
@@ -84,6 +92,8 @@ pub struct SessionRuntime {
     /// The last event applied, readable without the lock: a notification of an event this
     /// runtime has is ignored without waiting for it.
     seq: AtomicU64,
+    /// When it was last asked for (ms): the least recently used idle session is evicted first.
+    used_at_ms: AtomicI64,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     observer: Arc<OnceLock<EventObserver>>,
 }
@@ -108,6 +118,7 @@ impl SessionLog {
             leases: Leases::new(store.clone(), lease),
             store,
             runtimes: Mutex::new(HashMap::new()),
+            max_loaded: AtomicUsize::new(DEFAULT_MAX_LOADED),
             remote,
             remote_events: Mutex::new(Some(remote_events)),
             list_changes: broadcast::channel(64).0,
@@ -194,22 +205,39 @@ impl SessionLog {
     /// The session's runtime, loading the session if needed.
     pub async fn runtime(&self, id: &str) -> StoreResult<Arc<SessionRuntime>> {
         if let Some(runtime) = self.runtimes.lock().expect("runtimes lock").get(id) {
+            runtime.used_at_ms.store(now_ms(), Ordering::Relaxed);
             return Ok(runtime.clone());
         }
         let thread = self.store.load_thread(id).await?;
         let mut runtimes = self.runtimes.lock().expect("runtimes lock");
         // Another request may have loaded it meanwhile: keep the first, it may have moved on.
-        let runtime = runtimes.entry(id.to_string()).or_insert_with(|| {
-            Arc::new(SessionRuntime {
-                id: id.to_string(),
-                seq: AtomicU64::new(thread.seq),
-                state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
-                events: broadcast::channel(CHANNEL_CAPACITY).0,
-                remote: self.remote.clone(),
-                observer: self.observer.clone(),
+        let runtime = runtimes
+            .entry(id.to_string())
+            .or_insert_with(|| {
+                Arc::new(SessionRuntime {
+                    id: id.to_string(),
+                    seq: AtomicU64::new(thread.seq),
+                    used_at_ms: AtomicI64::new(now_ms()),
+                    state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
+                    events: broadcast::channel(CHANNEL_CAPACITY).0,
+                    remote: self.remote.clone(),
+                    observer: self.observer.clone(),
+                })
             })
-        });
-        Ok(runtime.clone())
+            .clone();
+        evict_idle(&mut runtimes, self.max_loaded.load(Ordering::Relaxed));
+        Ok(runtime)
+    }
+
+    /// At most `max` sessions stay loaded (`--max-loaded-sessions`).
+    pub fn set_max_loaded(&self, max: usize) {
+        self.max_loaded.store(max.max(1), Ordering::Relaxed);
+        evict_idle(&mut self.runtimes.lock().expect("runtimes lock"), max.max(1));
+    }
+
+    /// How many sessions are loaded now.
+    pub fn loaded_count(&self) -> usize {
+        self.runtimes.lock().expect("runtimes lock").len()
     }
 
     /// Lets go of a deleted session's runtime (its tabs' streams end with it).
@@ -336,6 +364,30 @@ impl Ledger for SessionLog {
 
     fn deadlines(&self, now_ms: i64, limit: u32) -> BoxFuture<'_, Result<Deadlines, AppError>> {
         Box::pin(async move { Ok(self.store.interaction_deadlines(now_ms, limit).await?) })
+    }
+}
+
+/// Over `max` loaded sessions: lets go of the least recently used idle ones, down to nine in ten
+/// of `max` (so that each session loaded past it does not sort the map again). Idle: nothing but
+/// this map holds it (no turn, no task, no request in flight), no tab follows it, and its lock is
+/// free. It is read from the store again when next asked for; what it held is all stored.
+fn evict_idle(runtimes: &mut HashMap<String, Arc<SessionRuntime>>, max: usize) {
+    if runtimes.len() <= max {
+        return;
+    }
+    let mut idle: Vec<(i64, String)> = runtimes
+        .iter()
+        .filter(|(_, runtime)| {
+            Arc::strong_count(runtime) == 1
+                && runtime.events.receiver_count() == 0
+                && runtime.state.try_lock().is_ok_and(|state| state.turn.is_none())
+        })
+        .map(|(id, runtime)| (runtime.used_at_ms.load(Ordering::Relaxed), id.clone()))
+        .collect();
+    idle.sort_unstable();
+    let excess = runtimes.len() - (max - max / 10).max(1);
+    for (_, id) in idle.into_iter().take(excess) {
+        runtimes.remove(&id);
     }
 }
 

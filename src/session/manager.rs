@@ -243,6 +243,17 @@ impl SessionManager {
         self.shutdown.clone()
     }
 
+    /// At most `max` sessions stay loaded; the least recently used idle ones are let go first,
+    /// and read from the store again when next asked for (`--max-loaded-sessions`).
+    pub fn set_max_loaded_sessions(&self, max: usize) {
+        self.log.set_max_loaded(max);
+    }
+
+    /// How many sessions are loaded now.
+    pub fn loaded_sessions(&self) -> usize {
+        self.log.loaded_count()
+    }
+
     /// The session's live channel, loading the session if needed.
     pub async fn runtime(&self, id: &str) -> StoreResult<Arc<SessionRuntime>> {
         self.log.runtime(id).await

@@ -22,7 +22,7 @@ mod title;
 mod turns;
 
 pub use crate::bridge::Timeouts;
-pub use log::{EventObserver, LIST_FIRST_PAGE, SessionLog, SessionRuntime};
+pub use log::{DEFAULT_MAX_LOADED, EventObserver, LIST_FIRST_PAGE, SessionLog, SessionRuntime};
 pub use manager::SessionManager;
 pub use policy::SessionPolicy;
 pub use title::title_from_message;

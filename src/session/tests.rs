@@ -69,6 +69,40 @@ async fn a_message_gets_a_streamed_reply_that_is_stored() {
 }
 
 #[tokio::test]
+async fn past_the_limit_idle_sessions_are_let_go_least_recently_used_first_and_read_again_whole() {
+    let manager = manager().await;
+    let mut ids = Vec::new();
+    for n in 0..4 {
+        let session = manager.create_session(None).await.unwrap();
+        manager.send_message(&session.id, format!("hello {n}")).await.unwrap();
+        wait_idle(&manager, &session.id).await;
+        ids.push(session.id);
+    }
+    let before = manager.snapshot(&ids[0]).await.unwrap().1;
+    // A tab follows the oldest session: it stays, whatever its age.
+    let followed = manager.runtime(&ids[1]).await.unwrap();
+    let tab = followed.subscribe();
+    drop(followed);
+    manager.snapshot(&ids[0]).await.unwrap();
+    manager.set_max_loaded_sessions(2);
+    assert!(manager.loaded_sessions() <= 2, "{} loaded", manager.loaded_sessions());
+    assert!(manager.log.loaded(&ids[1]).is_some(), "the session a tab follows is kept");
+    assert!(manager.log.loaded(&ids[0]).is_some(), "the most recently used one is kept");
+    assert!(manager.log.loaded(&ids[2]).is_none() && manager.log.loaded(&ids[3]).is_none(), "the others are let go");
+
+    // An evicted session opens as it was, and a new message works on it.
+    let evicted = &ids[2];
+    let (_, thread) = manager.snapshot(evicted).await.unwrap();
+    assert_eq!(thread, manager.store().load_thread(evicted).await.unwrap());
+    assert_eq!(thread.messages[0].text(), "hello 2");
+    manager.send_message(evicted, "again".into()).await.unwrap();
+    let thread = wait_idle(&manager, evicted).await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert_eq!(manager.snapshot(&ids[0]).await.unwrap().1, before);
+    drop(tab);
+}
+
+#[tokio::test]
 async fn a_second_message_during_a_turn_is_refused_and_loses_nothing() {
     let manager = manager().await;
     let session = manager.create_session(None).await.unwrap();
