@@ -11,7 +11,7 @@
 //! ([`SessionLog::remote_events`]): an answer given elsewhere reaches the agent waiting here.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -76,6 +76,8 @@ pub struct SessionLog {
     runtimes: Mutex<HashMap<String, Arc<SessionRuntime>>>,
     /// The most sessions kept loaded; past it, the least recently used idle ones are let go.
     max_loaded: AtomicUsize,
+    /// Counts every time a session is asked for (milliseconds would tie in a busy moment).
+    uses: AtomicU64,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     remote_events: Mutex<Option<mpsc::UnboundedReceiver<RemoteEvent>>>,
     list_changes: broadcast::Sender<()>,
@@ -92,8 +94,9 @@ pub struct SessionRuntime {
     /// The last event applied, readable without the lock: a notification of an event this
     /// runtime has is ignored without waiting for it.
     seq: AtomicU64,
-    /// When it was last asked for (ms): the least recently used idle session is evicted first.
-    used_at_ms: AtomicI64,
+    /// When it was last asked for, on the log's use clock: the least recently used idle session
+    /// is evicted first.
+    used_at: AtomicU64,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     observer: Arc<OnceLock<EventObserver>>,
 }
@@ -119,6 +122,7 @@ impl SessionLog {
             store,
             runtimes: Mutex::new(HashMap::new()),
             max_loaded: AtomicUsize::new(DEFAULT_MAX_LOADED),
+            uses: AtomicU64::new(0),
             remote,
             remote_events: Mutex::new(Some(remote_events)),
             list_changes: broadcast::channel(64).0,
@@ -205,7 +209,7 @@ impl SessionLog {
     /// The session's runtime, loading the session if needed.
     pub async fn runtime(&self, id: &str) -> StoreResult<Arc<SessionRuntime>> {
         if let Some(runtime) = self.runtimes.lock().expect("runtimes lock").get(id) {
-            runtime.used_at_ms.store(now_ms(), Ordering::Relaxed);
+            runtime.used_at.store(self.uses.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
             return Ok(runtime.clone());
         }
         let thread = self.store.load_thread(id).await?;
@@ -217,7 +221,7 @@ impl SessionLog {
                 Arc::new(SessionRuntime {
                     id: id.to_string(),
                     seq: AtomicU64::new(thread.seq),
-                    used_at_ms: AtomicI64::new(now_ms()),
+                    used_at: AtomicU64::new(self.uses.fetch_add(1, Ordering::Relaxed)),
                     state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
                     events: broadcast::channel(CHANNEL_CAPACITY).0,
                     remote: self.remote.clone(),
@@ -375,14 +379,14 @@ fn evict_idle(runtimes: &mut HashMap<String, Arc<SessionRuntime>>, max: usize) {
     if runtimes.len() <= max {
         return;
     }
-    let mut idle: Vec<(i64, String)> = runtimes
+    let mut idle: Vec<(u64, String)> = runtimes
         .iter()
         .filter(|(_, runtime)| {
             Arc::strong_count(runtime) == 1
                 && runtime.events.receiver_count() == 0
                 && runtime.state.try_lock().is_ok_and(|state| state.turn.is_none())
         })
-        .map(|(id, runtime)| (runtime.used_at_ms.load(Ordering::Relaxed), id.clone()))
+        .map(|(id, runtime)| (runtime.used_at.load(Ordering::Relaxed), id.clone()))
         .collect();
     idle.sort_unstable();
     let excess = runtimes.len() - (max - max / 10).max(1);
