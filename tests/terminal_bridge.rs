@@ -171,10 +171,13 @@ async fn choose_in_terminal(terminal: &Terminal, n: usize, label: &str, then: &s
         if start.elapsed() > STEP {
             return Err(format!("waited {STEP:?} to choose {label} in the terminal; it shows:\n{screen}").into());
         }
-        if screen.contains(&chosen) {
-            terminal.send_keys(&["Enter"]).map_err(err)?;
-        } else if screen.contains("Enter to select") {
-            terminal.send_keys(&["Down"]).map_err(err)?;
+        // Toward the option from wherever the cursor is: a key sent before the screen showed the
+        // last one may have taken it past.
+        match cursor_at(&screen) {
+            _ if screen.contains(&chosen) => terminal.send_keys(&["Enter"]).map_err(err)?,
+            Some(at) if at > n => terminal.send_keys(&["Up"]).map_err(err)?,
+            Some(_) => terminal.send_keys(&["Down"]).map_err(err)?,
+            None => {}
         }
         let before = screen;
         let waited = Instant::now();
@@ -182,6 +185,15 @@ async fn choose_in_terminal(terminal: &Terminal, n: usize, label: &str, then: &s
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// The number of the option the terminal's cursor (`❯ 2. …`) is on, if a list is shown.
+fn cursor_at(screen: &str) -> Option<usize> {
+    screen.lines().find_map(|line| {
+        let rest = line.trim_start().strip_prefix("❯ ")?;
+        let (number, _) = rest.split_once('.')?;
+        number.parse().ok()
+    })
 }
 
 /// Types `text` and Enter in the terminal.
