@@ -14,7 +14,7 @@ import * as crypto from "node:crypto";
 import * as http from "node:http";
 import { OwnServer, waitForHydration } from "./helpers";
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
+// npm's http_ece (package.json), not the server's own code, decrypts the pushes.
 const ece = require("http_ece");
 
 /** A push service on loopback: keeps every push it is sent, as the browser would receive it. */
@@ -188,7 +188,7 @@ test("a push shows the question with its options as actions; an action answers i
   await page.getByRole("button", { name: /^Notifications are on/ }).click();
   const cdp = await context.newCDPSession(page);
   const id = await registrationId(cdp, `${server.url}/`);
-  // Delivered once the worker is active (a push to a worker still installing shows nothing).
+  // Delivered once the worker is active (a push to a worker still installing showed nothing).
   await page.evaluate(() => navigator.serviceWorker.ready);
 
   // The push service delivers the push: the notification shows the options as actions.
