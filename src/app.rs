@@ -48,6 +48,10 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <meta name="theme-color" media="(prefers-color-scheme: light)" content="#f6f7f9" />
                 <meta name="theme-color" media="(prefers-color-scheme: dark)" content="#111418" />
                 <link rel="icon" href="/favicon.svg" type="image/svg+xml" />
+                // Installable (issue 23). The manifest is fetched without cookies unless asked:
+                // behind an access token it would be refused.
+                <link rel="manifest" href="/manifest.webmanifest" crossorigin="use-credentials" />
+                <link rel="apple-touch-icon" href="/icons/apple-touch-icon.png" />
                 <link rel="stylesheet" href=assets.stylesheet />
                 <title>"AskBridge"</title>
                 // The page's data, for the browser to hydrate from (the head is not hydrated).

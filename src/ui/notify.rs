@@ -6,6 +6,11 @@
 //! for this browser (the browser's permission cannot be taken back by a page, so "off" is kept in
 //! `localStorage`). Its state follows the permission when it changes elsewhere (the browser's
 //! settings, another tab): it is read again whenever the tab comes back into view.
+//!
+//! Turning it on also subscribes this browser to the server's pushes, which reach it with every
+//! tab closed (issue 23); off unsubscribes. That work is in public/push.js, fetched at the first
+//! click: the WASM holds only the call (no service worker or push bindings, which the first load
+//! of every page would carry).
 
 use leptos::prelude::*;
 
@@ -74,8 +79,11 @@ impl Bell {
                 let off = !self.off.get_untracked();
                 self.off.set(off);
                 #[cfg(feature = "hydrate")]
-                if let Some(storage) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
-                    let _ = if off { storage.set_item(OFF_KEY, "off") } else { storage.remove_item(OFF_KEY) };
+                {
+                    if let Some(storage) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
+                        let _ = if off { storage.set_item(OFF_KEY, "off") } else { storage.remove_item(OFF_KEY) };
+                    }
+                    set_push(!off);
                 }
             }
             #[cfg(feature = "hydrate")]
@@ -85,6 +93,9 @@ impl Bell {
                     leptos::task::spawn_local(async move {
                         let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
                         bell.read_permission();
+                        if bell.permission.get_untracked() == "granted" && !bell.off.get_untracked() {
+                            set_push(true);
+                        }
                     });
                 }
             }
@@ -107,6 +118,16 @@ impl Bell {
             }
         }
     }
+}
+
+// Fetches public/push.js and turns this browser's push subscription on or off; a failure (no push
+// service reachable, a browser without push) is logged in the console, and the tab's own
+// notifications work as before.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function set_push(on) { \
+    import('/push.js').then((m) => m.setPush(on)).catch((e) => console.warn('AskBridge push:', e)); }")]
+extern "C" {
+    fn set_push(on: bool);
 }
 
 pub fn use_bell() -> Bell {
