@@ -1,7 +1,9 @@
 // The access token as a person meets it: every server asks for it, even on loopback. A browser
 // without it sees the sign-in page; the printed link, or the token typed there, lets it in.
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { test, expect } from "@playwright/test";
-import { token } from "../playwright.config";
+import { baseURL, token } from "../playwright.config";
 import { waitForHydration } from "./helpers";
 
 // A browser that has not signed in: no bearer header, no cookie.
@@ -36,4 +38,67 @@ test("the link with the token signs in, and the token leaves the address bar", a
   await box.fill("signed in by the link");
   await box.press("Enter");
   await expect(page.getByRole("article", { name: "You" })).toHaveText("signed in by the link");
+});
+
+// Another site's page that the person happens to have open: a page of another app on this
+// machine, served by the test on a port of its own, at `localhost` (another site than AskBridge's
+// `127.0.0.1`). Chromium itself blocks a public site's requests to a loopback address.
+async function elsewhere(body: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer((_, response) => {
+    response.writeHead(200, { "content-type": "text/html" });
+    response.end(`<!doctype html><title>Elsewhere</title>${body}`);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://localhost:${port}/`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+test("ten wrong tokens from another site's page never lock the person out", async ({ page }) => {
+  await page.goto(`/?token=${encodeURIComponent(token!)}`);
+  await waitForHydration(page);
+  // Ten images pointing at AskBridge with a guessed token, as any page could hold.
+  const images = Array.from({ length: 10 }, (_, i) => `<img src="${baseURL}/?token=guess-${i}" alt="">`).join("");
+  const site = await elsewhere(images);
+  // Each image reaches the server, which answers with its sign-in page; the browser then drops
+  // that answer, which is not an image (ORB), or shows nothing of it.
+  const guesses: string[] = [];
+  const guessed = (request: { url(): string }) => request.url().startsWith(`${baseURL}/?token=guess-`);
+  page.on("requestfinished", (request) => guessed(request) && guesses.push("answered"));
+  page.on("requestfailed", (request) => guessed(request) && guesses.push(request.failure()?.errorText ?? "failed"));
+  // `load` waits for every image.
+  await page.goto(site.url, { waitUntil: "load" });
+  await site.close();
+  expect(guesses).toHaveLength(10);
+  expect(guesses.every((what) => what === "answered" || what === "net::ERR_BLOCKED_BY_ORB")).toBe(true);
+
+  // The person's own tab, with the right cookie, is let in at once, again and again.
+  for (let i = 0; i < 3; i++) {
+    const response = await page.goto("/");
+    expect(response?.status()).toBe(200);
+  }
+  await waitForHydration(page);
+  await expect(page.getByRole("button", { name: "New session", exact: true })).toBeVisible();
+});
+
+test("no other site's page can frame AskBridge", async ({ page }) => {
+  await page.goto(`/?token=${encodeURIComponent(token!)}`);
+  await waitForHydration(page);
+  const response = await page.request.get("/");
+  expect(response.status()).toBe(200);
+  const headers = response.headers();
+  expect(headers["x-frame-options"]).toBe("DENY");
+  expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+  expect(headers["x-content-type-options"]).toBe("nosniff");
+  expect(headers["referrer-policy"]).toBe("no-referrer");
+
+  // Framed by another site's page, with the person signed in: the browser refuses to show it.
+  const site = await elsewhere(`<iframe src="${baseURL}/" title="AskBridge, framed"></iframe>`);
+  const framed = page.waitForResponse(`${baseURL}/`);
+  await page.goto(site.url, { waitUntil: "load" });
+  await site.close();
+  // Without the cookie (SameSite) it would be the sign-in page; either way, not to be framed.
+  expect((await framed).headers()["x-frame-options"]).toBe("DENY");
+  const frame = page.frames().find((f) => f !== page.mainFrame());
+  expect(frame?.url()).not.toBe(`${baseURL}/`);
+  await expect(page.frameLocator("iframe").getByRole("button", { name: "New session", exact: true })).toHaveCount(0);
 });
