@@ -140,6 +140,11 @@ impl SessionManager {
                 };
                 let Some(manager) = weak.upgrade() else { return };
                 match next {
+                    // A deletion or a Stop waits for a session's lock and its agent's end: on a
+                    // task of its own, so that the notices for every other session keep coming.
+                    Ok(Some(notice @ (Notice::Deleted { .. } | Notice::Interrupt { .. }))) => {
+                        tokio::spawn(async move { manager.heard(notice).await });
+                    }
                     Ok(Some(notice)) => manager.heard(notice).await,
                     Ok(None) => {
                         info!("the store's notifications were interrupted: catching up from the store");

@@ -871,3 +871,33 @@ async fn a_resume_whose_agent_fails_says_why_and_takes_the_answer_then_the_messa
     let message_turn = kinds.iter().rposition(|kind| *kind == "turn_started").unwrap();
     assert!(last_resume < message_turn, "the answer first, then the message: {kinds:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_that_waits_for_its_session_does_not_hold_up_the_notices_of_other_sessions() {
+    let url = crate::testing::postgres::TestPostgres::shared().database().await;
+    let server = || async {
+        let manager =
+            SessionManager::new(Store::connect(&url).await.unwrap(), Arc::new(ScriptedAgent::new(quick_scenario())));
+        manager.join_team().await.unwrap();
+        manager
+    };
+    let (a, b) = (server().await, server().await);
+    let x = a.create_session(None).await.unwrap().id;
+    let y = a.create_session(None).await.unwrap().id;
+    let x_on_a = a.runtime(&x).await.unwrap();
+    let mut y_on_a = a.runtime(&y).await.unwrap().subscribe();
+
+    // On A, something holds x (a slow write, an agent winding down) while B deletes it.
+    let held = x_on_a.lock().await;
+    b.delete_session(&x).await.unwrap();
+    b.send_message(&y, "hello".into()).await.unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(30), y_on_a.recv())
+        .await
+        .expect("A's tab on y hears B's message while x's deletion waits on A")
+        .unwrap();
+    assert!(matches!(heard.body, crate::thread::EventBody::UserMessage { .. }), "{heard:?}");
+
+    drop(held);
+    drop(x_on_a);
+    wait_until("A to let x go", Duration::from_secs(10), || async { a.log.loaded(&x).is_none().then_some(()) }).await;
+}
