@@ -59,8 +59,10 @@ size: release
 
 # Not part of `make test`: what people feel and what the server costs, against the budgets of
 # issue 12 (BENCHMARKS.md). Prints a table and writes target/bench/summary.json; about 6 minutes.
+# Then what a durable commit costs per stored event (examples/store_bench.rs).
 bench: release
 	node scripts/bench.mjs
+	cargo run --release --no-default-features --features ssr --example store_bench
 
 # Not part of `make test`: what a session waiting on a question costs the server (memory, processes),
 # with 1,000 parked sessions (SESSIONS=… to change). Loopback only; a few minutes at most.

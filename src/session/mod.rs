@@ -4,7 +4,10 @@
 //! - `manager.rs`: the SessionManager, what a person does with sessions (create, load, delete,
 //!   send a message, answer, decide, switch the mode);
 //! - `turns.rs`: the agent's turns, started, run and ended, and those a stopped server left;
-//! - `leases.rs`: which server runs a session's agent, where several share the store;
+//! - `leases.rs`: which server runs a session's agent, where several share the store, and the
+//!   fencing token its agent's writes carry;
+//! - `team.rs`: a server among others on one store: their events followed, leases renewed, lost
+//!   ones stopped, dead servers' sessions taken over;
 //! - `policy.rs`: what sessions may do on this server (folders, modes);
 //! - `sink.rs`: the sink through which a backend reports a turn;
 //! - `outside.rs`: sessions AskBridge does not run (a `claude` in a terminal): made at their
@@ -18,6 +21,7 @@ mod policy;
 mod sink;
 #[cfg(test)]
 mod tests;
+mod team;
 mod title;
 mod turns;
 

@@ -660,7 +660,9 @@ async fn kinds(manager: &SessionManager, id: &str) -> Vec<&'static str> {
 
 /// Waits for the session's last turn to end with `outcome`, and returns its thread.
 async fn ended(manager: &SessionManager, id: &str, outcome: TurnOutcome) -> Thread {
-    wait_until("the turn to end", Duration::from_secs(10), || async {
+    // A bound for a stuck turn, not a measure: every stored event waits for the disk (fsync), on
+    // a machine other tests keep busy.
+    wait_until("the turn to end", Duration::from_secs(30), || async {
         let (_, thread) = manager.snapshot(id).await.unwrap();
         (thread.turn.last_outcome.as_ref() == Some(&outcome)).then_some(thread)
     })

@@ -143,14 +143,25 @@ impl Store {
     /// As `open`, with the database limited to `pages` pages (of 4 KiB): a full disk, for tests.
     #[doc(hidden)]
     pub async fn open_with_page_limit(path: &Path, pages: Option<u32>) -> StoreResult<Self> {
+        Self::open_sqlite(path, pages, SqliteSynchronous::Full).await
+    }
+
+    /// As `open`, with SQLite's `synchronous=NORMAL`, which the server never uses: what FULL
+    /// costs is measured against it (`examples/store_bench.rs`).
+    #[doc(hidden)]
+    pub async fn open_less_durable(path: &Path) -> StoreResult<Self> {
+        Self::open_sqlite(path, None, SqliteSynchronous::Normal).await
+    }
+
+    async fn open_sqlite(path: &Path, pages: Option<u32>, synchronous: SqliteSynchronous) -> StoreResult<Self> {
         let mut options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            // Every commit reaches the disk before it is acknowledged: with NORMAL, the last
-            // commits (an answer the person was told is stored) could roll back on power loss.
-            // What it costs per event: BENCHMARKS.md, "Store".
-            .synchronous(SqliteSynchronous::Full)
+            // FULL: every commit reaches the disk before it is acknowledged; with NORMAL, the
+            // last commits (an answer the person was told is stored) could roll back on power
+            // loss. What it costs per event: BENCHMARKS.md, "Store durability".
+            .synchronous(synchronous)
             .foreign_keys(true)
             .busy_timeout(std::time::Duration::from_secs(10));
         if let Some(pages) = pages {

@@ -13,6 +13,7 @@ mod process;
 mod process_tree;
 pub mod protocol;
 pub mod transcripts;
+mod reply;
 mod turn;
 
 use std::collections::HashMap;
@@ -34,7 +35,7 @@ use crate::thread::{Block, EventBody, Message, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
 pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
-pub use self::turn::{approval_reply, question_reply};
+pub use self::reply::{approval_reply, question_reply};
 
 /// How long the CLI may take to start and answer `initialize`.
 const START_TIMEOUT: Duration = Duration::from_secs(60);
@@ -502,7 +503,7 @@ impl AgentBackend for ClaudeCliBackend {
 mod tests {
     use super::*;
 
-    use self::turn::question_reply;
+    use self::reply::question_reply;
     use serde_json::json;
 
     #[test]
