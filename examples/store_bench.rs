@@ -26,9 +26,20 @@ fn a_turn(n: usize) -> Vec<EventBody> {
     }
     for call in 0..5 {
         let id = format!("t{n}-{call}");
-        turn.push(EventBody::ToolCallStarted { message_id: message.clone(), tool_use_id: id.clone(), name: "Bash".into() });
-        turn.push(EventBody::ToolCallReady { tool_use_id: id.clone(), input: serde_json::json!({"command": "cargo test"}) });
-        turn.push(EventBody::ToolResult { tool_use_id: id, output: "test result: ok. 42 passed".into(), is_error: false });
+        turn.push(EventBody::ToolCallStarted {
+            message_id: message.clone(),
+            tool_use_id: id.clone(),
+            name: "Bash".into(),
+        });
+        turn.push(EventBody::ToolCallReady {
+            tool_use_id: id.clone(),
+            input: serde_json::json!({"command": "cargo test"}),
+        });
+        turn.push(EventBody::ToolResult {
+            tool_use_id: id,
+            output: "test result: ok. 42 passed".into(),
+            is_error: false,
+        });
     }
     turn.push(EventBody::MessageFinished { message_id: message });
     turn.push(EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None });
