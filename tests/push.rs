@@ -321,10 +321,14 @@ async fn two_servers_on_postgres_send_one_push_per_question() {
     let database = TestPostgres::shared().database().await;
     let service = PushService::start().await;
     let (store_a, store_b) = (Store::connect(&database).await.unwrap(), Store::connect(&database).await.unwrap());
-    // The servers of one team share one VAPID key (their data folder's key file, copied).
-    let dir = tempfile::tempdir().unwrap();
-    let vapid_a = VapidKey::load_or_create(dir.path()).unwrap();
-    let vapid_b = VapidKey::load_or_create(dir.path()).unwrap();
+    // Each server has a data folder (and a key file) of its own; the team's key is the first
+    // one kept in the database, whichever server signs a push.
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let vapid_a = VapidKey::of_team(&store_a, dir_a.path()).await.unwrap();
+    let vapid_b = VapidKey::of_team(&store_b, dir_b.path()).await.unwrap();
+    assert_eq!(vapid_a.public_key(), vapid_b.public_key(), "one key for the team");
+    let own_b = VapidKey::load_or_create(dir_b.path()).unwrap();
+    assert_ne!(own_b.public_key(), vapid_b.public_key(), "B's own file holds another key, which it does not use");
     service.expect_server_key(&vapid_a.public_key());
     let a = Server::start(&store_a, ASK_AND_QUOTE, timeouts(), config(300), vapid_a);
     let b = Server::start(&store_b, ASK_AND_QUOTE, timeouts(), config(300), vapid_b);
@@ -525,4 +529,12 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
     let data = server.stop().await;
     let store = Store::open(&data.join("askbridge.db")).await.unwrap();
     assert!(store.push_subscriptions().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn alone_on_sqlite_a_server_signs_with_its_own_key_file() {
+    let store = Store::open_in_memory().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let own = VapidKey::load_or_create(dir.path()).unwrap();
+    assert_eq!(VapidKey::of_team(&store, dir.path()).await.unwrap().public_key(), own.public_key());
 }

@@ -20,6 +20,8 @@ use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 /// The file in the data folder that keeps the private key (PKCS#8, PEM: the form `openssl` and
 /// other web-push tools read too).
 pub const KEY_FILE: &str = "vapid-private-key.pem";
+/// Its name in the store's `server_keys`, where servers sharing a database keep one for all.
+const STORE_KEY: &str = "vapid_private_key";
 
 /// How long a token is valid: RFC 8292 allows at most 24 hours; 12 leaves room for clocks that
 /// differ (a push service refuses a token whose `exp` is further away than it allows).
@@ -38,6 +40,8 @@ pub enum VapidError {
     NotAKey { path: String },
     #[error("the system's random number generator failed")]
     Random,
+    #[error("cannot read or keep the team's push key in the database: {0}")]
+    Store(String),
 }
 
 /// The server's VAPID key pair.
@@ -79,6 +83,36 @@ impl VapidKey {
             }
             Err(error) => Err(VapidError::Read { path: named(), error }),
         }
+    }
+
+    /// The key of a team of servers sharing `store` (Postgres): the one the first server kept in
+    /// the store, which every browser subscribed with, whatever each server's own file holds (a
+    /// server whose file differs says so, and signs with the team's). Alone on its store (SQLite),
+    /// a server's key is its file's.
+    pub async fn of_team(store: &crate::store::Store, data_dir: &Path) -> Result<Self, VapidError> {
+        let own = Self::load_or_create_pem(data_dir)?;
+        if !store.is_shared() {
+            return Self::from_pem(&own).ok_or_else(|| VapidError::NotAKey { path: data_dir.join(KEY_FILE).display().to_string() });
+        }
+        let team = store.shared_key(STORE_KEY, &own).await.map_err(|error| VapidError::Store(error.to_string()))?;
+        if team != own {
+            tracing::warn!(
+                file = %data_dir.join(KEY_FILE).display(),
+                "this server's push key file differs from the key its team keeps in the database; pushes are signed with the team's"
+            );
+        }
+        Self::from_pem(&team).ok_or_else(|| VapidError::NotAKey { path: format!("the database's {STORE_KEY}") })
+    }
+
+    /// The key file's PEM text in `data_dir`, made (and kept there) if there is none yet.
+    fn load_or_create_pem(data_dir: &Path) -> Result<String, VapidError> {
+        let path = data_dir.join(KEY_FILE);
+        Self::load_or_create(data_dir)?;
+        std::fs::read_to_string(&path).map_err(|error| VapidError::Read { path: path.display().to_string(), error })
+    }
+
+    fn from_pem(text: &str) -> Option<Self> {
+        Self::from_pkcs8(&pem_body(text)?)
     }
 
     /// A key of its own, kept nowhere: for tests.

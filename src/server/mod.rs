@@ -32,7 +32,7 @@ use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
-use crate::notify::{LazyVapidKey, Notifier, NotifyConfig};
+use crate::notify::{LazyVapidKey, Notifier, NotifyConfig, VapidKey};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
 use crate::store::{Store, without_password};
 use crate::ui::navigation::Page;
@@ -94,7 +94,7 @@ pub async fn serve_until(
     };
     let local = listener.local_addr()?;
     // Told of every session's events from the start, recovered turns included.
-    let notifier = notifier(&args, &manager, &local)?;
+    let notifier = notifier(&args, &manager, &local).await?;
     manager.recover_unfinished_turns().await?;
     // Cards of terminals whose hooks waited on a server that stopped: those hooks let go.
     match manager.close_orphaned_terminal_cards(crate::terminal::relay::LEFT_OPEN).await {
@@ -135,9 +135,18 @@ pub async fn serve_until(
 }
 
 /// The notifier (Web Push and `--notify-url`), fed every session's events: the VAPID key from
-/// the data folder (made at its first use), links to `--public-url` (else this server's address).
-fn notifier(args: &ServeArgs, manager: &SessionManager, local: &std::net::SocketAddr) -> Result<Notifier, BoxError> {
-    let vapid = LazyVapidKey::in_folder(&args.data_dir);
+/// the data folder (made at its first use), or where servers share a database the team's, kept
+/// there; links to `--public-url` (else this server's address).
+async fn notifier(
+    args: &ServeArgs,
+    manager: &SessionManager,
+    local: &std::net::SocketAddr,
+) -> Result<Notifier, BoxError> {
+    let vapid = if manager.store().is_shared() {
+        LazyVapidKey::from(VapidKey::of_team(manager.store(), &args.data_dir).await?)
+    } else {
+        LazyVapidKey::in_folder(&args.data_dir)
+    };
     let public_url = match &args.public_url {
         Some(url) => url.clone(),
         None => access_token::sign_in_link(local, None).trim_end_matches('/').to_string(),

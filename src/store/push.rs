@@ -53,6 +53,20 @@ pub enum NoticeOutcome {
 }
 
 impl Store {
+    /// The key named `name` that the servers sharing this store use: `candidate` if none was
+    /// kept yet (the first server to ask keeps its own), else the one kept. One statement each,
+    /// so that servers starting at once agree.
+    pub async fn shared_key(&self, name: &str, candidate: &str) -> StoreResult<String> {
+        Ok(on_pool!(self, |pool, dialect| {
+            sqlx::query("INSERT INTO server_keys (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING")
+                .bind(name)
+                .bind(candidate)
+                .execute(pool)
+                .await?;
+            sqlx::query_scalar("SELECT value FROM server_keys WHERE name = $1").bind(name).fetch_one(pool).await?
+        }))
+    }
+
     /// Keeps a browser's subscription; the same endpoint again replaces its keys (a browser
     /// that subscribed anew).
     pub async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> StoreResult<()> {
