@@ -59,9 +59,11 @@ size: release
 
 # Not part of `make test`: what people feel and what the server costs, against the budgets of
 # issue 12 (BENCHMARKS.md). Prints a table and writes target/bench/summary.json; about 6 minutes.
-# Then what a durable commit costs per stored event (examples/store_bench.rs).
+# Then how long `askbridge hook` holds up a terminal's claude when AskBridge cannot answer
+# (scripts/bench-hook.mjs), and what a durable commit costs per stored event (examples/store_bench.rs).
 bench: release
 	node scripts/bench.mjs
+	node scripts/bench-hook.mjs
 	cargo run --release --no-default-features --features ssr --example store_bench
 
 # Not part of `make test`: what a session waiting on a question costs the server (memory, processes),
