@@ -113,10 +113,14 @@ test("an answer accepted, then SIGKILL at once, then a restart: the agent goes o
     await expect(card(page)).toHaveAttribute("data-state", "answered");
     await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 30_000 });
     await waitForTurnEnd(page);
-    // The model got the person's answer, as the tool's result.
+    // The model got the person's answer, as the tool's result. The kill lands before the resumed
+    // CLI asks the model, or just after (then the resume, cut short, is started again after the
+    // restart, and the model is asked once more): at least once, never without the answer.
     const requests = await mock.requests();
-    expect(requests).toHaveLength(2);
-    expect(JSON.stringify(requests[1].messages)).toContain(`\\"${auth}\\"=\\"JWT\\"`);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    for (const resumed of requests.slice(1)) {
+      expect(JSON.stringify(resumed.messages)).toContain(`\\"${auth}\\"=\\"JWT\\"`);
+    }
   } finally {
     await server.kill();
     await mock.kill();
