@@ -30,8 +30,10 @@ const CONNECT_TIMEOUT: Duration = Duration::from_millis(150);
 /// The hooks that only say what the terminal does get this long in all.
 const NOTE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the hook looks for the call in the transcript (the CLI writes it about when the hook
-/// starts, sometimes just after).
-const FIND_CALL_FOR: Duration = Duration::from_millis(1500);
+/// starts, sometimes just after: well over a second on a busy machine, as a `make test` run on
+/// two cores saw). Found, the card is the transcript's call; not found, the card has an id of its
+/// own and works the same. Only the card waits meanwhile, never the terminal's own question.
+const FIND_CALL_FOR: Duration = Duration::from_secs(5);
 /// How often the transcript is read while the person decides.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// How long telling the server "withdrawn" may take: Claude Code kills the hook 1.2 s after its
