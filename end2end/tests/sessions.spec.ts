@@ -7,9 +7,12 @@ test("sessions can be created, switched, renamed and deleted; most recent first"
   const second = await startSession(page, "second topic");
   await waitForTurnEnd(page);
 
-  // Most recent first (other tests add sessions meanwhile: compare these two only).
-  // Each entry's first line is its title (its status and time follow beneath).
-  const entries = await page.getByRole("navigation", { name: "Session list" }).getByRole("link").allInnerTexts();
+  // Most recent first (other tests add sessions meanwhile: compare these two only), once the
+  // list has shown the second. Each entry's first line is its title (its status and time follow
+  // beneath).
+  const list = page.getByRole("navigation", { name: "Session list" });
+  await expect(list.getByRole("link", { name: "second topic" })).toBeVisible();
+  const entries = await list.getByRole("link").allInnerTexts();
   const titles = entries.map((entry) => entry.split("\n")[0].trim());
   expect(titles.indexOf("second topic")).toBeLessThan(titles.indexOf("first topic"));
   expect(titles.indexOf("second topic")).toBeGreaterThanOrEqual(0);

@@ -79,6 +79,8 @@ test("an answer accepted, then SIGKILL at once, then a restart: the agent goes o
       ],
     },
     "JWT it is.",
+    // Once more, for a resume that the kill cut short after it asked the model (see below).
+    "JWT it is.",
   ]);
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-trust-"));
   const server = await OwnServer.start(
