@@ -1,4 +1,4 @@
-import { expect, type Page, type APIRequestContext } from "@playwright/test";
+import { test as base, expect, type Page, type APIRequestContext } from "@playwright/test";
 import { spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
@@ -243,3 +243,22 @@ export class OwnMock {
     fs.rmSync(path.dirname(this.script), { recursive: true, force: true });
   }
 }
+
+/** The question card the page shows last. */
+export function card(page: Page) {
+  return page.getByRole("group", { name: "The agent asks you" }).last();
+}
+
+/** A test with a server of its own, started with `serverArgs` (`test.use`), killed after it. */
+export const ownServerTest = base.extend<{ serverArgs: string[]; server: OwnServer }>({
+  serverArgs: [[], { option: true }],
+  server: async ({ serverArgs }, use) => {
+    const server = await OwnServer.start(serverArgs);
+    try {
+      await use(server);
+    } finally {
+      await server.kill();
+    }
+  },
+  baseURL: async ({ server }, use) => use(server.url),
+});

@@ -1,42 +1,27 @@
 // Parking (DESIGN §3): a question that waits outlives its agent. These tests stop and restart the
 // server, so each runs its own (the release build with the scripted agent, on a free port and a
 // fresh data folder), started and killed by the `server` fixture whatever the test's outcome.
-import { test as base, expect, type Page } from "@playwright/test";
+import { expect, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import {
   agentReplies,
   call,
+  card,
   claudeEnv,
   composerHint,
   openInList,
   OwnMock,
   OwnServer,
+  ownServerTest,
   sessionStatus,
   startSession,
   waitForHydration,
   waitForTurnEnd,
 } from "./helpers";
 
-const test = base.extend<{ serverArgs: string[]; server: OwnServer }>({
-  serverArgs: [[], { option: true }],
-  server: async ({ serverArgs }, use) => {
-    const server = await OwnServer.start(serverArgs);
-    try {
-      await use(server);
-    } finally {
-      await server.kill();
-    }
-  },
-  // Pages and page.request talk to this test's own server.
-  baseURL: async ({ server }, use) => use(server.url),
-});
-
-/** The question card, found as a person would: the group the agent's question is in. */
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
-}
+const test = ownServerTest;
 
 /** The question the "park" turn of end2end/fixtures/scenario.toml asks. */
 function logsQuestion(page: Page) {

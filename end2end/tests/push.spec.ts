@@ -12,7 +12,7 @@
 import { test as base, expect, type BrowserContext, type CDPSession, type Page } from "@playwright/test";
 import * as crypto from "node:crypto";
 import * as http from "node:http";
-import { OwnServer, waitForHydration } from "./helpers";
+import { card, OwnServer, waitForHydration } from "./helpers";
 
 // npm's http_ece (package.json), not the server's own code, decrypts the pushes.
 const ece = require("http_ece");
@@ -94,11 +94,6 @@ async function api<T>(context: BrowserContext, server: OwnServer, name: string, 
   });
   expect(response.ok(), `${name}: ${response.status()} ${await response.text()}`).toBeTruthy();
   return (await response.json()) as T;
-}
-
-/** The question card, found as a person would. */
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
 }
 
 /** The service worker's registration id, for the DevTools protocol. */

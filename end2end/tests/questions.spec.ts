@@ -1,10 +1,14 @@
 import { test, expect, type Page, type APIRequestContext } from "@playwright/test";
-import { agentReplies, call, openInList, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
-
-/** The question card, found as a person would: the group the agent's question is in. */
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
-}
+import {
+  agentReplies,
+  call,
+  card,
+  openInList,
+  sessionStatus,
+  startSession,
+  waitForHydration,
+  waitForTurnEnd,
+} from "./helpers";
 
 /** What the scripted agent recorded as received for the session's last question. */
 async function received(request: APIRequestContext, session: string): Promise<any> {

@@ -1,25 +1,20 @@
 // What a tab does when its server goes away and comes back, and what two servers on one machine
 // do to each other (issue 26). Each test runs servers of its own (the release build with the
 // scripted agent), killed whatever the test's outcome.
-import { test as base, expect, type Page } from "@playwright/test";
-import { agentReplies, call, composerHint, OwnServer, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+import { expect, type Page } from "@playwright/test";
+import {
+  agentReplies,
+  call,
+  card,
+  composerHint,
+  OwnServer,
+  ownServerTest,
+  startSession,
+  waitForHydration,
+  waitForTurnEnd,
+} from "./helpers";
 
-const test = base.extend<{ serverArgs: string[]; server: OwnServer }>({
-  serverArgs: [[], { option: true }],
-  server: async ({ serverArgs }, use) => {
-    const server = await OwnServer.start(serverArgs);
-    try {
-      await use(server);
-    } finally {
-      await server.kill();
-    }
-  },
-  baseURL: async ({ server }, use) => use(server.url),
-});
-
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
-}
+const test = ownServerTest;
 
 /** The banner that says the live stream is down (or why it ended). */
 function banner(page: Page) {

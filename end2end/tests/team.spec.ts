@@ -5,7 +5,7 @@
 import { test as base, expect, type Page } from "@playwright/test";
 import { spawn, type ChildProcess } from "node:child_process";
 import * as path from "node:path";
-import { agentReplies, OwnServer, startSession, waitForHydration } from "./helpers";
+import { agentReplies, card, OwnServer, startSession, waitForHydration } from "./helpers";
 
 /** The test's own Postgres: started by the example, stopped when its standard input closes. */
 class OwnPostgres {
@@ -57,11 +57,6 @@ const test = base.extend<{ team: { a: OwnServer; b: OwnServer } }>({
     }
   },
 });
-
-/** The question card, found as a person would: the group the agent's question is in. */
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
-}
 
 function databaseQuestion(page: Page) {
   return card(page).getByRole("radiogroup", { name: "Which database should we use?" });

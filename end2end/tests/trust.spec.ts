@@ -2,38 +2,24 @@
 // an answer the server accepted reaches the agent even when the server is killed right after it,
 // and a parked question expires when its timeout says, whatever parking and restarts came in
 // between. Each test runs its own server (on a free port, with a fresh data folder).
-import { test as base, expect, type Page } from "@playwright/test";
+import { expect, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import {
   agentReplies,
   call,
+  card,
   claudeEnv,
   OwnMock,
   OwnServer,
+  ownServerTest,
   startSession,
   waitForHydration,
   waitForTurnEnd,
 } from "./helpers";
 
-const test = base.extend<{ serverArgs: string[]; server: OwnServer }>({
-  serverArgs: [[], { option: true }],
-  server: async ({ serverArgs }, use) => {
-    const server = await OwnServer.start(serverArgs);
-    try {
-      await use(server);
-    } finally {
-      await server.kill();
-    }
-  },
-  baseURL: async ({ server }, use) => use(server.url),
-});
-
-/** The question card of the "park" turn (end2end/fixtures/scenario.toml), as a person finds it. */
-function card(page: Page) {
-  return page.getByRole("group", { name: "The agent asks you" }).last();
-}
+const test = ownServerTest;
 
 function logsQuestion(page: Page) {
   return card(page).getByRole("radiogroup", { name: "Where should the logs go?" });
