@@ -103,7 +103,8 @@ test("an answer accepted, then SIGKILL at once, then a restart: the agent goes o
     await waitForTurnEnd(page);
     // The model got the person's answer, as the tool's result. The kill lands before the resumed
     // CLI asks the model, or just after (then the resume, cut short, is started again after the
-    // restart, and the model is asked once more): at least once, never without the answer.
+    // restart, and the model is asked once more): at least once, never without the answer. The
+    // CLI dies with the server: left alone, it would have told the model that the person declined.
     const requests = await mock.requests();
     expect(requests.length).toBeGreaterThanOrEqual(2);
     for (const resumed of requests.slice(1)) {

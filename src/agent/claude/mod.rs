@@ -26,7 +26,7 @@ use serde_json::Value;
 use tracing::info;
 
 use self::process::{CliProcess, Launch, Output, RequestError, Requester};
-use self::protocol::{CliInfo, FromCli, HostRequest, TOLD_ON_HOOK_EOF, TOLD_ON_REQUEST_EOF, ToCli, question_hooks};
+use self::protocol::{CliInfo, FromCli, HostRequest, TOLD_WHEN_KILLED, ToCli, question_hooks};
 use self::turn::{Ended, STOP_GRACE, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{PermissionMode, Shows};
@@ -434,11 +434,10 @@ impl AgentBackend for ClaudeCliBackend {
     }
 
     fn told_when_lost(&self, request: &InteractionRequest) -> Option<String> {
-        // Killed while it waited: the CLI answered the call itself when our end of stdin closed.
-        Some(match (request, self.config.answer_path) {
-            (InteractionRequest::Question { .. }, AnswerPath::Hook) => TOLD_ON_HOOK_EOF.to_string(),
-            _ => TOLD_ON_REQUEST_EOF.to_string(),
-        })
+        // The CLI died with the server, the call unanswered in its transcript: the next message
+        // after `--resume` tells the model that it was interrupted (on either answer path).
+        let _ = request;
+        Some(TOLD_WHEN_KILLED.to_string())
     }
 
     fn default_workdir(&self) -> Option<PathBuf> {

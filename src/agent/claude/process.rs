@@ -127,6 +127,35 @@ impl Requester {
     }
 }
 
+/// Makes the CLI die (SIGKILL) the moment the server does, however it dies.
+///
+/// A CLI that outlives a killed server sees its stdin close and answers what it was asking
+/// by itself: "The user doesn't want to take this action right now" reaches the model (protocol
+/// §12, l_hook_eof), for a question the person may have answered a moment before. Killed
+/// instead, it tells the model nothing; its transcript keeps the call without a result (a
+/// parked call stays parked, and `--resume` asks it again), and the next message tells the
+/// model the call was interrupted ([`TOLD_WHEN_KILLED`]). Captured with CLI 2.1.332.
+///
+/// The kernel signals the child when the *thread* that started it ends. The CLI is started from
+/// the runtime's worker threads, which live as long as the server (never from a blocking-pool
+/// thread, which ends when idle).
+fn die_with_the_server(command: &mut Command) {
+    let server = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The server died between the fork and the prctl: nobody would signal this one.
+            if libc::getppid() as u32 != server {
+                return Err(std::io::Error::other("the server is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
 pub struct CliProcess {
     child: Leader,
     stdin: mpsc::UnboundedSender<ToCli>,
@@ -159,6 +188,7 @@ impl CliProcess {
             .process_group(0)
             // No CLI outlives a server that drops it.
             .kill_on_drop(true);
+        die_with_the_server(&mut command);
         let mut child = command.spawn()?;
         debug!(session, pid = child.id(), args = ?launch.args(), "Claude Code started");
 

@@ -8,11 +8,16 @@ use serde_json::Value;
 
 use super::to_cli::ControlResponse;
 
-/// What Claude Code tells the model about a hook call whose host went away (§12, l_hook_eof).
+/// What Claude Code tells the model about a hook call whose host went away while the CLI lived on
+/// (§12, l_hook_eof). AskBridge's CLIs die with the server instead (`process::die_with_the_server`).
 pub const TOLD_ON_HOOK_EOF: &str = "The user doesn't want to take this action right now. STOP what you are doing and \
                                 wait for the user to tell you how to proceed.";
-/// What it tells about a permission request whose host went away (§9: as an interrupt).
-pub const TOLD_ON_REQUEST_EOF: &str = "The user doesn't want to proceed with this tool use. The tool use was rejected.";
+/// What it tells the model, with the next message after `--resume`, about a call that was
+/// waiting when the CLI was killed (no result in its transcript): the CLI dies with the server,
+/// so this is what the model learns of a question the server's crash cut short.
+pub const TOLD_WHEN_KILLED: &str = "[Tool call interrupted: the session ended before this call's result was recorded, \
+                                so its outcome is unknown. Check whether it took effect before relying on it or \
+                                running it again.]";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FromCli {

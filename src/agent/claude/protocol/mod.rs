@@ -11,7 +11,7 @@ mod traces;
 pub use from_cli::{
     ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, ContentBlock, Delta,
     EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage, TOLD_ON_HOOK_EOF,
-    TOLD_ON_REQUEST_EOF, UserEcho,
+    TOLD_WHEN_KILLED, UserEcho,
 };
 pub use to_cli::{
     ControlResponse, HostRequest, ToCli, UserContent, allow, deny, hook_allow, hook_defer, hook_deny,
