@@ -42,11 +42,11 @@ pub mod notify;
 #[cfg(feature = "ssr")]
 pub mod server;
 #[cfg(feature = "ssr")]
-pub mod terminal;
-#[cfg(feature = "ssr")]
 pub mod session;
 #[cfg(feature = "ssr")]
 pub mod store;
+#[cfg(feature = "ssr")]
+pub mod terminal;
 #[cfg(feature = "ssr")]
 #[doc(hidden)]
 pub mod testing;

@@ -18,8 +18,12 @@ async fn main() -> std::process::ExitCode {
             })
         }
         Command::Connect(args) => {
-            let options =
-                ConnectOptions { url: args.url, token_file: args.token_file, data_dir: args.data_dir, no_token: args.no_token };
+            let options = ConnectOptions {
+                url: args.url,
+                token_file: args.token_file,
+                data_dir: args.data_dir,
+                no_token: args.no_token,
+            };
             connect::connect(&options).await.map(say)
         }
         Command::Disconnect => connect::disconnect().map(say),

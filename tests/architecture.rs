@@ -43,10 +43,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Sessions AskBridge does not run: a terminal's Claude Code, through its hooks. Server-side,
     // beside the router: it makes sessions and hands their questions to the person like the
     // agent's own, and holds the hook program and `connect` (which the command line runs).
-    (
-        "terminal",
-        &["agent", "approval", "error", "ids", "interaction", "question", "session", "store", "thread"],
-    ),
+    ("terminal", &["agent", "approval", "error", "ids", "interaction", "question", "session", "store", "thread"]),
     // The top: the command line and the router put everything together.
     (
         "server",

@@ -37,7 +37,10 @@ fn main() {
         terminal_trial("bash_permissions_are_allowed_and_denied_from_askbridge", bash_permissions_are_decided_here),
         terminal_trial("answering_in_the_terminal_closes_the_card_honestly", answering_in_the_terminal_closes_the_card),
         terminal_trial("esc_in_the_terminal_takes_the_question_back", esc_takes_the_question_back),
-        terminal_trial("with_the_server_stopped_the_terminal_asks_as_before", with_the_server_stopped_the_terminal_asks),
+        terminal_trial(
+            "with_the_server_stopped_the_terminal_asks_as_before",
+            with_the_server_stopped_the_terminal_asks,
+        ),
         cli_trial("print_mode_permissions_are_decided_from_askbridge_and_unaffected_without_it", print_mode),
     ];
     libtest_mimic::run(&args, trials).exit();
@@ -132,12 +135,8 @@ impl Bridge {
 
     /// Runs `askbridge args…` in the CLI's HOME; its stdout, or why it failed.
     fn askbridge(&self, args: &[&str]) -> Result<String, Failed> {
-        let output = std::process::Command::new(BIN)
-            .args(args)
-            .env_clear()
-            .envs(self.home.env())
-            .output()
-            .map_err(err)?;
+        let output =
+            std::process::Command::new(BIN).args(args).env_clear().envs(self.home.env()).output().map_err(err)?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         expect(output.status.success(), || {
             format!("askbridge {args:?}: {}\n{stdout}{}", output.status, String::from_utf8_lossy(&output.stderr))
@@ -227,12 +226,8 @@ async fn cards(api: &Api) -> Result<Vec<Card>, Failed> {
         let id = summary["id"].as_str().unwrap_or_default();
         let view = api.call("load_session", json!({"id": id})).await.map_err(err)?;
         for message in view["thread"]["messages"].as_array().into_iter().flatten() {
-            let said: String = message["blocks"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b["text"]["text"].as_str())
-                .collect();
+            let said: String =
+                message["blocks"].as_array().into_iter().flatten().filter_map(|b| b["text"]["text"].as_str()).collect();
             for block in message["blocks"].as_array().into_iter().flatten() {
                 let call = &block["tool_call"];
                 if call["interaction"].is_object() {
@@ -359,7 +354,8 @@ async fn bash_permissions_are_decided_here() -> TestResult {
     let approval = &first.call["interaction"]["request"]["approval"];
     expect(approval["tool"] == "Bash" && approval["input"]["command"] == "touch x", || format!("{first:#?}"))?;
     expect(first.tool_use_id == "toolu_x", || format!("the card is not the transcript's call: {first:#?}"))?;
-    let allow = json!({"session": first.session, "tool_use_id": first.tool_use_id, "decision": {"allow": {"always": null}}});
+    let allow =
+        json!({"session": first.session, "tool_use_id": first.tool_use_id, "decision": {"allow": {"always": null}}});
     bridge.api.call("decide_approval", allow).await.map_err(err)?;
 
     let second = pending_card(&bridge.api, 2).await?;
@@ -369,9 +365,10 @@ async fn bash_permissions_are_decided_here() -> TestResult {
     bridge.api.call("decide_approval", deny).await.map_err(err)?;
 
     let screen = terminal.wait_for("All done", STEP).await.map_err(err)?;
-    expect(screen.contains("Allowed by PermissionRequest hook") && screen.contains("Denied by PermissionRequest hook"), || {
-        format!("the terminal does not show both decisions:\n{screen}")
-    })?;
+    expect(
+        screen.contains("Allowed by PermissionRequest hook") && screen.contains("Denied by PermissionRequest hook"),
+        || format!("the terminal does not show both decisions:\n{screen}"),
+    )?;
     bridge.mock.wait_for_requests(3, STEP).await;
     let seen = bridge.mock.tool_results();
     let expected = vec![
@@ -481,7 +478,8 @@ async fn print_mode() -> TestResult {
     };
     let child = run(&bridge.home).map_err(err)?;
     let card = pending_card(&bridge.api, 1).await?;
-    let allow = json!({"session": card.session, "tool_use_id": card.tool_use_id, "decision": {"allow": {"always": null}}});
+    let allow =
+        json!({"session": card.session, "tool_use_id": card.tool_use_id, "decision": {"allow": {"always": null}}});
     bridge.api.call("decide_approval", allow).await.map_err(err)?;
     let output = tokio::time::timeout(STEP, child.wait_with_output()).await.map_err(err)?.map_err(err)?;
     let result: Value = serde_json::from_slice(&output.stdout)
@@ -597,9 +595,10 @@ async fn connect_and_disconnect_round_trip() -> TestResult {
     let connected = std::fs::read_to_string(&settings).map_err(err)?;
     expect(!connected.contains(TOKEN) && connected.contains("~/guard.sh"), || connected.clone())?;
     let value: Value = serde_json::from_str(&connected).map_err(err)?;
-    expect(value["hooks"]["PermissionRequest"][0]["hooks"][0]["command"].as_str().is_some_and(|c| c.ends_with(" hook")), || {
-        connected.clone()
-    })?;
+    expect(
+        value["hooks"]["PermissionRequest"][0]["hooks"][0]["command"].as_str().is_some_and(|c| c.ends_with(" hook")),
+        || connected.clone(),
+    )?;
     let connection = config.join("askbridge.json");
     {
         use std::os::unix::fs::PermissionsExt;
@@ -635,8 +634,14 @@ fn permission_request(fixture: &str) -> Value {
 /// Posts a hook request as `askbridge hook` does; the reply's `stdout`, once it comes.
 async fn post_hook(api: &Api, input: Value, tool_use_id: &str) -> Result<Value, Failed> {
     let body = json!({"input": input, "host": "laptop", "tool_use_id": tool_use_id});
-    let response =
-        api.http.post(format!("{}/api/terminal/hook", api.base)).bearer_auth(TOKEN).json(&body).send().await.map_err(err)?;
+    let response = api
+        .http
+        .post(format!("{}/api/terminal/hook", api.base))
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .map_err(err)?;
     expect(response.status() == 200, || format!("the hook's request got {}", response.status()))?;
     let reply: Value = serde_json::from_slice(&response.bytes().await.map_err(err)?).map_err(err)?;
     Ok(reply["stdout"].clone())
@@ -647,7 +652,8 @@ async fn hook_requests_over_http() -> TestResult {
     let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
     let api = server.api();
     // Without the token: refused, as every /api/ request.
-    let anonymous = api.http.post(format!("{}/api/terminal/hook", api.base)).json(&json!({})).send().await.map_err(err)?;
+    let anonymous =
+        api.http.post(format!("{}/api/terminal/hook", api.base)).json(&json!({})).send().await.map_err(err)?;
     expect(anonymous.status() == 401, || format!("without the token: {}", anonymous.status()))?;
 
     let question = permission_request("question");
@@ -692,14 +698,17 @@ async fn hook_requests_over_http() -> TestResult {
     let card = pending_card(&api, 1).await?;
     let suggestions = card.call["interaction"]["request"]["approval"]["suggestions"].as_array().map(Vec::len);
     expect(suggestions == Some(2), || format!("the terminal's suggestions: {card:#?}"))?;
-    let deny = json!({"session": card.session, "tool_use_id": "toolu_b", "decision": {"deny": {"message": "Not here."}}});
+    let deny =
+        json!({"session": card.session, "tool_use_id": "toolu_b", "decision": {"deny": {"message": "Not here."}}});
     api.call("decide_approval", deny).await.map_err(err)?;
     let stdout = denying.await.map_err(err)??;
     let expected = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
         "decision": {"behavior": "deny", "message": "Not here."}}});
     expect(stdout == expected, || format!("the hook would print {stdout}"))?;
     let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
-    expect(sessions.as_array().map(Vec::len) == Some(2), || format!("one session per Claude Code session: {sessions}"))?;
+    expect(sessions.as_array().map(Vec::len) == Some(2), || {
+        format!("one session per Claude Code session: {sessions}")
+    })?;
     server.stop().await;
     Ok(())
 }

@@ -92,7 +92,8 @@ impl VapidKey {
     pub async fn of_team(store: &crate::store::Store, data_dir: &Path) -> Result<Self, VapidError> {
         let own = Self::load_or_create_pem(data_dir)?;
         if !store.is_shared() {
-            return Self::from_pem(&own).ok_or_else(|| VapidError::NotAKey { path: data_dir.join(KEY_FILE).display().to_string() });
+            return Self::from_pem(&own)
+                .ok_or_else(|| VapidError::NotAKey { path: data_dir.join(KEY_FILE).display().to_string() });
         }
         let team = store.shared_key(STORE_KEY, &own).await.map_err(|error| VapidError::Store(error.to_string()))?;
         if team != own {

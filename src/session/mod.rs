@@ -19,9 +19,9 @@ mod manager;
 mod outside;
 mod policy;
 mod sink;
+mod team;
 #[cfg(test)]
 mod tests;
-mod team;
 mod title;
 mod turns;
 

@@ -72,7 +72,11 @@ impl SessionManager {
         for body in [
             EventBody::AssistantMessageStarted { message_id: message_id.clone() },
             EventBody::TextDelta { message_id: message_id.clone(), text: said.to_string() },
-            EventBody::ToolCallStarted { message_id: message_id.clone(), tool_use_id: id.clone(), name: tool.to_string() },
+            EventBody::ToolCallStarted {
+                message_id: message_id.clone(),
+                tool_use_id: id.clone(),
+                name: tool.to_string(),
+            },
             EventBody::ToolCallReady { tool_use_id: id, input },
             EventBody::MessageFinished { message_id },
         ] {
@@ -135,7 +139,9 @@ impl SessionManager {
                 .iter()
                 .flat_map(|message| message.blocks.iter())
                 .filter_map(|block| match block {
-                    Block::ToolCall(ToolCall { id, interaction: Some(interaction), .. }) if interaction.is_pending() => {
+                    Block::ToolCall(ToolCall { id, interaction: Some(interaction), .. })
+                        if interaction.is_pending() =>
+                    {
                         Some(id.clone())
                     }
                     _ => None,
@@ -143,7 +149,9 @@ impl SessionManager {
                 .collect();
             for tool_use_id in pending {
                 let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
-                runtime.append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome }).await?;
+                runtime
+                    .append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome })
+                    .await?;
                 closed += 1;
             }
         }

@@ -14,7 +14,13 @@ impl Store {
     /// it. One statement, a compare-and-set: of servers taking it at once, exactly one gets it.
     /// The token is `fence` when the lease changes hands (or was free), and stays what it was
     /// while the same server keeps it, so that a turn's writes go on across renewals.
-    pub async fn take_lease(&self, session: &str, server: &str, fence: &str, ttl: Duration) -> StoreResult<Option<String>> {
+    pub async fn take_lease(
+        &self,
+        session: &str,
+        server: &str,
+        fence: &str,
+        ttl: Duration,
+    ) -> StoreResult<Option<String>> {
         let taken = on_pool!(self, |pool, dialect| {
             sqlx::query_scalar(
                 Sql {

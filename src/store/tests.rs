@@ -486,7 +486,10 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     }
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "a free lease is taken");
-    assert!(!store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some(), "another server's live lease is not");
+    assert!(
+        !store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some(),
+        "another server's live lease is not"
+    );
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "its holder renews it");
     assert_eq!(store.lease_holder("s1").await.unwrap().as_deref(), Some("a"));
     store.release_lease("s1", "b").await.unwrap();
@@ -531,7 +534,11 @@ async fn an_agents_write_is_refused_once_another_server_took_its_lease(db: Db) {
     store.create_session(&summary("s1", 1)).await.unwrap();
     let long = Duration::from_secs(60);
     let fence_a = store.take_lease("s1", "a", "fence a", long).await.unwrap().unwrap();
-    assert_eq!(store.take_lease("s1", "a", "another", long).await.unwrap().as_deref(), Some("fence a"), "renewed, same token");
+    assert_eq!(
+        store.take_lease("s1", "a", "another", long).await.unwrap().as_deref(),
+        Some("fence a"),
+        "renewed, same token"
+    );
     let mut thread = Thread::default();
     let mut write = |body: EventBody, fence: Option<String>| {
         let event = SessionEvent { seq: thread.seq + 1, at_ms: 1, body };
@@ -576,7 +583,9 @@ async fn of_servers_taking_a_lease_at_once_exactly_one_gets_it(db: Db) {
         one.create_session(&summary(&session, 1)).await.unwrap();
         let take = |store: &Store, server: &'static str| {
             let (store, session) = (store.clone(), session.clone());
-            tokio::spawn(async move { store.take_lease(&session, server, server, Duration::from_secs(60)).await.unwrap().is_some() })
+            tokio::spawn(async move {
+                store.take_lease(&session, server, server, Duration::from_secs(60)).await.unwrap().is_some()
+            })
         };
         let (a, b) = (take(&one, "a"), take(&other, "b"));
         let (a, b) = (a.await.unwrap(), b.await.unwrap());

@@ -59,7 +59,9 @@ impl Connection {
 pub fn claude_config_dir() -> Option<PathBuf> {
     match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
         Some(dir) => Some(PathBuf::from(dir)),
-        None => std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".claude")),
+        None => {
+            std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".claude"))
+        }
     }
 }
 
@@ -94,7 +96,8 @@ pub async fn connect(options: &ConnectOptions) -> Result<Vec<String>, String> {
         }
         Some(token)
     };
-    let dir = claude_config_dir().ok_or("neither CLAUDE_CONFIG_DIR nor HOME is set: where are Claude Code's settings?")?;
+    let dir =
+        claude_config_dir().ok_or("neither CLAUDE_CONFIG_DIR nor HOME is set: where are Claude Code's settings?")?;
     std::fs::create_dir_all(&dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
     let settings_path = dir.join("settings.json");
     let connection_path = dir.join(CONNECTION_FILE);
@@ -144,19 +147,26 @@ pub async fn connect(options: &ConnectOptions) -> Result<Vec<String>, String> {
         connection_path.display()
     ));
     said.push(match ping(&connection).await {
-        Ping::Ok => format!("The server at {url} answers and takes the token: questions and permission prompts of every \
-                             `claude` you start from now on also show in AskBridge."),
-        Ping::WrongToken => format!("The server at {url} does not take this token: the hooks will do nothing until it \
-                                     does (run connect again with the right --token-file)."),
-        Ping::Unreachable => format!("The server at {url} does not answer now: until it does, `claude` asks in the \
-                                      terminal only, as before."),
+        Ping::Ok => format!(
+            "The server at {url} answers and takes the token: questions and permission prompts of every \
+                             `claude` you start from now on also show in AskBridge."
+        ),
+        Ping::WrongToken => format!(
+            "The server at {url} does not take this token: the hooks will do nothing until it \
+                                     does (run connect again with the right --token-file)."
+        ),
+        Ping::Unreachable => format!(
+            "The server at {url} does not answer now: until it does, `claude` asks in the \
+                                      terminal only, as before."
+        ),
     });
     Ok(said)
 }
 
 /// `askbridge disconnect`: the lines it says.
 pub fn disconnect() -> Result<Vec<String>, String> {
-    let dir = claude_config_dir().ok_or("neither CLAUDE_CONFIG_DIR nor HOME is set: where are Claude Code's settings?")?;
+    let dir =
+        claude_config_dir().ok_or("neither CLAUDE_CONFIG_DIR nor HOME is set: where are Claude Code's settings?")?;
     let settings_path = dir.join("settings.json");
     let connection_path = dir.join(CONNECTION_FILE);
     let connection: Option<Connection> =
@@ -182,7 +192,10 @@ pub fn disconnect() -> Result<Vec<String>, String> {
                             settings_path.display()
                         )
                     } else {
-                        format!("Took AskBridge's hooks out of {}: it is as it was before connect.", settings_path.display())
+                        format!(
+                            "Took AskBridge's hooks out of {}: it is as it was before connect.",
+                            settings_path.display()
+                        )
                     });
                 }
                 None => {

@@ -310,9 +310,7 @@ fn read_from(path: &Path, offset: u64) -> std::io::Result<Vec<u8>> {
 fn result_text(content: &Value) -> String {
     match content {
         Value::String(text) => text.clone(),
-        Value::Array(blocks) => {
-            blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n")
-        }
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"),
         _ => String::new(),
     }
 }
@@ -331,9 +329,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
         let input = json!({"command": "touch x", "description": "Create x"});
-        let earlier = json!({"message": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": input}]}});
-        let done = json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}});
-        let now = json!({"message": {"content": [{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": input}]}});
+        let earlier =
+            json!({"message": {"content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": input}]}});
+        let done =
+            json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}});
+        let now =
+            json!({"message": {"content": [{"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": input}]}});
         std::fs::write(&path, line(earlier) + &line(done)).unwrap();
         let mut transcript = Transcript::open_tail(path.to_str().unwrap());
         transcript.read_new();

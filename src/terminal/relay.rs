@@ -123,7 +123,9 @@ impl Relay {
         };
         let line = match &asked {
             Asked::Question(_) => format!("Claude Code in a terminal on **{host}**, in `{folder}`, asks you:"),
-            Asked::Approval(_) => format!("Claude Code in a terminal on **{host}**, in `{folder}`, asks to use {tool}:"),
+            Asked::Approval(_) => {
+                format!("Claude Code in a terminal on **{host}**, in `{folder}`, asks to use {tool}:")
+            }
         };
         self.manager.show_terminal_call(&session, &tool_use_id, &tool, tool_input, &line).await?;
         self.manager.set_terminal_state(&session, TerminalState::Waiting, input.transcript_path.as_deref()).await?;
@@ -209,7 +211,13 @@ impl Relay {
     }
 
     /// The hook's stdout for `outcome`, and the result the thread shows for the call.
-    async fn reply(&self, session: &str, tool_use_id: &str, outcome: &InteractionOutcome, asked: &Asked) -> Option<Value> {
+    async fn reply(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        outcome: &InteractionOutcome,
+        asked: &Asked,
+    ) -> Option<Value> {
         let decision = match asked {
             Asked::Question(input) => question_reply(outcome, input, AnswerPath::CanUseTool),
             Asked::Approval(approval) => approval_reply(outcome, approval),

@@ -33,7 +33,9 @@ pub enum SettingsError {
     NotJson(String),
     #[error("it is not a JSON object; nothing was changed")]
     NotAnObject,
-    #[error("its “{0}” is not what Claude Code expects there (an object of hooks, or a list of matchers); nothing was changed")]
+    #[error(
+        "its “{0}” is not what Claude Code expects there (an object of hooks, or a list of matchers); nothing was changed"
+    )]
     Unexpected(String),
 }
 
@@ -377,7 +379,6 @@ fn pretty(value: &impl Serialize, style: &Style, indent: &str) -> String {
     let text = String::from_utf8(out).expect("JSON is UTF-8");
     text.replace('\n', &format!("{}{indent}", style.nl))
 }
-
 
 // ---- What is written ----
 

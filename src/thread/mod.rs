@@ -325,7 +325,8 @@ impl Thread {
                 role: Role::Assistant,
                 blocks: Vec::new(),
                 streaming: true,
-                created_at_ms: at_ms, usage: None
+                created_at_ms: at_ms,
+                usage: None,
             }),
             EventBody::TextDelta { message_id, text } => {
                 self.with_message(message_id, |message| match message.blocks.last_mut() {

@@ -25,7 +25,9 @@ pub struct Usage {
 impl Usage {
     /// `self` and `later` as one spending: counts and costs add up; the context is `later`'s.
     pub fn plus(&self, later: &Usage) -> Usage {
-        let sum = |x: Option<u64>, y: Option<u64>| if x.is_none() && y.is_none() { None } else { Some(x.unwrap_or(0) + y.unwrap_or(0)) };
+        let sum = |x: Option<u64>, y: Option<u64>| {
+            if x.is_none() && y.is_none() { None } else { Some(x.unwrap_or(0) + y.unwrap_or(0)) }
+        };
         Usage {
             input_tokens: sum(self.input_tokens, later.input_tokens),
             output_tokens: sum(self.output_tokens, later.output_tokens),

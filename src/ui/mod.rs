@@ -21,6 +21,6 @@ pub mod session_pane;
 pub mod state;
 pub mod thread_view;
 pub mod time;
-pub mod usage;
 pub mod tool_card;
+pub mod usage;
 pub mod workspace;

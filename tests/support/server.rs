@@ -57,9 +57,7 @@ impl Server {
         let mut all = vec!["askbridge", "serve", "--addr", "127.0.0.1:0", "--data-dir", &data_flag];
         all.extend(["--token", TOKEN, "--site-root", &site]);
         all.extend(flags);
-        let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(all).unwrap().command else {
-            panic!("serve")
-        };
+        let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(all).unwrap().command else { panic!("serve") };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let (stop, stopped) = oneshot::channel::<()>();

@@ -12,8 +12,8 @@ mod environment;
 mod process;
 mod process_tree;
 pub mod protocol;
-pub mod transcripts;
 mod reply;
+pub mod transcripts;
 mod turn;
 
 use std::collections::HashMap;

@@ -12,11 +12,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::config::AnswerPath;
-use super::reply::{Answer, HookAnswers, approval_reply, question_answer};
 use super::process::{CliProcess, Output};
 use super::protocol::{
     self, ApiEvent, CliRequest, ContentBlock, Delta, FromCli, HostRequest, ToCli, allow, deny, hook_defer, hook_deny,
 };
+use super::reply::{Answer, HookAnswers, approval_reply, question_answer};
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::{Approval, PermissionMode, Shows};
 use crate::question::{Question, is_question_tool};
@@ -167,10 +167,8 @@ impl<'a> Turn<'a> {
             let unstored_deadline = self.unstored.as_ref().map(|(_, _, since)| *since + STOP_GRACE);
             // A CLI that does not say when it is idle: after the main turn's result, once subagents
             // are done, a short wait for the turn the CLI may start by itself.
-            let settled = !self.reports_state
-                && self.result_seen.is_some()
-                && self.asking.is_empty()
-                && self.tasks.is_empty();
+            let settled =
+                !self.reports_state && self.result_seen.is_some() && self.asking.is_empty() && self.tasks.is_empty();
             tokio::select! {
                 output = cli.output.recv() => {
                     let message = match output {

@@ -216,7 +216,8 @@ impl ScriptedAgent {
             input_tokens: Some(request.text.split_whitespace().count() as u64),
             output_tokens: Some(words),
             cost_usd: Some(0.0),
-            duration_ms: Some(started.elapsed().as_millis() as u64), ..Usage::default()
+            duration_ms: Some(started.elapsed().as_millis() as u64),
+            ..Usage::default()
         }))
     }
 }

@@ -122,7 +122,8 @@ impl Fold {
                 role: Role::Assistant,
                 blocks: Vec::new(),
                 streaming: false,
-                created_at_ms: at_ms, usage: None
+                created_at_ms: at_ms,
+                usage: None,
             });
             self.last_key = key;
         }
@@ -138,7 +139,14 @@ impl Fold {
 
     fn notice(&mut self, id: String, text: &str, at_ms: i64, offset: u64) {
         let blocks = vec![Block::Text { text: text.to_string() }];
-        self.messages.push(Message { id, role: Role::Notice, blocks, streaming: false, created_at_ms: at_ms, usage: None });
+        self.messages.push(Message {
+            id,
+            role: Role::Notice,
+            blocks,
+            streaming: false,
+            created_at_ms: at_ms,
+            usage: None,
+        });
         self.last_key = Some(MessageKey::Own(offset));
     }
 
