@@ -88,13 +88,15 @@ export function marks(page) {
  * - `watch.cards`: when a question card appears (data-state "streaming", then "pending"), each
  *   click, and when each live event that opens an interaction arrives from /api/live;
  * - `watch.texts`: when each of these strings first reaches the DOM (the last text node of what
- *   changed, its tail).
+ *   changed, its tail);
+ * - `watch.inOrder`: strings that reach the DOM one after another (markers along a streamed
+ *   text): when each first shows in the element whose text changed (`marks.inOrder[i]`).
  * The observers do as little as they can: they are running while the page is measured.
  */
 function installMarks(watch) {
   const at = () => performance.timeOrigin + performance.now();
   const fromEvent = (event) => performance.timeOrigin + event.timeStamp;
-  const marks = (window.__bench = { clicks: [], cards: {}, liveOpened: [], texts: {} });
+  const marks = (window.__bench = { clicks: [], cards: {}, liveOpened: [], texts: {}, inOrder: [] });
   const checks = [];
 
   if (watch.startup) {
@@ -166,13 +168,27 @@ function installMarks(watch) {
     });
   }
 
+  if (watch.inOrder?.length) {
+    // Only the next marker is looked for, in the element whose text changed (a marker may span
+    // two text nodes, one per streamed piece).
+    checks.push((records) => {
+      for (const r of records) {
+        const element = r.type === "characterData" ? r.target.parentElement : r.target;
+        const text = element?.textContent ?? "";
+        while (marks.inOrder.length < watch.inOrder.length && text.includes(watch.inOrder[marks.inOrder.length])) {
+          marks.inOrder.push(at());
+        }
+      }
+    });
+  }
+
   if (checks.length) {
     const attributes = [...(watch.startup ? ["disabled"] : []), ...(watch.cards ? ["data-state"] : [])];
     new MutationObserver((records) => checks.forEach((check) => check(records))).observe(document, {
       subtree: true,
       childList: true,
       ...(attributes.length ? { attributes: true, attributeFilter: attributes } : {}),
-      characterData: Boolean(watch.texts?.length),
+      characterData: Boolean(watch.texts?.length || watch.inOrder?.length),
     });
   }
 }

@@ -167,7 +167,8 @@ export class MockApi extends EventEmitter {
       // An absolute schedule, so that timer lateness does not slow the stream down: every delta
       // that is due goes out at each wake-up.
       const t0 = now();
-      const times = { firstDeltaAt: null, lastDeltaAt: null, deltas: deltas.length };
+      // `at[i]`: when delta i went out.
+      const times = { firstDeltaAt: null, lastDeltaAt: null, deltas: deltas.length, at: [] };
       let next = 0;
       while (next < deltas.length) {
         const due = t0 + next * block.gapMs;
@@ -181,6 +182,7 @@ export class MockApi extends EventEmitter {
         times.firstDeltaAt ??= now();
         write(batch);
         times.lastDeltaAt = now();
+        while (times.at.length < next) times.at.push(times.lastDeltaAt);
       }
       sent.blocks.push(times);
       pendingStop = sse("content_block_stop", { type: "content_block_stop", index });

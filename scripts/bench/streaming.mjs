@@ -6,6 +6,9 @@
 // faster than a model writes (at 200 tokens/s, 100 KB would take about two minutes), so as to
 // stay bounded. The agent declares no `Write` tool, so it answers the call with an error result
 // and asks again; the mock's second reply ends the turn.
+// - each piece's delay: markers along the text (a word every few sentences); from the mock writing
+//   the delta that completes one to the page showing it, p50 and p99 over all of them. The store
+//   writes what streams in groups (src/session/stream.rs), which this shows the cost of.
 // - lag: from the mock writing the last delta of the text (of the tool input) to the text's last
 //   word (the input's last characters) reaching the page's DOM (MutationObserver marks). The tool
 //   card keeps its arguments in a closed <details>: in the DOM, not painted.
@@ -24,7 +27,7 @@ import * as net from "node:net";
 import * as path from "node:path";
 
 import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./browser.mjs";
-import { figure, format } from "./figures.mjs";
+import { figure, format, stats } from "./figures.mjs";
 import { BYTES_PER_TOKEN, MockApi, newToolResults, textBlock, toolUseBlock } from "./mock-api.mjs";
 import { AskBridge, tempDir, waitFor } from "./processes.mjs";
 
@@ -39,14 +42,20 @@ const TOKENS_PER_TEXT_DELTA = 4;
 const TEXT_END = "zqxendoftext";
 const INPUT_END = "zqxendofinput";
 const DONE = "Done streaming.";
+/** A marker along the streamed text, every MARKER_EVERY sentences. */
+const marker = (i) => `zqxmark${String(i).padStart(4, "0")}`;
+const MARKER_EVERY = 2;
 
 export async function streaming() {
   const text = markdown(TOKENS * BYTES_PER_TOKEN, TEXT_END);
+  const markers = [];
+  for (let i = 0; text.includes(marker(i)); i++) markers.push(marker(i));
+  const textPerDelta = TOKENS_PER_TEXT_DELTA * BYTES_PER_TOKEN;
   const input = { file_path: "/srv/app/notes.txt", content: fileContent(INPUT_KB * 1024, INPUT_END) };
   const inputJson = JSON.stringify(input);
   const reply = {
     blocks: [
-      textBlock(text, { perDelta: TOKENS_PER_TEXT_DELTA * BYTES_PER_TOKEN, gapMs: (1000 * TOKENS_PER_TEXT_DELTA) / TOKENS_PER_S }),
+      textBlock(text, { perDelta: textPerDelta, gapMs: (1000 * TOKENS_PER_TEXT_DELTA) / TOKENS_PER_S }),
       toolUseBlock("toolu_bench_write", "Write", input, {
         perDelta: Math.ceil(inputJson.length / INPUT_DELTAS),
         gapMs: 1000 / INPUT_DELTAS_PER_S,
@@ -65,7 +74,7 @@ export async function streaming() {
   try {
     const wcharCheck = await checkWcharCountsSockets(server, front);
     const { id } = await server.api("create_session", {}, { base: front.url });
-    const { context, page } = await signedInPage(browser, { url: front.url, token: server.token }, { texts: [TEXT_END, INPUT_END] });
+    const { context, page } = await signedInPage(browser, { url: front.url, token: server.token }, { texts: [TEXT_END, INPUT_END], inOrder: markers });
     await page.goto(`${front.url}/s/${id}`);
     await hydrated(page);
     const cdp = await context.newCDPSession(page);
@@ -96,7 +105,14 @@ export async function streaming() {
     const socketBytes = delta("proxyFromServer") + delta("mockReceived");
     const storeBytes = delta("wchar") - socketBytes - delta("logBytes");
     const pageCpu = (name) => (after.metrics[name] - before.metrics[name]) * 1000;
+    // The delta that completes marker i went out at `at[index of its last character / size]`.
+    const pieceDelays = m.inOrder.map((seen, i) => {
+      const end = text.indexOf(markers[i]) + markers[i].length - 1;
+      return ours(seen) - sent.blocks[0].at[Math.floor(end / textPerDelta)];
+    });
+    const delays = stats(pieceDelays);
     const result = {
+      pieceDelays: { ...delays, markers: markers.length },
       textLag: ours(m.texts[TEXT_END]) - sent.blocks[0].lastDeltaAt,
       inputLag: ours(m.texts[INPUT_END]) - sent.blocks[1].lastDeltaAt,
       streamedSeconds: (sent.completeAt - sent.startAt) / 1000,
@@ -115,6 +131,10 @@ export async function streaming() {
     const trusted = wcharCheck.ratio > 0.98 && wcharCheck.ratio < 1.05;
     const tokens = `${TOKENS.toLocaleString("en-US")} tokens + ${INPUT_KB} KB input`;
     const figures = [
+      figure("streaming", "streamed piece → page (p99)", delays.p99, "ms", {
+        shown: `p50 ${format(delays.median, "ms")}, p99 ${format(delays.p99, "ms")}`,
+        note: `${delays.n} of ${markers.length} markers along the text seen; the store writes what streams at most every 50 ms`,
+      }),
       figure("streaming", `last text delta → last word in page`, result.textLag, "ms"),
       figure("streaming", `last input delta → its end in page (DOM)`, result.inputLag, "ms"),
       figure("streaming", "store bytes written per byte streamed", result.perByte, "ratio", {
@@ -202,6 +222,7 @@ function markdown(length, last) {
   ).split(" ");
   const parts = [];
   let size = 0;
+  let sentences = 0;
   for (let i = 0; size < length; i++) {
     let part;
     if (i % 7 === 6) {
@@ -209,7 +230,10 @@ function markdown(length, last) {
     } else if (i % 5 === 4) {
       part = `- **${words[i % words.length]}**: ${words.slice(0, 8).join(" ")}\n- \`${words[(i + 3) % words.length]}\` and more\n- the last item`;
     } else {
-      const sentence = Array.from({ length: 40 }, (_, j) => words[(i * 7 + j) % words.length]).join(" ");
+      const chosen = Array.from({ length: 40 }, (_, j) => words[(i * 7 + j) % words.length]);
+      if (sentences % MARKER_EVERY === 0) chosen.splice(20, 0, marker(sentences / MARKER_EVERY));
+      sentences++;
+      const sentence = chosen.join(" ");
       part = `${sentence[0].toUpperCase()}${sentence.slice(1)}, with \`inline code\` and **bold** words.`;
     }
     parts.push(part);

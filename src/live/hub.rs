@@ -117,10 +117,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_stalled_tab_holds_a_bounded_backlog_and_slows_no_other_tab() {
-        const WORDS: usize = 2_000;
-        let words: String = (0..WORDS).map(|i| format!("w{i} ")).collect();
-        let scenario =
-            Scenario::parse(&format!("pace = 1000000\n[[turn]]\n[[turn.step]]\nsay = \"{words}\"\n"), "t").unwrap();
+        // Tool calls: each is several events (words streamed together would be stored, and
+        // sent, as a few merged pieces).
+        const CALLS: usize = 400;
+        let calls: String = (0..CALLS)
+            .map(|i| format!("[[turn.step]]\ntool = \"Bash\"\ninput = {{ command = \"echo {i}\" }}\noutput = \"{i}\"\nduration_ms = 0\n"))
+            .collect();
+        let scenario = Scenario::parse(&format!("pace = 1000000\n[[turn]]\n{calls}"), "t").unwrap();
         let manager =
             SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
         let session = manager.create_session(None).await.unwrap();
@@ -138,7 +141,7 @@ mod tests {
                 break;
             }
         }
-        assert!(last as usize > WORDS, "every word was an event: {last}");
+        assert!(last as usize > 2 * CALLS, "every call was events: {last}");
         // What waits for the stalled tab is its channel's worth, not the whole turn.
         assert!(stalled.len() <= 256, "a stalled tab's backlog is bounded: {}", stalled.len());
         // When it reads again, it gets everything, in order, from the store.

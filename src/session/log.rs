@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::leases::Leases;
+use super::stream::{MAX_QUEUED, STREAM_INTERVAL, Stream};
 use crate::bridge::{Deadlines, Elsewhere, Ledger, Verdict};
 use crate::error::AppError;
 use crate::ids::now_ms;
@@ -99,6 +100,8 @@ pub struct SessionRuntime {
     used_at: AtomicU64,
     remote: mpsc::UnboundedSender<RemoteEvent>,
     observer: Arc<OnceLock<EventObserver>>,
+    /// What the agent streamed and is not stored yet (group commit, `stream`).
+    stream: Mutex<Stream>,
 }
 
 pub(super) struct RuntimeState {
@@ -226,6 +229,7 @@ impl SessionLog {
                     events: broadcast::channel(CHANNEL_CAPACITY).0,
                     remote: self.remote.clone(),
                     observer: self.observer.clone(),
+                    stream: Mutex::default(),
                 })
             })
             .clone();
@@ -427,6 +431,71 @@ impl SessionRuntime {
         self.append_locked(store, &mut state, body).await
     }
 
+    /// Queues a piece the agent streamed (a text or argument delta), to be stored with the others
+    /// that come meanwhile ([`super::stream`]) and broadcast once stored. A write of earlier
+    /// pieces that failed is the error here.
+    pub(super) async fn stream(self: &Arc<Self>, store: &Store, piece: EventBody) -> StoreResult<()> {
+        let (queued, start_writer) = {
+            let mut stream = self.stream.lock().expect("stream lock");
+            if let Some(error) = stream.failed.take() {
+                return Err(error);
+            }
+            let queued = stream.push(piece);
+            (queued, !std::mem::replace(&mut stream.writing, true))
+        };
+        if start_writer {
+            tokio::spawn(self.clone().write_stream(store.clone()));
+        }
+        if queued >= MAX_QUEUED {
+            // The store lags far behind the agent: it waits for the write.
+            let mut state = self.state.lock().await;
+            self.write_queued(store, &mut state).await?;
+        }
+        Ok(())
+    }
+
+    /// What a failed write of streamed pieces left for the agent to hear.
+    pub(super) fn stream_failure(&self) -> Option<StoreError> {
+        self.stream.lock().expect("stream lock").failed.take()
+    }
+
+    /// Writes the queued pieces at once, then at most every [`STREAM_INTERVAL`] while more come.
+    /// It holds the runtime only while it writes: an idle session it waits for can be let go
+    /// (its turn's end wrote whatever was queued).
+    async fn write_stream(self: Arc<Self>, store: Store) {
+        let mut runtime = self;
+        loop {
+            let started = tokio::time::Instant::now();
+            let written = {
+                let mut state = runtime.state.lock().await;
+                runtime.write_queued(&store, &mut state).await
+            };
+            if let Err(error) = written {
+                warn!(session = %runtime.id, %error, "could not store what the agent streamed");
+                runtime.stream.lock().expect("stream lock").failed = Some(error);
+            }
+            let waiting = Arc::downgrade(&runtime);
+            drop(runtime);
+            tokio::time::sleep_until(started + STREAM_INTERVAL).await;
+            let Some(again) = waiting.upgrade() else { return };
+            runtime = again;
+            let mut stream = runtime.stream.lock().expect("stream lock");
+            if stream.is_empty() {
+                stream.writing = false;
+                return;
+            }
+        }
+    }
+
+    /// Stores (and broadcasts) the queued pieces, merged, under the lock the caller holds.
+    async fn write_queued(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        let queued = self.stream.lock().expect("stream lock").take();
+        for piece in queued {
+            self.judge_and_write(store, state, |_| Ok::<_, StoreError>(Judged::Append(piece.clone(), ()))).await?;
+        }
+        Ok(())
+    }
+
     /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
     /// after the events of other servers sharing the store, if they appended first. For events
     /// that follow whatever came before (an agent's output); what depends on the thread as it
@@ -449,6 +518,18 @@ impl SessionRuntime {
     /// Whatever a write must prove beyond the sequence number (the lease this server holds, as a
     /// fencing token) belongs here, for every event at once.
     pub(super) async fn append_judged<T, E: From<StoreError>>(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
+    ) -> Result<T, E> {
+        // What the agent streamed before this comes before it in the log.
+        self.write_queued(store, state).await?;
+        self.judge_and_write(store, state, judge).await
+    }
+
+    /// `append_judged`, without first writing what the agent streamed.
+    async fn judge_and_write<T, E: From<StoreError>>(
         &self,
         store: &Store,
         state: &mut RuntimeState,

@@ -19,6 +19,7 @@ mod manager;
 mod outside;
 mod policy;
 mod sink;
+mod stream;
 mod team;
 #[cfg(test)]
 mod tests;

@@ -29,7 +29,12 @@ impl TurnSink for SessionSink {
 
     fn emit(&self, body: EventBody) -> BoxFuture<'_, Result<(), AgentError>> {
         Box::pin(async move {
-            match self.runtime.append(self.log.store(), body).await {
+            let stored = match self.runtime.stream_failure() {
+                Some(error) => Err(error),
+                None if body.is_delta() => self.runtime.stream(self.log.store(), body).await,
+                None => self.runtime.append(self.log.store(), body).await,
+            };
+            match stored {
                 Ok(_) => Ok(()),
                 Err(StoreError::SessionNotFound(_)) => Err(AgentError::SessionGone),
                 Err(error) => Err(AgentError::Failed(format!("could not store the agent's output: {error}"))),
