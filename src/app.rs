@@ -60,7 +60,7 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <HydrationScripts options />
                 // The main module imports the chunks' loader: fetched with it, not after it (it
                 // was a round trip more on the way to a usable page, measured on `/`).
-                {assets.split_loader.map(|href| view! { <link rel="modulepreload" href=href /> })}
+                {assets.split_loader.map(|href| view! { <link rel="modulepreload" href=href nonce=use_nonce() /> })}
             </head>
             <body>
                 <App />

@@ -102,3 +102,42 @@ test("no other site's page can frame AskBridge", async ({ page }) => {
   expect(frame?.url()).not.toBe(`${baseURL}/`);
   await expect(page.frameLocator("iframe").getByRole("button", { name: "New session", exact: true })).toHaveCount(0);
 });
+
+// The page runs the scripts it was rendered with and what they load (the app, its WASM, its
+// chunks, the service worker), and nothing else: markup that got in (agent output is rendered
+// safely, but should anything slip through) runs no handler and no inline script.
+test("a page runs only the scripts it was rendered with", async ({ page }) => {
+  await page.addInitScript(() => {
+    (window as any).__violations = [];
+    document.addEventListener("securitypolicyviolation", (e) =>
+      (window as any).__violations.push(`${e.effectiveDirective} ${e.blockedURI}`),
+    );
+  });
+  await page.goto(`/?token=${encodeURIComponent(token!)}`);
+  const response = await page.goto("/");
+  const policy = response!.headers()["content-security-policy"];
+  const nonce = /script-src 'nonce-([A-Za-z0-9_-]+)' 'strict-dynamic' 'wasm-unsafe-eval'/.exec(policy)?.[1];
+  expect(nonce, policy).toBeTruthy();
+  expect(policy).toContain("frame-ancestors 'none'");
+  // Every script the server wrote that runs carries this response's nonce.
+  const html = await response!.text();
+  const scripts = [...html.matchAll(/<script(?![^>]*type="application\/json")[^>]*>/g)].map((m) => m[0]);
+  expect(scripts.length).toBeGreaterThan(0);
+  for (const script of scripts) expect(script).toContain(`nonce="${nonce}"`);
+  // Under that policy the app hydrates, and nothing of its own was refused.
+  await waitForHydration(page);
+  await expect(page.getByRole("button", { name: "New session", exact: true })).toBeEnabled();
+  expect(await page.evaluate(() => (window as any).__violations)).toEqual([]);
+
+  // Injected markup: its inline handler is refused (the refusal is the event waited for).
+  await page.evaluate(() => {
+    document.body.insertAdjacentHTML("beforeend", `<img alt="" src="data:," onerror="window.__injected = 1">`);
+    document.body.insertAdjacentHTML("beforeend", `<img alt="" src="/nothing-here.png" onerror="window.__injected = 1">`);
+  });
+  await expect.poll(() => page.evaluate(() => (window as any).__violations.length)).toBeGreaterThan(0);
+  expect(await page.evaluate(() => (window as any).__injected)).toBeUndefined();
+
+  // Another load, another nonce.
+  const again = (await page.request.get("/")).headers()["content-security-policy"];
+  expect(again).not.toContain(nonce);
+});

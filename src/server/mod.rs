@@ -15,6 +15,7 @@ use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use leptos::config::LeptosOptions;
+use leptos::nonce::Nonce;
 use leptos::prelude::provide_context;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -453,14 +454,20 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
                     _ => None,
                 };
                 let data = PageData(WorkspaceView::load(&manager, session.as_deref()).await);
+                // A page runs only the scripts it was rendered with: each carries this nonce.
+                let nonce = Nonce::new();
+                let policy = security::page_policy(&nonce);
                 let render = leptos_axum::render_app_async_with_context(
                     move || {
                         context();
                         provide_context(data.clone());
+                        provide_context(nonce.clone());
                     },
                     move || shell(options.clone(), assets.clone()),
                 );
-                render(request).await
+                let mut response = render(request).await;
+                response.headers_mut().insert(header::CONTENT_SECURITY_POLICY, policy);
+                response
             }
         }
     };

@@ -230,6 +230,17 @@ pub async fn login(State(access): State<Access>, request: Request) -> Response {
     }
 }
 
+/// The policy of every response: no frames, no `<base>`, no plugins, forms to this server only.
+const POLICY: &str = "frame-ancestors 'none'; base-uri 'none'; object-src 'none'; form-action 'self'";
+
+/// A page's policy: [`POLICY`], and only the scripts the page was rendered with run (those that
+/// carry `nonce`, and what they load: the app's module, its WASM and its chunks); injected markup
+/// runs nothing. The service worker is this server's. The browser bundle does not change.
+pub fn page_policy(nonce: &str) -> HeaderValue {
+    let policy = format!("{POLICY}; script-src 'nonce-{nonce}' 'strict-dynamic' 'wasm-unsafe-eval'; worker-src 'self'");
+    HeaderValue::from_str(&policy).expect("a nonce is URL-safe base64")
+}
+
 /// Headers on every response: no other site may put these pages in a frame (a page in a frame on
 /// another port of localhost is same-site, gets the cookie, and could trick the person into
 /// approving with `y`), no content is guessed at, and no address leaves with a `Referer` (a
@@ -237,7 +248,7 @@ pub async fn login(State(access): State<Access>, request: Request) -> Response {
 pub async fn safe_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     for (name, value) in [
-        ("content-security-policy", "frame-ancestors 'none'; base-uri 'none'; object-src 'none'; form-action 'self'"),
+        ("content-security-policy", POLICY),
         ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
         ("referrer-policy", "no-referrer"),
