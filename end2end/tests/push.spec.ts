@@ -157,6 +157,12 @@ test("the page is installable: its manifest, the icons phones ask for, and a ser
     return { scope: registration.scope, script: registration.active?.scriptURL };
   });
   expect(worker).toEqual({ scope: `${server.url}/`, script: `${server.url}/sw.js` });
+  // Fixed names: asked for again each time, so an upgrade of the server reaches the browser.
+  for (const file of ["/sw.js", "/push.js", "/manifest.webmanifest"]) {
+    const script = await page.request.get(file);
+    expect(script.status(), file).toBe(200);
+    expect(script.headers()["cache-control"], file).toBe("no-cache");
+  }
   const script = await page.request.get("/sw.js");
   expect(script.headers()["content-type"]).toMatch(/javascript/);
 });

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::FromRef;
+use axum::handler::Handler;
 use axum::http::{HeaderValue, Request, Response, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -487,9 +488,12 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
         // A terminal's Claude Code, through `askbridge hook` (with the token, as every `/api/`).
         .merge(crate::terminal::routes(manager.clone()))
         .nest_service("/pkg", pkg_service(&args.site_root, hashed))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(move |options| {
-            shell(options, fallback_assets.clone())
-        }))
+        // The site's other files (`public/`: the service worker, the push script, the manifest,
+        // icons) have fixed names: a browser asks again each time, so an upgrade reaches it.
+        .fallback(
+            leptos_axum::file_and_error_handler::<AppState, _>(move |options| shell(options, fallback_assets.clone()))
+                .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))),
+        )
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
         .layer(axum::middleware::map_response(typed_error_status))
         .layer(CompressionLayer::new())
