@@ -254,6 +254,10 @@ test("a question asked in the terminal is a card in the browser, and a click ans
     const asked = card(page).getByRole("radiogroup", { name: AUTH });
     await expect(card(page)).toHaveAttribute("data-state", "pending");
     await expect(asked.getByRole("radio", { name: "JWT" })).toBeEnabled();
+    // Its messages are typed in the terminal, in the terminal's mode: no box here, no mode switch.
+    await expect(page.getByRole("note")).toContainText("This conversation runs in a terminal: type your messages there.");
+    await expect(page.getByRole("textbox", { name: "Message" })).toBeHidden();
+    await expect(page.getByRole("combobox", { name: "Permission mode" })).toHaveCount(0);
 
     // One click answers it: the terminal's own question closes with that answer, and the model
     // reads it as Claude Code's own.
@@ -269,36 +273,54 @@ test("a question asked in the terminal is a card in the browser, and a click ans
   });
 });
 
-test("a Bash command the terminal asks permission for is allowed with a click in the browser, and runs", async ({
+test("Bash commands the terminal asks permission for are decided with clicks in the browser: one allowed runs, one denied with a message does not", async ({
   page,
   server,
 }) => {
+  const bash = (id: string, file: string) => ({
+    type: "tool_use",
+    id,
+    name: "Bash",
+    input: { command: `touch ${file}`, description: `Create ${file}` },
+  });
   const script = [
-    {
-      content: [
-        "Creating x.",
-        { type: "tool_use", id: "toolu_x", name: "Bash", input: { command: "touch x", description: "Create x" } },
-      ],
-    },
+    { content: ["Creating x.", bash("toolu_x", "x")] },
+    { content: ["Creating y.", bash("toolu_y", "y")] },
     "All done.",
   ];
+  const message = "Not y, please: x is enough.";
   await withTerminal(page, server, script, async ({ terminal, mock, project }) => {
-    terminal.say("Make the file x");
+    terminal.say("Make two files");
     await terminal.waitFor("Do you want to proceed?");
 
     const session = terminalSession(page);
     await expect(session).toContainText("Waiting for you", { timeout: STEP });
     await session.click();
     await page.waitForURL(/\/s\/[0-9a-f]+$/);
-    const command = page.getByRole("group", { name: "The agent wants to run a command" }).last();
-    await expect(command).toHaveAttribute("data-state", "pending");
-    await expect(command.getByText("touch x", { exact: true })).toBeVisible();
+    const commands = page.getByRole("group", { name: "The agent wants to run a command" });
+    const first = commands.filter({ hasText: "touch x" });
+    await expect(first).toHaveAttribute("data-state", "pending");
+    await first.getByRole("button", { name: "Allow once" }).click();
+    await expect(first).toHaveAttribute("data-state", "allowed");
 
-    await command.getByRole("button", { name: "Allow once" }).click();
-    await expect(command).toHaveAttribute("data-state", "allowed");
+    const second = commands.filter({ hasText: "touch y" });
+    await expect(second).toHaveAttribute("data-state", "pending", { timeout: STEP });
+    await second.getByRole("textbox", { name: "Message for the agent" }).fill(message);
+    await second.getByRole("button", { name: "Deny" }).click();
+    await expect(second).toHaveAttribute("data-state", "denied");
+    await expect(second).toContainText(`You denied this. Your message: “${message}”`);
+
     await terminal.waitFor("All done");
-    expect(terminal.screen()).toContain("Allowed by PermissionRequest hook");
-    await expect.poll(() => toolResults(mock), { timeout: STEP }).toEqual([["toolu_x", "(Bash completed with no output)", false]]);
+    const screen = terminal.screen();
+    expect(screen).toContain("Allowed by PermissionRequest hook");
+    expect(screen).toContain("Denied by PermissionRequest hook");
+    await expect
+      .poll(() => toolResults(mock), { timeout: STEP })
+      .toEqual([
+        ["toolu_x", "(Bash completed with no output)", false],
+        ["toolu_y", message, true],
+      ]);
     expect(fs.existsSync(path.join(project, "x"))).toBe(true);
+    expect(fs.existsSync(path.join(project, "y"))).toBe(false);
   });
 });

@@ -77,7 +77,8 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {move || terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone()))}
             </span>
         </div>
-        {mode_switcher(thread)}
+        // The terminal's own mode rules there.
+        {move || summary.with(|s| s.terminal.is_none()).then(|| mode_switcher(thread))}
     };
     view! {
         {pane_header(heading)}

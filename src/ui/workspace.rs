@@ -101,13 +101,19 @@ pub fn Workspace() -> impl IntoView {
     let showing_problem = Memo::new(move |_| {
         shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing | Shown::ClaudeSession(_)))
     });
+    // A `claude` in a terminal takes its messages there; here, its questions are answered.
+    let in_terminal = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Session(v) if v.summary.terminal.is_some())));
+    let no_box = Signal::derive(move || showing_problem.get() || in_terminal.get());
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
             <SessionList />
             <div class="scrim" aria-hidden="true" on:click=move |_| workspace.drawer_open.set(false)></div>
             <main class="pane">
                 {move || pane(workspace, live, shown.get())}
-                <Composer hidden=showing_problem />
+                <Composer hidden=no_box />
+                <p class="composer composer-elsewhere" role="note" hidden=move || !in_terminal.get()>
+                    "This conversation runs in a terminal: type your messages there. Its questions and permission requests are answered here."
+                </p>
             </main>
             {keys_help()}
         </div>
