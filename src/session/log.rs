@@ -523,8 +523,13 @@ impl SessionRuntime {
         state: &mut RuntimeState,
         judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
     ) -> Result<T, E> {
-        // What the agent streamed before this comes before it in the log.
-        self.write_queued(store, state).await?;
+        // What the agent streamed before this comes before it in the log. If that cannot be
+        // written (the lease went to another server, say), the agent hears it at its next event;
+        // this event is judged on its own (a person's answer is not the agent's write).
+        if let Err(error) = self.write_queued(store, state).await {
+            warn!(session = %self.id, %error, "could not store what the agent streamed");
+            self.stream.lock().expect("stream lock").failed = Some(error);
+        }
         self.judge_and_write(store, state, judge).await
     }
 

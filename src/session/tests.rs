@@ -903,3 +903,29 @@ async fn a_deletion_that_waits_for_its_session_does_not_hold_up_the_notices_of_o
     drop(x_on_a);
     wait_until("A to let x go", Duration::from_secs(10), || async { a.log.loaded(&x).is_none().then_some(()) }).await;
 }
+
+/// Group commit (`stream.rs`): words that stream faster than the store writes go to it together,
+/// merged into a few events, in order, and the stored thread holds every one of them.
+#[tokio::test]
+async fn words_streamed_faster_than_the_store_writes_are_stored_together_and_whole() {
+    const WORDS: usize = 300;
+    let words: String = (0..WORDS).map(|i| format!("w{i} ")).collect();
+    let scenario =
+        Scenario::parse(&format!("pace = 1000000\n[[turn]]\n[[turn.step]]\nsay = \"{words}\"\n"), "t").unwrap();
+    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "go".into()).await.unwrap();
+    let thread = wait_idle(&manager, &session.id).await;
+
+    assert_eq!(thread.messages[1].blocks, vec![Block::Text { text: words.trim_end().to_string() }]);
+    assert_eq!(manager.store().load_thread(&session.id).await.unwrap(), thread);
+    let pieces = manager
+        .store()
+        .events_after(&session.id, 0, u32::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|event| event.body.is_delta())
+        .count();
+    assert!(pieces < WORDS / 10, "{pieces} stored pieces for {WORDS} words");
+}

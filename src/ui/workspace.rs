@@ -102,7 +102,8 @@ pub fn Workspace() -> impl IntoView {
         shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing | Shown::ClaudeSession(_)))
     });
     // A `claude` in a terminal takes its messages there; here, its questions are answered.
-    let in_terminal = Memo::new(move |_| shown.with(|s| matches!(s, Shown::Session(v) if v.summary.terminal.is_some())));
+    let in_terminal =
+        Memo::new(move |_| shown.with(|s| matches!(s, Shown::Session(v) if v.summary.terminal.is_some())));
     let no_box = Signal::derive(move || showing_problem.get() || in_terminal.get());
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
