@@ -685,15 +685,29 @@ async fn an_answer_stored_just_before_the_server_died_reaches_the_agent_after_th
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
     // The first server runs on a runtime of its own, dropped as soon as the answer is stored: as if
-    // it was killed before the resume could start (or while it ran).
+    // it was killed before the resume could start. (`answer_question` would start the resume at
+    // once, and the scripted agent might get the answer before the drop: then the agent had it,
+    // and the restart rightly cuts the turn short instead.)
     let first = dir.path().to_path_buf();
     let (id, question) = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        runtime.block_on(async {
+        let (store, id, question) = runtime.block_on(async {
             let (manager, id, question) = parked_session(&first, Timeouts::default()).await;
-            manager.answer_question(&id, &question, jwt()).await.unwrap();
-            (id, question)
-        })
+            let answered = crate::thread::EventBody::InteractionResolved {
+                tool_use_id: question.clone(),
+                outcome: InteractionOutcome::Answered { answers: jwt() },
+            };
+            manager.runtime(&id).await.unwrap().append(manager.store(), answered).await.unwrap();
+            (manager.store().clone(), id, question)
+        });
+        drop(runtime);
+        // A dead process's writes are done with when it is: the database's own threads finish
+        // (or roll back) what the dropped tasks had handed them before the next server opens it.
+        let closing = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        closing.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), store.close()).await.expect("the first server's store closes")
+        });
+        (id, question)
     })
     .join()
     .unwrap();

@@ -205,6 +205,14 @@ impl Store {
 
     /// Whether other servers may share this database (Postgres): then leases and notifications
     /// matter. SQLite has one server, which holds every session.
+    /// Closes the store's connections, once each has finished what it was given.
+    pub async fn close(&self) {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+
     pub fn is_shared(&self) -> bool {
         matches!(self.pool, Pool::Postgres(_))
     }
