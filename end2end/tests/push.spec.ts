@@ -107,6 +107,21 @@ async function registrationId(cdp: CDPSession, scope: string): Promise<string> {
   });
 }
 
+/**
+ * Waits until the service worker is activated, not only active: `ready` resolves while it is still
+ * "activating", and a push delivered then can show nothing (seen once in a full run on a busy machine).
+ */
+async function workerActivated(page: Page) {
+  await page.evaluate(async () => {
+    const worker = (await navigator.serviceWorker.ready).active!;
+    if (worker.state !== "activated") {
+      await new Promise<void>((resolve) =>
+        worker.addEventListener("statechange", () => worker.state === "activated" && resolve()),
+      );
+    }
+  });
+}
+
 /** The notifications the service worker shows now. */
 async function shown(page: Page) {
   return page.evaluate(async () => {
@@ -189,8 +204,8 @@ test("a push shows the question with its options as actions; an action answers i
   await page.getByRole("button", { name: /^Notifications are on/ }).click();
   const cdp = await context.newCDPSession(page);
   const id = await registrationId(cdp, `${server.url}/`);
-  // Delivered once the worker is active (a push to a worker still installing showed nothing).
-  await page.evaluate(() => navigator.serviceWorker.ready);
+  // Delivered once the worker is activated (a push to a worker still installing showed nothing).
+  await workerActivated(page);
 
   // The push service delivers the push: the notification shows the options as actions.
   await cdp.send("ServiceWorker.deliverPushMessage", { origin: server.url, registrationId: id, data: pushService.pushes()[0] });
@@ -247,7 +262,7 @@ test("a permission request's notification offers Allow once and Deny, and Allow 
   await page.getByRole("button", { name: /^Notifications are on/ }).click();
   const cdp = await context.newCDPSession(page);
   const id = await registrationId(cdp, `${server.url}/`);
-  await page.evaluate(() => navigator.serviceWorker.ready);
+  await workerActivated(page);
   await cdp.send("ServiceWorker.deliverPushMessage", { origin: server.url, registrationId: id, data: pushService.pushes()[0] });
   await expect.poll(() => shown(page)).toEqual([
     { title: ask.title, body: ask.body, tag: ask.tag, actions: ["Allow once", "Deny"] },

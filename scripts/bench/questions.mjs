@@ -17,6 +17,12 @@
 // alternating with AskBridge's: tool_use → the CLI's hook_callback / can_use_tool line read from its
 // stdout; our control_response written → the next request at the mock.
 //
+// The peer, CloudCLI v1.37.2 (scripts/peer: installed by its setup.sh into target/peer), in the
+// same runs when it is installed (BENCH_PEER=0 leaves it out): its card on the same CLI and mock,
+// answered by its "Submit" (its card takes two clicks), alternating with AskBridge's runs. It
+// answers through can_use_tool (the Agent SDK's canUseTool). Each AskBridge path's click → tool_result
+// is then shown as a ratio to CloudCLI's, to be ≤ 1 (issue 25).
+//
 // Page marks are brought to the bench's clock by `clockOffset`; the uncertainty of that offset (half
 // the tightest round trip, usually well under 1 ms) is kept with each run.
 
@@ -26,7 +32,8 @@ import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./br
 import { ClaudeCli } from "./claude-cli.mjs";
 import { figure, spread, stats } from "./figures.mjs";
 import { MockApi, newToolResults, resultFor, textBlock, toolUseBlock } from "./mock-api.mjs";
-import { AskBridge, CLAUDE_BIN, claudeEnv, now, sleep, tempDir, waitFor } from "./processes.mjs";
+import { AskBridge, CLAUDE_BIN, claudeEnv, now, root, sleep, tempDir, waitFor } from "./processes.mjs";
+import * as fs from "node:fs";
 
 const RUNS = Number(process.env.BENCH_QUESTION_RUNS ?? 7);
 const PATHS = (process.env.BENCH_ANSWER_PATHS ?? "hook,can-use-tool").split(",");
@@ -69,7 +76,11 @@ export async function questions() {
 
   const servers = {};
   const browser = await launchChromium();
+  let peer = null;
   try {
+    const peerInstalled = fs.existsSync(path.join(root, "target/peer/claudecodeui/dist-server/server/index.js"));
+    const peerRuns = process.env.BENCH_PEER !== "0" && peerInstalled ? await import("../peer/answer-path.mjs") : null;
+    if (peerRuns) peer = await peerRuns.CloudCli.start(mock.url);
     for (const answerPath of PATHS) {
       const home = tempDir(`claude-${answerPath}`);
       servers[answerPath] = await AskBridge.start({
@@ -80,13 +91,16 @@ export async function questions() {
     }
     const cliHome = tempDir("claude-alone");
     const runs = Object.fromEntries(PATHS.map((p) => [p, { askbridge: [], noPage: [], alone: [] }]));
+    const peerResults = [];
     for (let run = 0; run < RUNS; run++) {
       for (const answerPath of PATHS) {
         runs[answerPath].askbridge.push(await throughAskBridge(browser, servers[answerPath], mock, lastQuestion, run));
         runs[answerPath].noPage.push(await withNoPage(servers[answerPath], mock, run));
         runs[answerPath].alone.push(await alone(cliHome, mock, answerPath, lastQuestion));
       }
+      if (peer) peerResults.push(await peerRuns.oneRun(browser, peer, mock, () => latest, run));
     }
+    const peerAnswer = peerResults.length ? stats(peerResults.map((r) => r.submitToResult)) : null;
 
     const figures = [];
     for (const answerPath of PATHS) {
@@ -113,9 +127,33 @@ export async function questions() {
         row("  (no page open: POST → API receives)", of(noPage, "postToResult")),
         row("  (CLI alone: answer → API receives)", cliAnswer),
       );
+      if (peerAnswer) {
+        const ratio = of(askbridge, "clickToResult").median / peerAnswer.median;
+        figures.push(
+          figure("questions", `${answerPath}: click → tool_result, ÷ CloudCLI's`, ratio, "ratio", {
+            budget: { max: 1, text: "≤ 1 (ahead of CloudCLI, same run)" },
+          }),
+        );
+      }
     }
-    return { figures, details: { runs: RUNS, thinkMs: THINK_MS, answerPaths: PATHS, byPath: runs } };
+    if (peerAnswer) {
+      const peerRow = (name, key) =>
+        figure("questions", `CloudCLI: ${name}`, stats(peerResults.map((r) => r[key])).median, "ms", {
+          shown: spread(stats(peerResults.map((r) => r[key])), "ms", { p95: true }),
+        });
+      figures.push(
+        peerRow("tool_use → card in page", "toolUseToCard"),
+        peerRow("Submit click → API receives tool_result", "submitToResult"),
+        peerRow("  Submit click → WebSocket send", "submitToWs"),
+        peerRow("  WebSocket send → API receives", "wsToResult"),
+      );
+    }
+    return {
+      figures,
+      details: { runs: RUNS, thinkMs: THINK_MS, answerPaths: PATHS, byPath: runs, cloudcli: peerResults },
+    };
   } finally {
+    if (peer) await peer.dispose();
     await browser.close();
     for (const server of Object.values(servers)) await server.dispose();
     await mock.close();

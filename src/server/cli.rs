@@ -37,6 +37,16 @@ pub enum Command {
     /// The program AskBridge's hooks run (Claude Code runs it; you need not).
     #[command(hide = true)]
     Hook,
+    /// Puts the built site into this binary (what `make release` does last), so that it serves
+    /// its pages wherever it is copied.
+    #[command(hide = true)]
+    BundleSite {
+        /// cargo-leptos's site folder.
+        site: PathBuf,
+        /// cargo-leptos's hash file (`hash.txt` beside the binary), when names are hashed.
+        #[arg(long)]
+        hash_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -241,9 +251,10 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_PUSH_CONTACT", value_parser = parse_push_contact)]
     pub push_contact: Option<String>,
 
-    /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced.
-    #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
-    pub site_root: PathBuf,
+    /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced. Default:
+    /// the one `make release` put in the binary, else `../site` beside the binary's folder.
+    #[arg(long, env = "LEPTOS_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
 }
 
 fn parse_mode(name: &str) -> Result<PermissionMode, String> {

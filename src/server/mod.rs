@@ -4,6 +4,7 @@
 pub mod access_token;
 pub mod cli;
 pub mod security;
+pub mod site;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -412,17 +413,20 @@ pub fn router(args: &ServeArgs, manager: Arc<SessionManager>) -> Router {
 pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Option<Notifier>) -> Router {
     // Rendering spawns its tasks on tokio (a second call finds it set: fine).
     let _ = any_spawner::Executor::init_tokio();
-    let hashed = hash_file_beside_exe().is_some();
+    let site = site::find(args.site_root.as_deref(), &args.data_dir);
+    let hashed = site.hash_file.is_some();
     let leptos_options = LeptosOptions::builder()
         .output_name("askbridge")
-        .site_root(args.site_root.to_string_lossy().as_ref())
+        .site_root(site.root.to_string_lossy().as_ref())
         .site_pkg_dir("pkg")
         .site_addr(args.addr)
         .hash_files(hashed)
+        // Leptos reads it from the binary's folder joined with this: an absolute path stands.
+        .hash_file(site.hash_file.as_deref().map_or("hash.txt".into(), |file| file.to_string_lossy().into()))
         .build();
-    let assets = AssetPaths::read(hash_file_beside_exe().as_deref());
-    if !args.site_root.join("pkg").is_dir() {
-        warn!(site_root = %args.site_root.display(), "no built site here: pages will not hydrate (run `make run`)");
+    let assets = AssetPaths::read(site.hash_file.as_deref());
+    if !site.root.join("pkg").is_dir() {
+        warn!(site_root = %site.root.display(), "no built site here: pages will not hydrate (run `make run`)");
     }
     let access = Access::new(args.token.clone()).with_cookies(args.secure_cookies, args.trusted_proxy.clone());
     let state = AppState { leptos_options: leptos_options.clone(), manager: manager.clone(), access: access.clone() };
@@ -487,7 +491,7 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
         .route(security::PING_PATH, get(|| async { StatusCode::NO_CONTENT }))
         // A terminal's Claude Code, through `askbridge hook` (with the token, as every `/api/`).
         .merge(crate::terminal::routes(manager.clone()))
-        .nest_service("/pkg", pkg_service(&args.site_root, hashed))
+        .nest_service("/pkg", pkg_service(&site.root, hashed))
         // The site's other files (`public/`: the service worker, the push script, the manifest,
         // icons) have fixed names: a browser asks again each time, so an upgrade reaches it.
         .fallback(
@@ -513,12 +517,6 @@ fn pkg_service(site_root: &Path, hashed: bool) -> Router {
     Router::new()
         .fallback_service(ServeDir::new(site_root.join("pkg")).precompressed_br().precompressed_gzip())
         .layer(SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, HeaderValue::from_static(cache)))
-}
-
-/// cargo-leptos writes the hashes of the bundle's file names next to the server binary.
-fn hash_file_beside_exe() -> Option<PathBuf> {
-    let path = std::env::current_exe().ok()?.parent()?.join("hash.txt");
-    path.is_file().then_some(path)
 }
 
 /// Gives server-function errors their HTTP status (from `AppError::status`) and turns the body
