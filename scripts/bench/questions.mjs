@@ -42,8 +42,9 @@ const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
 const CARD_BUDGET_MS = 30;
 const ANSWER_SLACK_MS = 5;
 
-const QUESTION = "Which database should we use?";
-const INPUT = {
+/** The question both products are asked (scripts/peer asks CloudCLI the same). */
+export const QUESTION = "Which database should we use?";
+export const INPUT = {
   questions: [
     {
       question: QUESTION,
@@ -161,7 +162,7 @@ export async function questions() {
 }
 
 /** The request that brings the model the answer to `toolUseId`; fails if the answer is not "Postgres". */
-async function answerReached(mock, toolUseId) {
+export async function answerReached(mock, toolUseId) {
   const request = await mock.request((r) => resultFor(r.body, toolUseId));
   const { content } = resultFor(request.body, toolUseId);
   const text = typeof content === "string" ? content : content.map((part) => part.text ?? "").join("\n");

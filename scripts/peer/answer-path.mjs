@@ -29,26 +29,13 @@ import { fileURLToPath } from "node:url";
 
 import { clockOffset, launchChromium } from "../bench/browser.mjs";
 import { figure, spread, stats } from "../bench/figures.mjs";
-import { MockApi, newToolResults, resultFor, textBlock, toolUseBlock } from "../bench/mock-api.mjs";
+import { MockApi, newToolResults, textBlock, toolUseBlock } from "../bench/mock-api.mjs";
 import { CLAUDE_BIN, claudeEnv, freePort, root, sleep, spawnTracked, waitFor } from "../bench/processes.mjs";
+import { answerReached, INPUT, QUESTION } from "../bench/questions.mjs";
 
 const APP = path.join(root, "target/peer/claudecodeui");
 const RUNS = Number(process.argv[2] ?? process.env.PEER_RUNS ?? 10);
 const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
-const QUESTION = "Which database should we use?";
-const INPUT = {
-  questions: [
-    {
-      question: QUESTION,
-      header: "Database",
-      multiSelect: false,
-      options: [
-        { label: "SQLite", description: "One file next to the app" },
-        { label: "Postgres", description: "A database server" },
-      ],
-    },
-  ],
-};
 
 /** A CloudCLI server of our own: loopback, a fresh HOME and database, one user, one project. */
 export class CloudCli {
@@ -203,15 +190,6 @@ const CLOUDCLI_VERSION = (() => {
     return "?";
   }
 })();
-
-/** The request that brings the model the answer to `toolUseId`; fails if the answer is not "Postgres". */
-async function answerReached(mock, toolUseId) {
-  const request = await mock.request((r) => resultFor(r.body, toolUseId));
-  const { content } = resultFor(request.body, toolUseId);
-  const text = typeof content === "string" ? content : content.map((part) => part.text ?? "").join("\n");
-  if (!text.includes('="Postgres"')) throw new Error(`the model was sent "${text}", not the answer "Postgres"`);
-  return request;
-}
 
 /**
  * One run in a cold page: a new session in the project, the question, Postgres, Submit; the times
