@@ -454,6 +454,12 @@ impl SessionRuntime {
         Ok(())
     }
 
+    /// Keeps a failed write of streamed pieces for the agent to hear at its next event.
+    fn stream_failed(&self, error: StoreError) {
+        warn!(session = %self.id, %error, "could not store what the agent streamed");
+        self.stream.lock().expect("stream lock").failed = Some(error);
+    }
+
     /// What a failed write of streamed pieces left for the agent to hear.
     pub(super) fn stream_failure(&self) -> Option<StoreError> {
         self.stream.lock().expect("stream lock").failed.take()
@@ -471,8 +477,7 @@ impl SessionRuntime {
                 runtime.write_queued(&store, &mut state).await
             };
             if let Err(error) = written {
-                warn!(session = %runtime.id, %error, "could not store what the agent streamed");
-                runtime.stream.lock().expect("stream lock").failed = Some(error);
+                runtime.stream_failed(error);
             }
             let waiting = Arc::downgrade(&runtime);
             drop(runtime);
@@ -527,8 +532,7 @@ impl SessionRuntime {
         // written (the lease went to another server, say), the agent hears it at its next event;
         // this event is judged on its own (a person's answer is not the agent's write).
         if let Err(error) = self.write_queued(store, state).await {
-            warn!(session = %self.id, %error, "could not store what the agent streamed");
-            self.stream.lock().expect("stream lock").failed = Some(error);
+            self.stream_failed(error);
         }
         self.judge_and_write(store, state, judge).await
     }
