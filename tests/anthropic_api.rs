@@ -11,7 +11,7 @@ use std::time::Duration;
 use askbridge::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::{Question, QuestionAnswer};
-use askbridge::session::{SessionManager, Timeouts};
+use askbridge::session::{NewSession, SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::thread::{EventBody, Role, Thread, ToolCall, TurnOutcome};
 use serde_json::{Value, json};
@@ -366,4 +366,49 @@ async fn max_tokens_inside_a_question_says_it_arrived_incomplete() {
     let Some(InteractionOutcome::Failed { error }) = &interaction.outcome else { panic!("{interaction:?}") };
     assert!(error.starts_with("the question arrived incomplete"), "{error}");
     assert!(!thread.is_waiting());
+}
+
+#[tokio::test]
+async fn the_model_a_session_picks_is_the_model_of_its_requests_and_a_switch_takes_the_next_turn() {
+    support::session::log_to_test_output();
+    let mock = MockAnthropic::start(vec![Reply::text("first"), Reply::text("second"), Reply::text("third")]).await;
+    let store = Store::open_in_memory().await.unwrap();
+    let manager = SessionManager::new(store, agent(&mock));
+    let offers = manager.agent_offers().await;
+    let listed: Vec<&str> = offers[0].models.iter().map(|m| m.value.as_str()).collect();
+    assert_eq!(listed, support::mock_anthropic::MODELS.map(|(id, _)| id), "GET /v1/models, every page");
+    let new = NewSession { model: Some("claude-haiku-5-5"), ..NewSession::default() };
+    let session = manager.create_session_with(new).await.unwrap().id;
+    let run = AgentSession { manager: manager.clone(), mock, session };
+    run.send("one").await;
+    run.turn_ended(TurnOutcome::Completed).await;
+    run.manager.set_model(&run.session, Some("claude-opus-5-5")).await.unwrap();
+    // An event of the session's log: every tab hears of it, and a restart reads it back.
+    assert_eq!(run.thread().await.turn.model.as_deref(), Some("claude-opus-5-5"));
+    run.send("two").await;
+    run.turn_ended(TurnOutcome::Completed).await;
+    // Back to the server's --model.
+    run.manager.set_model(&run.session, None).await.unwrap();
+    run.send("three").await;
+    run.turn_ended(TurnOutcome::Completed).await;
+    let models: Vec<Value> = run.mock.requests().iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models, [json!("claude-haiku-5-5"), json!("claude-opus-5-5"), json!(MODEL)]);
+    assert_eq!(run.thread().await.turn.model, None);
+}
+
+#[tokio::test]
+async fn a_model_name_that_could_be_a_flag_or_names_nothing_is_refused() {
+    let mock = MockAnthropic::start(vec![]).await;
+    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), agent(&mock));
+    for bad in ["--dangerously-skip-permissions", "two words", "x;rm"] {
+        let new = NewSession { model: Some(bad), ..NewSession::default() };
+        let error = manager.create_session_with(new).await.unwrap_err();
+        assert!(error.to_string().contains("is not a model name"), "{bad}: {error}");
+    }
+    let session = manager.create_session(None).await.unwrap().id;
+    assert!(manager.set_model(&session, Some("-p")).await.is_err());
+    assert_eq!(thread_of(&manager, &session).await.turn.model, None, "nothing recorded");
+    let new = NewSession { agent: Some("claude"), ..NewSession::default() };
+    let error = manager.create_session_with(new).await.unwrap_err().to_string();
+    assert!(error.contains("does not run the agent “claude”") && error.contains("anthropic"), "{error}");
 }

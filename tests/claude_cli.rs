@@ -808,3 +808,28 @@ async fn a_slow_reply_after_a_subagent_ends_its_own_turn_not_the_next() {
         "the next message gets its own reply: {replies:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sessions_model_starts_the_cli_and_a_switch_reaches_the_cli_that_runs() {
+    use askbridge::agent::AgentBackend;
+    let h = harness(vec![Reply::text("one"), Reply::text("two")], AnswerPath::Hook).await;
+    // What the CLI itself offers (a CLI started only to ask: it sends the API nothing).
+    let models: Vec<String> = h.backend.models().await.into_iter().map(|m| m.value).collect();
+    for alias in ["default", "sonnet", "opus", "haiku"] {
+        assert!(models.iter().any(|m| m == alias), "{alias} in {models:?}");
+    }
+    let commands: Vec<String> = h.backend.commands(None).await.into_iter().map(|c| c.name).collect();
+    assert!(commands.iter().any(|c| c == "compact") && commands.iter().any(|c| c == "clear"), "{commands:?}");
+    assert!(h.mock.requests().is_empty(), "asking sent the API nothing");
+    // No CLI runs yet: the next start takes --model.
+    h.manager.set_model(&h.session, Some("haiku")).await.unwrap();
+    h.send("first").await;
+    h.turn_end().await;
+    assert!(h.backend.pid(&h.session).is_some(), "the CLI stays between turns");
+    // It runs: set_model, confirmed by the CLI, for the next turn.
+    h.manager.set_model(&h.session, Some("sonnet")).await.unwrap();
+    h.send("second").await;
+    h.turn_end().await;
+    let models: Vec<Value> = h.mock.requests().iter().map(|r| r["model"].clone()).collect();
+    assert_eq!(models, [json!("claude-haiku-5-5"), json!("claude-sonnet-5-5")]);
+}

@@ -10,6 +10,7 @@ pub mod anthropic;
 pub mod claude;
 mod error;
 pub mod recording;
+mod registry;
 pub mod scripted;
 mod sink;
 
@@ -17,15 +18,20 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::PermissionMode;
-use crate::thread::{Message, Usage};
+use crate::thread::{Message, ModelChoice, SlashCommand, Usage};
 
 pub use error::AgentError;
 pub use recording::RecordingSink;
+pub use registry::Agents;
 pub use sink::{Sink, TurnSink};
 
 /// What a backend gets to run one turn.
 pub struct TurnRequest {
     pub session_id: String,
+    /// The session's agent (its `name`): which backend of [`Agents`] runs the turn.
+    pub agent: String,
+    /// The model the session picked; `None`: the agent's default (`--model`, or its own).
+    pub model: Option<String>,
     /// The person's message; empty when the turn resumes.
     pub text: String,
     /// The turn starts because the person settled what a parked turn left waiting (the outcomes
@@ -46,6 +52,40 @@ pub struct TurnRequest {
 pub trait AgentBackend: Send + Sync + 'static {
     /// The name people pick with `--agent`, also stored with each session.
     fn name(&self) -> &'static str;
+
+    /// What people call it, on the new-session page.
+    fn label(&self) -> &'static str {
+        self.name()
+    }
+
+    /// The names of the agents behind this one: several for [`Agents`], else this one's.
+    fn names(&self) -> Vec<&'static str> {
+        vec![self.name()]
+    }
+
+    /// The agent called `name`, when this one stands for several ([`Agents`]); `None`: this one.
+    fn backend(&self, name: &str) -> Option<&dyn AgentBackend> {
+        let _ = name;
+        None
+    }
+
+    /// The models a session can pick, as the agent lists them (cached by the agent).
+    fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// The `/` commands the agent takes in `workdir` (its default folder when `None`).
+    fn commands<'a>(&'a self, workdir: Option<&'a std::path::Path>) -> BoxFuture<'a, Vec<SlashCommand>> {
+        let _ = workdir;
+        Box::pin(async { Vec::new() })
+    }
+
+    /// The person picked the session's model (`None`: the default): a running agent switches
+    /// now, or says why it cannot; one that does not run takes it at its next turn.
+    fn set_model<'a>(&'a self, session: &'a str, model: Option<&'a str>) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (session, model);
+        Box::pin(async { Ok(()) })
+    }
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>>;
 

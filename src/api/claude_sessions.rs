@@ -142,7 +142,15 @@ pub async fn continue_claude_session(id: String) -> Result<crate::thread::Sessio
         return Err(AppError::AgentBusy);
     }
     let history = Some((id, ssr::finished(messages)));
-    let session = manager.create_session_with(Some(&folder.display().to_string()), None, history).await?;
+    let folder = folder.display().to_string();
+    // Claude Code's own transcript goes on with Claude Code, whatever new sessions get here.
+    let new = crate::session::NewSession {
+        workdir: Some(&folder),
+        agent: Some(crate::agent::claude::AGENT_NAME),
+        history,
+        ..Default::default()
+    };
+    let session = manager.create_session_with(new).await?;
     let title = crate::session::title_from_message(summary.title());
     if let Err(error) = manager.store().set_automatic_title(&session.id, &title).await {
         tracing::warn!(session = %session.id, %error, "could not title the continued session");

@@ -15,7 +15,7 @@ use server_fn::codec::Json;
 use crate::approval::{Decision, PermissionMode};
 use crate::error::AppError;
 use crate::question::QuestionAnswer;
-use crate::thread::{SessionCursor, SessionSummary, Thread};
+use crate::thread::{AgentOffer, SessionCursor, SessionSummary, SlashCommand, Thread};
 
 #[cfg(feature = "ssr")]
 use crate::session::SessionManager;
@@ -56,16 +56,40 @@ pub const SESSIONS_PAGE: u32 = 50;
 /// Starts a session; `workdir` (a folder on the server) is where its agent works, and
 /// `permission_mode` what it may do without asking (bypassPermissions only with
 /// `confirm_bypass`: the person confirmed what it means).
+/// `agent` is one of the agents the server offers (its default when not given), and `model` a
+/// model of that agent's (its default when not given).
 #[server(input = Json, endpoint = "create_session")]
 pub async fn create_session(
     workdir: Option<String>,
     #[server(default)] permission_mode: Option<PermissionMode>,
     #[server(default)] confirm_bypass: bool,
+    #[server(default)] agent: Option<String>,
+    #[server(default)] model: Option<String>,
 ) -> Result<SessionSummary, AppError> {
     if let Some(mode) = permission_mode {
         check_confirmed(mode, confirm_bypass)?;
     }
-    manager()?.create_session_with(workdir.as_deref(), permission_mode, None).await
+    let new = crate::session::NewSession {
+        workdir: workdir.as_deref(),
+        mode: permission_mode,
+        agent: agent.as_deref(),
+        model: model.as_deref(),
+        history: None,
+    };
+    manager()?.create_session_with(new).await
+}
+
+/// Switches the model of the session's next turns (`None` or empty: the agent's default); a
+/// running Claude Code switches at once.
+#[server(input = Json, endpoint = "set_model")]
+pub async fn set_model(session: String, #[server(default)] model: Option<String>) -> Result<(), AppError> {
+    manager()?.set_model(&session, model.as_deref()).await
+}
+
+/// The `/` commands the session's agent takes, with their descriptions.
+#[server(input = Json, endpoint = "slash_commands")]
+pub async fn slash_commands(session: String) -> Result<Vec<SlashCommand>, AppError> {
+    manager()?.slash_commands(&session).await
 }
 
 #[server(input = Json, endpoint = "rename_session")]
@@ -99,6 +123,9 @@ pub struct WorkspaceData {
     /// Claude Code keeps sessions on this machine: the list offers them.
     #[serde(default)]
     pub claude_sessions: bool,
+    /// The agents a new session can talk to (the default first), with their models.
+    #[serde(default)]
+    pub agents: Vec<AgentOffer>,
 }
 
 /// A page's data: the workspace, and the session asked for when it could be loaded.
@@ -136,6 +163,7 @@ impl WorkspaceView {
             examples: manager.example_prompts(),
             claude_sessions: crate::agent::claude::transcripts::ProjectsDir::from_env()
                 .is_some_and(|projects| projects.holds_any_folder()),
+            agents: manager.agent_offers().await,
         };
         Ok(Self { workspace, current })
     }

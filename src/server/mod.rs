@@ -26,10 +26,10 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
 
-use crate::agent::AgentBackend;
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use crate::agent::claude::{AgentEnv, ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
+use crate::agent::{AgentBackend, Agents};
 use crate::api::WorkspaceView;
 use crate::app::{AssetPaths, shell};
 use crate::approval::PermissionMode;
@@ -78,7 +78,7 @@ pub async fn serve_until(
     let store = Store::connect(&database)
         .await
         .map_err(|error| format!("cannot open the database {}: {error}", without_password(&database)))?;
-    let agent = build_agent(&args)?;
+    let agent = build_agents(&args)?;
     let timeouts = Timeouts {
         question: args.question_timeout,
         approval: args.approval_timeout,
@@ -89,6 +89,10 @@ pub async fn serve_until(
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);
     manager.set_max_loaded_sessions(args.max_loaded_sessions);
+    // The models the new-session page offers, asked for now (a CLI started to ask, the API's
+    // list), so that the first page has them.
+    let asking = manager.clone();
+    tokio::spawn(async move { asking.agent_offers().await });
     let listener = match listener {
         Some(listener) => listener,
         None => tokio::net::TcpListener::bind(args.addr)
@@ -167,15 +171,49 @@ async fn notifier(
     Ok(notifier)
 }
 
-fn build_agent(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
+/// Every agent that can work on this machine, `--agent`'s the default for new sessions: Claude
+/// Code when found and signed in, the Messages API with a key, and the offline demo always.
+fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
+    let environment = Environment::of_this_process();
+    let (auto, why) = choose_agent(args, &environment);
     let choice = match args.agent {
         AgentChoice::Auto => {
-            let (choice, why) = choose_agent(args, &Environment::of_this_process());
-            info!(agent = ?choice, "--agent auto: {why}");
-            choice
+            info!(agent = ?auto, "--agent auto: {why}");
+            auto
         }
         chosen => chosen,
     };
+    let default = build_agent(args, choice)?;
+    let mut others = Vec::new();
+    for other in [AgentChoice::Claude, AgentChoice::Anthropic, AgentChoice::Scripted] {
+        if other == choice || !can_work(args, &environment, other) {
+            continue;
+        }
+        match build_agent(args, other) {
+            Ok(agent) => others.push(agent),
+            Err(error) => info!(agent = ?other, %error, "not offered to new sessions"),
+        }
+    }
+    Ok(Arc::new(Agents::new(default, others)))
+}
+
+/// Whether `agent` can work here besides the one `--agent` picked.
+fn can_work(args: &ServeArgs, environment: &Environment, agent: AgentChoice) -> bool {
+    let key = args.api_key_file.is_some() || args.api_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+    match agent {
+        AgentChoice::Claude => {
+            let claude = match &args.claude_bin {
+                Some(bin) => bin.is_file(),
+                None => claude_on_path(environment.path.as_deref()).is_some(),
+            };
+            claude && claude_login(environment, key).is_some()
+        }
+        AgentChoice::Anthropic => key,
+        AgentChoice::Scripted | AgentChoice::Auto => true,
+    }
+}
+
+fn build_agent(args: &ServeArgs, choice: AgentChoice) -> Result<Arc<dyn AgentBackend>, BoxError> {
     match choice {
         AgentChoice::Auto | AgentChoice::Scripted => {
             let scenario = match &args.scenario {

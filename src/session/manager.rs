@@ -24,7 +24,9 @@ use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::store::{Notice, Store, StoreResult};
-use crate::thread::{EventBody, Message, Role, SessionSummary, Thread};
+use crate::thread::{
+    AgentOffer, EventBody, MAX_MODEL_CHARS, Message, Role, SessionSummary, SlashCommand, Thread, is_model_name,
+};
 
 pub struct SessionManager {
     pub(super) log: Arc<SessionLog>,
@@ -197,22 +199,27 @@ impl SessionManager {
 
     /// Starts a session in the agent's default folder and permission mode.
     pub async fn create_session(&self, workdir: Option<&str>) -> Result<SessionSummary, AppError> {
-        self.create_session_with(workdir, None, None).await
+        self.create_session_with(NewSession { workdir, ..NewSession::default() }).await
     }
 
-    /// Starts a session; its agent works in `workdir` (an existing folder on this machine, given
-    /// as an absolute path) or the server's default, in permission `mode` or the server's default;
-    /// with `history` (the agent's id for a conversation, and its messages), it goes on with it.
-    pub async fn create_session_with(
-        &self,
-        workdir: Option<&str>,
-        mode: Option<PermissionMode>,
-        history: Option<(String, Vec<Message>)>,
-    ) -> Result<SessionSummary, AppError> {
+    /// Starts a session as `new` says: its agent (one this server runs), the folder it works in
+    /// (an existing folder on this machine, given as an absolute path), its permission mode and
+    /// model, each the server's default when not given; with `history` (the agent's id for a
+    /// conversation, and its messages), it goes on with that conversation.
+    pub async fn create_session_with(&self, new: NewSession<'_>) -> Result<SessionSummary, AppError> {
+        let NewSession { workdir, mode, agent, model, history } = new;
+        let agent = match agent.map(str::trim).filter(|a| !a.is_empty()) {
+            None => &*self.agent,
+            Some(name) => self.agent_named(name)?,
+        };
+        let model = match model.map(str::trim).filter(|m| !m.is_empty()) {
+            Some(model) => Some(checked_model(model)?),
+            None => None,
+        };
         if let Some(mode) = mode {
             self.turns.policy.check_mode(mode)?;
             // Refused now rather than when the agent starts (bypass where it is not allowed).
-            self.agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
+            agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         }
         let workdir = match workdir.map(str::trim).filter(|w| !w.is_empty()) {
             Some(dir) => Some(self.turns.policy.check_workdir(dir)?.display().to_string()),
@@ -222,7 +229,7 @@ impl SessionManager {
         let summary = SessionSummary {
             id: new_id(),
             title: "New session".to_string(),
-            agent: self.agent.name().to_string(),
+            agent: agent.name().to_string(),
             created_at_ms: now,
             updated_at_ms: now,
             working: false,
@@ -233,9 +240,12 @@ impl SessionManager {
         };
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.
-        let mode = mode.unwrap_or_else(|| self.agent.default_permission_mode());
+        let mode = mode.unwrap_or_else(|| agent.default_permission_mode());
         let runtime = self.runtime(&summary.id).await?;
         runtime.append(self.store(), EventBody::PermissionModeChanged { mode }).await?;
+        if model.is_some() {
+            runtime.append(self.store(), EventBody::ModelChanged { model }).await?;
+        }
         if let Some((agent_session, messages)) = history {
             runtime.append(self.store(), EventBody::HistoryImported { agent_session, messages }).await?;
         }
@@ -281,7 +291,7 @@ impl SessionManager {
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
         // Before the message is stored: a turn that cannot start should not leave it behind.
-        let workdir = self.turns.workdir(session_id).await?;
+        let placed = self.turns.placement(session_id).await?;
         if state.thread.turn.working || !self.log.leases().take(session_id).await? {
             // Running, here or (the lease says) on another server sharing the store.
             return Err(AppError::AgentBusy);
@@ -317,7 +327,7 @@ impl SessionManager {
         }
         // A resume that failed is tried again now, with a short wait again if it fails.
         self.turns.forget_failures(session_id);
-        self.turns.start_owed_locked(&runtime, &mut state, workdir).await
+        self.turns.start_owed_locked(&runtime, &mut state, placed).await
     }
 
     /// Stops the session's running turn. Stopping an idle session does nothing.
@@ -407,12 +417,101 @@ impl SessionManager {
         self.turns.policy.check_mode(mode)?;
         let runtime = self.runtime(session_id).await?;
         // The agent may refuse (bypass not allowed here); a running one switches now.
-        self.agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
+        let agent = self.store().session(session_id).await?.agent;
+        let agent = self.agent.backend(&agent).unwrap_or(&*self.agent);
+        agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         let mut state = runtime.lock().await;
         if state.thread.turn.permission_mode != Some(mode) {
             runtime.append_locked(self.store(), &mut state, EventBody::PermissionModeChanged { mode }).await?;
         }
         info!(session = %session_id, %mode, "permission mode set");
         Ok(())
+    }
+
+    /// Switches the session's model for its next turn (`None`: the agent's default): recorded
+    /// for every later start, and sent to the agent now if it runs (it may refuse: the switch is
+    /// then not recorded, and the error says why).
+    pub async fn set_model(&self, session_id: &str, model: Option<&str>) -> Result<(), AppError> {
+        let model = match model.map(str::trim).filter(|m| !m.is_empty()) {
+            Some(model) => Some(checked_model(model)?),
+            None => None,
+        };
+        let summary = self.store().session(session_id).await?;
+        if summary.is_terminal() {
+            return Err(AppError::BadRequest {
+                detail: "this conversation runs in a terminal: switch its model there (/model)".into(),
+            });
+        }
+        let runtime = self.runtime(session_id).await?;
+        let agent = self.agent_named(&summary.agent)?;
+        agent.set_model(session_id, model.as_deref()).await.map_err(|detail| AppError::BadRequest { detail })?;
+        let mut state = runtime.lock().await;
+        if state.thread.turn.model != model {
+            runtime.append_locked(self.store(), &mut state, EventBody::ModelChanged { model: model.clone() }).await?;
+        }
+        info!(session = %session_id, model = model.as_deref().unwrap_or("default"), "model set");
+        Ok(())
+    }
+
+    /// The agents new sessions can talk to, the server's default first, with their models.
+    pub async fn agent_offers(&self) -> Vec<AgentOffer> {
+        let mut offers = Vec::new();
+        for name in self.agent.names() {
+            let agent = self.agent.backend(name).unwrap_or(&*self.agent);
+            offers.push(AgentOffer {
+                name: name.to_string(),
+                label: agent.label().to_string(),
+                default_workdir: agent.default_workdir().map(|dir| dir.display().to_string()),
+                // A page is not held up for long by an agent that is slow to say.
+                models: tokio::time::timeout(OFFER_WAIT, agent.models()).await.unwrap_or_default(),
+            });
+        }
+        offers
+    }
+
+    /// The `/` commands of the session's agent, in the session's folder.
+    pub async fn slash_commands(&self, session_id: &str) -> Result<Vec<SlashCommand>, AppError> {
+        let placed = self.turns.placement(session_id).await?;
+        let agent = self.agent_named(&placed.agent)?;
+        Ok(agent.commands(placed.workdir.as_deref()).await)
+    }
+
+    /// The agent called `name`, if this server runs it.
+    fn agent_named(&self, name: &str) -> Result<&dyn AgentBackend, AppError> {
+        if name == self.agent.name() {
+            return Ok(self.agent.backend(name).unwrap_or(&*self.agent));
+        }
+        self.agent.backend(name).ok_or_else(|| AppError::BadRequest {
+            detail: format!("this server does not run the agent “{name}”; it runs: {}", self.agent.names().join(", ")),
+        })
+    }
+}
+
+/// How long a page waits for an agent to list its models.
+const OFFER_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What a new session gets; anything not given is the server's default.
+#[derive(Default)]
+pub struct NewSession<'a> {
+    pub workdir: Option<&'a str>,
+    pub mode: Option<PermissionMode>,
+    /// The agent's name (`claude`, `anthropic`, `scripted`).
+    pub agent: Option<&'a str>,
+    pub model: Option<&'a str>,
+    /// The agent's id for a conversation to go on with, and its messages.
+    pub history: Option<(String, Vec<Message>)>,
+}
+
+/// `model`, if it can name one.
+fn checked_model(model: &str) -> Result<String, AppError> {
+    if is_model_name(model) {
+        Ok(model.to_string())
+    } else {
+        Err(AppError::BadRequest {
+            detail: format!(
+                "“{}” is not a model name: use an alias such as sonnet, or a model id (letters, digits and .-_:[]@/, at most {MAX_MODEL_CHARS})",
+                model.chars().take(40).collect::<String>()
+            ),
+        })
     }
 }

@@ -28,6 +28,6 @@ mod turns;
 
 pub use crate::bridge::Timeouts;
 pub use log::{DEFAULT_MAX_LOADED, EventObserver, LIST_FIRST_PAGE, SessionLog, SessionRuntime};
-pub use manager::SessionManager;
+pub use manager::{NewSession, SessionManager};
 pub use policy::SessionPolicy;
 pub use title::title_from_message;

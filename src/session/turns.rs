@@ -40,6 +40,12 @@ const RETRIES: u32 = 8;
 /// twice the one before).
 const LONGEST_RETRY: Duration = Duration::from_secs(600);
 
+/// Where a session's turns run: the agent it was created with, and its folder.
+pub(super) struct Placement {
+    pub workdir: Option<PathBuf>,
+    pub agent: String,
+}
+
 pub(super) struct Turns {
     pub(super) log: Arc<SessionLog>,
     pub(super) bridge: Arc<InteractionBridge>,
@@ -64,23 +70,25 @@ impl Turns {
         self.log.leases()
     }
 
-    /// The session's folder as its agent will work in it, checked again at every start: it may
-    /// have gone, or become a link out of the root.
-    pub(super) async fn workdir(&self, session_id: &str) -> Result<Option<PathBuf>, AppError> {
-        match self.store().session(session_id).await?.workdir {
-            Some(dir) => Ok(Some(self.policy.check_workdir(&dir)?)),
-            None => Ok(None),
-        }
+    /// Where the session's turns run: its agent, and its folder as that agent will work in it,
+    /// checked again at every start (it may have gone, or become a link out of the root).
+    pub(super) async fn placement(&self, session_id: &str) -> Result<Placement, AppError> {
+        let summary = self.store().session(session_id).await?;
+        let workdir = match summary.workdir {
+            Some(dir) => Some(self.policy.check_workdir(&dir)?),
+            None => None,
+        };
+        Ok(Placement { workdir, agent: summary.agent })
     }
 
-    /// The folder for a turn about to start with its lease taken (given back when the folder
+    /// The placement of a turn about to start with its lease taken (given back when the folder
     /// cannot be used here: another server may reach it).
-    async fn workdir_with_lease(&self, session_id: &str) -> Result<Option<PathBuf>, AppError> {
-        let workdir = self.workdir(session_id).await;
-        if workdir.is_err() {
+    async fn placement_with_lease(&self, session_id: &str) -> Result<Placement, AppError> {
+        let placed = self.placement(session_id).await;
+        if placed.is_err() {
             self.leases().give_back(session_id).await;
         }
-        workdir
+        placed
     }
 
     /// Records the start of the turn the session owes (a resume, or the person's queued
@@ -91,7 +99,7 @@ impl Turns {
         runtime: &Arc<SessionRuntime>,
         state: &mut RuntimeState,
         next: NextTurn,
-        workdir: Option<PathBuf>,
+        placed: Placement,
     ) -> Result<(), AppError> {
         let session_id = runtime.id();
         // The conversation as the agent takes it: the queued messages are this turn's text (or,
@@ -115,11 +123,13 @@ impl Turns {
         self.log.list_changed();
         let request = TurnRequest {
             session_id: session_id.to_string(),
+            agent: placed.agent,
+            model: state.thread.turn.model.clone(),
             resume: next == NextTurn::Resume,
             text,
             history,
             agent_session: state.thread.turn.agent_session.clone(),
-            workdir,
+            workdir: placed.workdir,
             permission_mode: state.thread.turn.permission_mode,
             cancel,
         };
@@ -141,10 +151,10 @@ impl Turns {
         self: &Arc<Self>,
         runtime: &Arc<SessionRuntime>,
         state: &mut RuntimeState,
-        workdir: Option<PathBuf>,
+        placed: Placement,
     ) -> Result<(), AppError> {
         match state.thread.next_turn() {
-            Some(next) => self.start(runtime, state, next, workdir).await,
+            Some(next) => self.start(runtime, state, next, placed).await,
             None => {
                 self.leases().give_back(runtime.id()).await;
                 Ok(())
@@ -233,8 +243,8 @@ impl Turns {
         match next {
             // The lease kept: the next turn runs here.
             Some(next) => {
-                let started = match self.workdir_with_lease(session).await {
-                    Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+                let started = match self.placement_with_lease(session).await {
+                    Ok(placed) => self.start(&runtime, &mut state, next, placed).await,
                     Err(error) => Err(error),
                 };
                 if let Err(error) = started {
@@ -278,8 +288,8 @@ impl Turns {
             NextTurn::Resume => info!(session = %session_id, "resuming the agent with the person's answers"),
             NextTurn::Messages => info!(session = %session_id, "starting the turn of the person's message"),
         }
-        let started = match self.workdir_with_lease(session_id).await {
-            Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+        let started = match self.placement_with_lease(session_id).await {
+            Ok(placed) => self.start(&runtime, &mut state, next, placed).await,
             Err(error) => Err(error),
         };
         if let Err(error) = started {
@@ -402,8 +412,8 @@ impl Turns {
         }
         if let Some(next) = state.thread.next_turn() {
             info!(%session, ?next, "starting the turn owed by the session whose server is gone");
-            let started = match self.workdir_with_lease(session).await {
-                Ok(workdir) => self.start(&runtime, &mut state, next, workdir).await,
+            let started = match self.placement_with_lease(session).await {
+                Ok(placed) => self.start(&runtime, &mut state, next, placed).await,
                 Err(error) => Err(error),
             };
             if let Err(error) = started {
@@ -455,6 +465,8 @@ impl Turns {
     /// answered it by itself when its server died; the card says what it was told, never that
     /// the person answered.
     async fn end_abandoned(&self, runtime: &SessionRuntime, state: &mut RuntimeState, what: &str) -> StoreResult<()> {
+        let agent_name = self.store().session(runtime.id()).await?.agent;
+        let agent = self.agent.backend(&agent_name).unwrap_or(&*self.agent);
         let lost: Vec<(String, String)> = state
             .thread
             .messages
@@ -463,7 +475,7 @@ impl Turns {
             .filter_map(|block| match block {
                 Block::ToolCall(call) => {
                     let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
-                    Some((call.id.clone(), self.agent.told_when_lost(&interaction.request)?))
+                    Some((call.id.clone(), agent.told_when_lost(&interaction.request)?))
                 }
                 Block::Text { .. } | Block::Image(_) => None,
             })

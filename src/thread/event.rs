@@ -45,6 +45,10 @@ pub enum EventBody {
     PermissionModeChanged {
         mode: PermissionMode,
     },
+    /// The person picked the model of the session's next turns (`None`: the agent's default).
+    ModelChanged {
+        model: Option<String>,
+    },
     /// The agent's process started or stopped (it is paused or idle, and resumes when needed).
     AgentRunning {
         running: bool,
@@ -142,6 +146,7 @@ impl EventBody {
             | Self::Notice { .. }
             | Self::HistoryImported { .. }
             | Self::PermissionModeChanged { .. }
+            | Self::ModelChanged { .. }
             | Self::InteractionResolved { .. } => false,
         }
     }
@@ -157,6 +162,7 @@ impl EventBody {
             Self::AgentStarted { .. } => "agent_started",
             Self::AgentRunning { .. } => "agent_running",
             Self::PermissionModeChanged { .. } => "permission_mode_changed",
+            Self::ModelChanged { .. } => "model_changed",
             Self::AssistantMessageStarted { .. } => "assistant_message_started",
             Self::TextDelta { .. } => "text_delta",
             Self::ToolCallStarted { .. } => "tool_call_started",

@@ -6,10 +6,12 @@
 
 mod event;
 mod message;
+mod offer;
 mod usage;
 
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
+pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
 pub use usage::Usage;
 
 use serde::{Deserialize, Serialize};
@@ -191,6 +193,9 @@ pub struct TurnState {
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// The model the person picked for the session's next turns (`None`: the agent's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// What the session's turns have cost so far, summed from their usage, for the header.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cost_usd: Option<f64>,
@@ -307,6 +312,10 @@ impl Thread {
             }
             EventBody::PermissionModeChanged { mode } => {
                 self.turn.permission_mode = Some(*mode);
+                Change::turn()
+            }
+            EventBody::ModelChanged { model } => {
+                self.turn.model = model.clone();
                 Change::turn()
             }
             EventBody::TurnStarted => {

@@ -1,6 +1,6 @@
 //! What every pane shares: its header (with the drawer's button on a phone and the bell), the
-//! banner that says the live stream is down, and the permission mode's select (the welcome page's
-//! and the session header's).
+//! banner that says the live stream is down, and the selects of the permission mode and the model
+//! (the welcome page's and the session header's).
 
 use leptos::prelude::*;
 
@@ -9,6 +9,7 @@ use super::notify::notify_button;
 use super::state::use_workspace;
 use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
+use crate::thread::ModelChoice;
 
 pub fn pane_header(heading: impl IntoView) -> impl IntoView {
     let workspace = use_workspace();
@@ -72,6 +73,40 @@ pub fn mode_select(
         <label class="mode-field">
             <span class="mode-label">"Permissions"</span>
             <select aria-label="Permission mode" on:change=on_change>{options}</select>
+        </label>
+    }
+}
+
+/// A `<select>` of `models` (what the agent listed), showing `current` (`""`: the agent's
+/// default; a model the session got elsewhere is shown though not listed); `chosen` hears of a
+/// choice. Claude Code's own `default` is the same as none.
+pub fn model_select(
+    models: Vec<ModelChoice>,
+    current: String,
+    chosen: impl Fn(String) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let current = if current == "default" { String::new() } else { current };
+    let mut options: Vec<(String, String, String)> = vec![(String::new(), "Default".into(), String::new())];
+    for model in models {
+        match model.value.as_str() {
+            "default" => options[0].2 = model.description,
+            _ => options.push((model.value, model.label, model.description)),
+        }
+    }
+    if !options.iter().any(|(value, ..)| *value == current) {
+        options.push((current.clone(), current.clone(), String::new()));
+    }
+    let options = options
+        .into_iter()
+        .map(|(value, label, hint)| {
+            let selected = value == current;
+            view! { <option value=value title=hint selected=selected>{label}</option> }
+        })
+        .collect_view();
+    view! {
+        <label class="mode-field">
+            <span class="mode-label">"Model"</span>
+            <select aria-label="Model" on:change=move |event| chosen(event_target_value(&event))>{options}</select>
         </label>
     }
 }

@@ -1,4 +1,4 @@
-//! The open session's pane: its header (title, agent, status, permission mode, the bell) and
+//! The open session's pane: its header (title, agent, status, model, permission mode, the bell) and
 //! its thread. Drawn through `lazy::session_pane`, so it lives in the WASM chunk that the welcome
 //! page loads only when idle (docs/size.md).
 
@@ -6,12 +6,12 @@ use leptos::prelude::*;
 
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
-use super::pane::{mode_select, pane_header};
+use super::pane::{mode_select, model_select, pane_header};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
 use super::usage::{context_line, session_tokens};
-use crate::api::SetPermissionMode;
+use crate::api::{SetModel, SetPermissionMode};
 use crate::approval::PermissionMode;
 use crate::interaction::InteractionRequest;
 use crate::thread::{EventBody, SessionEvent, SessionStatus, SessionSummary, TurnOutcome};
@@ -77,8 +77,13 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {move || terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone()))}
             </span>
         </div>
-        // The terminal's own mode rules there.
-        {move || summary.with(|s| s.terminal.is_none()).then(|| mode_switcher(thread))}
+        // The terminal's own mode and model rule there.
+        {move || summary.with(|s| s.terminal.is_none()).then(|| view! {
+            <div class="session-switches">
+                {model_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
+                {mode_switcher(thread)}
+            </div>
+        })}
     };
     view! {
         {pane_header(heading)}
@@ -108,6 +113,41 @@ fn shell_quoted(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
+}
+
+/// The model of the session's next turns, from what its agent lists; a running Claude Code
+/// switches at once. None for an agent that lists no models.
+fn model_switcher(thread: ThreadState, agent: String) -> Option<impl IntoView> {
+    let workspace = use_workspace();
+    let models = workspace
+        .agents
+        .with_value(|agents| agents.iter().find(|a| a.name == agent).map(|a| a.models.clone()))
+        .filter(|models| !models.is_empty())?;
+    let current = Memo::new(move |_| thread.turn.with(|t| t.model.clone().unwrap_or_default()));
+    let call = ServerCall::<SetModel>::new();
+    // Redraws the select when a switch fails, so that it shows the model that holds.
+    let redraw = RwSignal::new(0u32);
+    let session = thread.session_id;
+    let switch = move |picked: String| {
+        let input = SetModel { session: session.get_value(), model: Some(picked) };
+        call.dispatch_then(input, move |result| {
+            if result.is_err() {
+                redraw.update(|n| *n += 1);
+            }
+        });
+    };
+    let problem = move || call.problem();
+    Some(view! {
+        <div class="mode-switcher">
+            {move || {
+                redraw.track();
+                model_select(models.clone(), current.get(), switch)
+            }}
+            <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
+                {problem}
+            </span>
+        </div>
+    })
 }
 
 /// The session's permission mode, switchable while it runs.

@@ -404,6 +404,7 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/messages", post(messages).fallback(not_found))
         .route("/v1/messages/count_tokens", post(count_tokens).fallback(not_found))
+        .route("/v1/models", get(list_models).fallback(not_found))
         .route("/_requests", get(recorded_requests).fallback(not_found))
         .fallback(not_found)
         .layer(middleware::from_fn(log_request))
@@ -478,6 +479,45 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
 
 async fn count_tokens(body: Bytes) -> Response {
     axum::Json(json!({ "input_tokens": rough_tokens(body.len()) })).into_response()
+}
+
+/// The models the mock lists (`GET /v1/models`), newest first, as the real API names them.
+pub const MODELS: [(&str, &str); 3] = [
+    ("claude-opus-5-5", "Claude Opus 5.5"),
+    ("claude-sonnet-5-5", "Claude Sonnet 5.5"),
+    ("claude-haiku-5-5", "Claude Haiku 5.5"),
+];
+
+/// `GET /v1/models?limit=&after_id=`, a page at a time as the API pages it.
+async fn list_models(uri: Uri) -> Response {
+    let query: Vec<(String, String)> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+        .collect();
+    let param = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    let limit = param("limit").and_then(|l| l.parse::<usize>().ok()).unwrap_or(20).clamp(1, 1000);
+    let start = match param("after_id") {
+        Some(after) => MODELS.iter().position(|(id, _)| *id == after).map_or(MODELS.len(), |at| at + 1),
+        None => 0,
+    };
+    let page: Vec<Value> = MODELS
+        .iter()
+        .skip(start)
+        .take(limit)
+        .map(
+            |(id, name)| json!({"type": "model", "id": id, "display_name": name, "created_at": "2026-09-01T00:00:00Z"}),
+        )
+        .collect();
+    let has_more = start + page.len() < MODELS.len();
+    axum::Json(json!({
+        "data": page,
+        "has_more": has_more,
+        "first_id": page.first().map(|m| m["id"].clone()),
+        "last_id": page.last().map(|m| m["id"].clone()),
+    }))
+    .into_response()
 }
 
 async fn recorded_requests(State(shared): State<Arc<Shared>>) -> Response {
@@ -815,10 +855,26 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_model_list_comes_a_page_at_a_time_and_is_not_recorded() {
+        let shared = Arc::new(Shared::new(vec![]));
+        let app = router(shared.clone());
+        let (status, _, first) = call(&app, "GET", "/v1/models?limit=2", "").await;
+        assert_eq!(status, StatusCode::OK);
+        let first: Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(first["data"].as_array().unwrap().len(), 2);
+        assert_eq!((first["has_more"].clone(), first["last_id"].clone()), (json!(true), json!("claude-sonnet-5-5")));
+        let (_, _, rest) = call(&app, "GET", "/v1/models?limit=2&after_id=claude-sonnet-5-5", "").await;
+        let rest: Value = serde_json::from_str(&rest).unwrap();
+        assert_eq!(rest["data"][0]["id"], "claude-haiku-5-5");
+        assert_eq!(rest["has_more"], false);
+        assert!(shared.requests().is_empty());
+    }
+
+    #[tokio::test]
     async fn unknown_endpoints_get_a_json_not_found() {
         let shared = Arc::new(Shared::new(vec![Reply::text("kept")]));
         let app = router(shared.clone());
-        for (method, uri) in [("GET", "/v1/models"), ("GET", "/v1/messages"), ("POST", "/_requests")] {
+        for (method, uri) in [("POST", "/v1/models"), ("GET", "/v1/messages"), ("POST", "/_requests")] {
             let (status, content_type, body) = call(&app, method, uri, "").await;
             assert_eq!(status, StatusCode::NOT_FOUND, "{method} {uri}");
             assert_eq!(content_type.as_deref(), Some("application/json"));

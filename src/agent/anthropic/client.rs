@@ -77,8 +77,30 @@ fn describe_status(status: u16, kind: &str, message: &str) -> String {
 pub struct MessagesClient {
     http: reqwest::Client,
     url: String,
+    /// `GET /v1/models`.
+    models_url: String,
     api_key: String,
 }
+
+/// A model as `GET /v1/models` lists it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct ListedModel {
+    pub id: String,
+    #[serde(default)]
+    pub display_name: String,
+}
+
+#[derive(serde::Deserialize)]
+struct ModelPage {
+    data: Vec<ListedModel>,
+    #[serde(default)]
+    has_more: bool,
+    #[serde(default)]
+    last_id: Option<String>,
+}
+
+/// Pages of `GET /v1/models` read at most (a thousand models).
+const MODEL_PAGES: usize = 10;
 
 impl MessagesClient {
     /// A client for the API at `base_url` (`https://api.anthropic.com`, or a proxy or mock).
@@ -92,7 +114,54 @@ impl MessagesClient {
             .user_agent(concat!("askbridge/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("cannot set up HTTPS: {e}"))?;
-        Ok(Self { http, url: format!("{}/v1/messages", base_url.trim_end_matches('/')), api_key: api_key.to_string() })
+        let base = base_url.trim_end_matches('/');
+        Ok(Self {
+            http,
+            url: format!("{base}/v1/messages"),
+            models_url: format!("{base}/v1/models"),
+            api_key: api_key.to_string(),
+        })
+    }
+
+    /// The models this key may use, newest first, as the API lists them (every page).
+    pub async fn models(&self) -> Result<Vec<ListedModel>, ApiError> {
+        let mut models = Vec::new();
+        let mut after: Option<String> = None;
+        for _ in 0..MODEL_PAGES {
+            let mut url = reqwest::Url::parse(&self.models_url)
+                .map_err(|e| ApiError::Unreachable { url: self.models_url.clone(), detail: e.to_string() })?;
+            url.query_pairs_mut().append_pair("limit", "100");
+            if let Some(after) = &after {
+                url.query_pairs_mut().append_pair("after_id", after);
+            }
+            let response = self
+                .http
+                .get(url)
+                .header("x-api-key", &self.api_key)
+                .header("anthropic-version", ANTHROPIC_VERSION)
+                .send()
+                .await
+                .map_err(|e| ApiError::Unreachable { url: self.models_url.clone(), detail: error_chain(&e) })?;
+            let status = response.status();
+            let body = response.text().await.unwrap_or_default();
+            if !status.is_success() {
+                let (kind, message) = match serde_json::from_str::<ErrorResponse>(&body) {
+                    Ok(error) => (error.error.kind, error.error.message),
+                    Err(_) => (status.canonical_reason().unwrap_or("error").to_string(), String::new()),
+                };
+                return Err(ApiError::Status { status: status.as_u16(), kind, message, retry_after: None });
+            }
+            let page: ModelPage = serde_json::from_str(&body).map_err(|e| ApiError::Unreachable {
+                url: self.models_url.clone(),
+                detail: format!("the model list could not be read: {e}"),
+            })?;
+            models.extend(page.data);
+            match page.last_id {
+                Some(last) if page.has_more => after = Some(last),
+                _ => break,
+            }
+        }
+        Ok(models)
     }
 
     /// One attempt: sends the request and returns the reply's events once the API accepted it.

@@ -36,7 +36,7 @@ use wire::{ContentBlock, InputMessage, MessagesRequest, Role, SystemBlock};
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::thread::{EventBody, Usage};
+use crate::thread::{EventBody, ModelChoice, Usage};
 
 /// Where the API is unless `ANTHROPIC_BASE_URL` says otherwise.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -81,22 +81,34 @@ pub struct AnthropicAgent {
     /// What the turns that parked cost, per session: counted into the turn that resumes them
     /// (a parked turn reports no usage of its own).
     carried: Mutex<HashMap<String, Usage>>,
+    /// What `GET /v1/models` last listed, and when.
+    models: tokio::sync::Mutex<Option<(Instant, Vec<ModelChoice>)>>,
 }
+
+/// How long the API's model list is kept.
+const MODELS_KEPT: Duration = Duration::from_secs(60 * 60);
+/// How long a list that could not be fetched is left alone.
+const MODELS_RETRY: Duration = Duration::from_secs(60);
 
 impl AnthropicAgent {
     pub fn new(config: AnthropicConfig) -> Result<Self, String> {
         let client = MessagesClient::new(&config.base_url, &config.api_key)?;
-        Ok(Self { config, client, carried: Mutex::default() })
+        Ok(Self { config, client, carried: Mutex::default(), models: Default::default() })
+    }
+
+    /// The model of `request`'s session: its own pick, else `--model`.
+    fn model_of<'a>(&'a self, request: &'a TurnRequest) -> &'a str {
+        request.model.as_deref().unwrap_or(&self.config.model)
     }
 
     /// For the session header: "Messages API · claude-opus-5-5".
-    fn describe(&self) -> String {
-        format!("Messages API · {}", self.config.model)
+    fn describe(&self, model: &str) -> String {
+        format!("Messages API · {model}")
     }
 
-    fn request(&self, messages: &[InputMessage]) -> MessagesRequest {
+    fn request(&self, model: &str, messages: &[InputMessage]) -> MessagesRequest {
         MessagesRequest {
-            model: self.config.model.clone(),
+            model: model.to_string(),
             max_tokens: self.config.max_tokens,
             system: self.config.system_prompt.iter().map(|text| SystemBlock::cached(text.clone())).collect(),
             messages: with_cache_breakpoint(messages),
@@ -107,7 +119,8 @@ impl AnthropicAgent {
 
     async fn turn(&self, request: &TurnRequest, sink: &dyn TurnSink) -> Result<Option<Usage>, AgentError> {
         let started = Instant::now();
-        sink.agent_started(&self.describe(), None).await?;
+        let model = self.model_of(request);
+        sink.agent_started(&self.describe(model), None).await?;
         let (mut messages, answered) = rebuild(&request.history);
         // The answers to a parked turn's questions: shown on their calls, and sent.
         for result in &answered {
@@ -122,7 +135,7 @@ impl AnthropicAgent {
 
         let mut spent = Spent::default();
         for _ in 0..MAX_ROUNDS {
-            let reply = self.reply(&self.request(&messages), sink, &request.cancel, &mut spent).await;
+            let reply = self.reply(&self.request(model, &messages), sink, &request.cancel, &mut spent).await;
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(error) => {
@@ -187,7 +200,7 @@ impl AnthropicAgent {
             };
             let failure = match sent {
                 Ok(events) => {
-                    let mut reading = ReplyReader::new(sink, &self.config.model);
+                    let mut reading = ReplyReader::new(sink, &body.model);
                     match reading.read(events, cancel).await {
                         Ok(reply) => {
                             spent.add(&reply.usage, &reply.model);
@@ -258,8 +271,42 @@ impl AgentBackend for AnthropicAgent {
         "anthropic"
     }
 
+    fn label(&self) -> &'static str {
+        "Messages API"
+    }
+
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
         Box::pin(async move { self.turn(&request, &*sink).await })
+    }
+
+    /// `GET /v1/models`, kept for an hour (a list that cannot be fetched offers none, and is
+    /// asked for again a minute later; a session keeps `--model` then).
+    fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
+        Box::pin(async move {
+            let mut kept = self.models.lock().await;
+            if let Some((at, models)) = &*kept
+                && at.elapsed() < if models.is_empty() { MODELS_RETRY } else { MODELS_KEPT }
+            {
+                return models.clone();
+            }
+            let listed = match self.client.models().await {
+                Ok(listed) => listed,
+                Err(error) => {
+                    warn!(%error, "could not list the Messages API's models");
+                    Vec::new()
+                }
+            };
+            let models: Vec<ModelChoice> = listed
+                .into_iter()
+                .map(|m| ModelChoice {
+                    label: if m.display_name.is_empty() { m.id.clone() } else { m.display_name },
+                    value: m.id,
+                    description: String::new(),
+                })
+                .collect();
+            *kept = Some((Instant::now(), models.clone()));
+            models
+        })
     }
 
     fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {

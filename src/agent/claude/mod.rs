@@ -7,12 +7,14 @@
 //! questions, says why, and is resumed by the next message. Idle CLIs exit after `--idle-exit`,
 //! and no more than `--max-agents` run at once.
 
+mod catalog;
 mod config;
 mod environment;
 mod process;
 mod process_tree;
 pub mod protocol;
 mod reply;
+mod start;
 pub mod transcripts;
 mod turn;
 
@@ -25,27 +27,34 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tracing::info;
 
-use self::process::{CliProcess, Launch, Output, RequestError, Requester};
-use self::protocol::{CliInfo, FromCli, HostRequest, TOLD_WHEN_KILLED, ToCli, question_hooks};
+use self::catalog::Catalog;
+use self::process::{CliProcess, Launch, RequestError, Requester};
+use self::protocol::{CliInfo, HostRequest, TOLD_WHEN_KILLED, ToCli, question_hooks};
+use self::start::{exit_report, start_cli};
 use self::turn::{Ended, STOP_GRACE, Turn};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::{PermissionMode, Shows};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::thread::{Block, EventBody, Message, Usage};
+use crate::thread::{Block, EventBody, Message, ModelChoice, SlashCommand, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig};
 pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use self::reply::{approval_reply, question_reply};
 
-/// How long the CLI may take to start and answer `initialize`.
-const START_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long the CLI has to confirm a switch of permission mode.
+/// The name sessions that Claude Code runs are stored with.
+pub const AGENT_NAME: &str = "claude";
+
+/// How long a page waits for the models and commands of a folder no CLI has started in yet.
+const CATALOG_WAIT: Duration = Duration::from_secs(3);
+/// How long the CLI has to confirm a switch of permission mode or model.
 const MODE_SWITCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// The id under which our PreToolUse hook is registered.
 const HOOK_ID: &str = "askbridge_question_hook";
 
 pub struct ClaudeCliBackend {
     config: ClaudeConfig,
+    /// Its models and `/` commands, per folder, from the CLI's own `initialize`.
+    catalog: Catalog,
     sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
     reaper: std::sync::Once,
 }
@@ -114,11 +123,25 @@ impl ClaudeCliBackend {
     }
 
     pub fn new(config: ClaudeConfig) -> Self {
-        Self { config, sessions: Arc::default(), reaper: std::sync::Once::new() }
+        Self { config, catalog: Catalog::default(), sessions: Arc::default(), reaper: std::sync::Once::new() }
     }
 
     fn session(&self, session: &str) -> Arc<Session> {
         self.sessions.lock().expect("sessions lock").entry(session.to_string()).or_default().clone()
+    }
+
+    /// How a CLI is started only to ask what it offers in `workdir` (the default folder if none).
+    fn asking_launch(&self, workdir: Option<&std::path::Path>) -> Launch {
+        Launch {
+            bin: self.config.bin.clone(),
+            workdir: workdir.map_or_else(|| self.config.workdir.clone(), std::path::Path::to_path_buf),
+            permission_mode: self.config.permission_mode,
+            model: None,
+            resume: None,
+            allow_bypass: false,
+            inherit: self.config.agent_env.clone(),
+            env: self.config.env.clone(),
+        }
     }
 
     /// The CLI's process id for a session, while it runs (tests use it to kill it).
@@ -132,49 +155,18 @@ impl ClaudeCliBackend {
             bin: self.config.bin.clone(),
             workdir: request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone()),
             permission_mode: request.permission_mode.unwrap_or(self.config.permission_mode),
-            model: self.config.model.clone(),
+            model: request.model.clone().or_else(|| self.config.model.clone()),
             resume: request.agent_session.clone(),
             allow_bypass: self.bypass_refusal().is_none(),
             inherit: self.config.agent_env.clone(),
             env: self.config.env.clone(),
         };
-        let mut process = CliProcess::spawn(&launch, &request.session_id).map_err(|error| {
-            AgentError::Failed(format!("could not start Claude Code ({}): {error}", self.config.bin.display()))
-        })?;
         let hooks = (self.config.answer_path == AnswerPath::Hook).then(|| question_hooks(HOOK_ID));
-        let request_id = process.request_id();
-        process
-            .send(ToCli::ControlRequest { request_id: request_id.clone(), request: HostRequest::Initialize { hooks } });
-        let answered = tokio::time::timeout(START_TIMEOUT, async {
-            loop {
-                match process.output.recv().await {
-                    Some(Output::Message(FromCli::ControlResponse(response)))
-                        if response.request_id() == request_id =>
-                    {
-                        return Some(response);
-                    }
-                    Some(Output::Message(_)) => {}
-                    Some(Output::Closed) | None => return None,
-                }
-            }
-        })
-        .await;
-        match answered {
-            Ok(Some(protocol::ControlResponse::Success { response, .. })) => {
-                let info = CliInfo::from_initialize(&response);
-                info!(session = %request.session_id, version = ?info.version, model = ?info.model, resume = ?launch.resume, "Claude Code is ready");
-                Ok(process)
-            }
-            Ok(Some(protocol::ControlResponse::Error { error, .. })) => {
-                process.stop().await;
-                Err(AgentError::Failed(format!("Claude Code refused to start: {error}")))
-            }
-            Ok(None) => Err(AgentError::Failed(exit_report(&mut process, "Claude Code exited while starting").await)),
-            Err(_) => {
-                process.stop().await;
-                Err(AgentError::Failed("Claude Code did not start within a minute".into()))
-            }
-        }
+        let (process, response) = start_cli(&launch, &request.session_id, hooks).await?;
+        let info = CliInfo::from_initialize(&response);
+        info!(session = %request.session_id, version = ?info.version, model = ?info.model, resume = ?launch.resume, "Claude Code is ready");
+        self.catalog.learned(&launch.workdir, &response);
+        Ok(process)
     }
 
     async fn turn(&self, request: TurnRequest, sink: Sink) -> Result<Option<Usage>, AgentError> {
@@ -407,20 +399,9 @@ fn running_as_root() -> bool {
     }
 }
 
-/// "Claude Code exited (exit status: 1). Its last output: …"
-async fn exit_report(process: &mut CliProcess, what: &str) -> String {
-    let status = process.exit_status().await;
-    let tail = process.stderr_tail();
-    if tail.is_empty() {
-        format!("{what} ({status}).")
-    } else {
-        format!("{what} ({status}). Its last output: {}", tail.join(" ⏎ "))
-    }
-}
-
 impl AgentBackend for ClaudeCliBackend {
     fn name(&self) -> &'static str {
-        "claude"
+        AGENT_NAME
     }
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
@@ -442,6 +423,31 @@ impl AgentBackend for ClaudeCliBackend {
 
     fn default_workdir(&self) -> Option<PathBuf> {
         Some(self.config.workdir.clone())
+    }
+
+    fn label(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
+        Box::pin(async move { self.catalog.offered(self.asking_launch(None), CATALOG_WAIT).await.models.clone() })
+    }
+
+    fn commands<'a>(&'a self, workdir: Option<&'a std::path::Path>) -> BoxFuture<'a, Vec<SlashCommand>> {
+        Box::pin(async move { self.catalog.offered(self.asking_launch(workdir), CATALOG_WAIT).await.commands.clone() })
+    }
+
+    fn set_model<'a>(&'a self, session: &'a str, model: Option<&'a str>) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            // A running CLI switches now and confirms; otherwise the next start takes `--model`.
+            let requester = self.session(session).requester.lock().expect("requester lock").clone();
+            let Some(requester) = requester else { return Ok(()) };
+            let request = HostRequest::SetModel { model: model.unwrap_or("default").to_string() };
+            match requester.request(request, MODE_SWITCH_TIMEOUT).await {
+                Ok(_) | Err(RequestError::NotRunning) => Ok(()),
+                Err(error) => Err(format!("Claude Code did not switch the model: {error}")),
+            }
+        })
     }
 
     fn default_permission_mode(&self) -> PermissionMode {

@@ -227,6 +227,10 @@ impl AgentBackend for ScriptedAgent {
         "scripted"
     }
 
+    fn label(&self) -> &'static str {
+        "Offline demo"
+    }
+
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
         Box::pin(async move { self.play(&request, &*sink).await })
     }
@@ -448,6 +452,8 @@ mod tests {
     fn request(text: &str) -> TurnRequest {
         TurnRequest {
             session_id: "s".into(),
+            agent: "scripted".into(),
+            model: None,
             text: text.into(),
             resume: false,
             history: Vec::new(),

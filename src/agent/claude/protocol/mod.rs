@@ -6,7 +6,7 @@
 mod from_cli;
 mod to_cli;
 #[cfg(test)]
-mod traces;
+pub(crate) mod traces;
 
 pub use from_cli::{
     ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, ContentBlock, Delta,

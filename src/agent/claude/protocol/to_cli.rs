@@ -53,9 +53,18 @@ impl ToCli {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "subtype", rename_all = "snake_case")]
 pub enum HostRequest {
-    Initialize { hooks: Option<Value> },
+    Initialize {
+        hooks: Option<Value>,
+    },
     Interrupt,
-    SetPermissionMode { mode: crate::approval::PermissionMode },
+    SetPermissionMode {
+        mode: crate::approval::PermissionMode,
+    },
+    /// Answered `{"model": "claude-haiku-5-5"}` for `haiku`; the next request uses it (captured
+    /// on 2.1.332 with the mock API).
+    SetModel {
+        model: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

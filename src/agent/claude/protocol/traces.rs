@@ -8,7 +8,7 @@ use serde_json::Value;
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-cli");
 
 /// Every line of every trace, with its direction.
-pub(super) fn trace_lines() -> Vec<(String, String, Value)> {
+pub(crate) fn trace_lines() -> Vec<(String, String, Value)> {
     let dir = std::path::Path::new(FIXTURES);
     let mut lines = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(dir)
