@@ -833,3 +833,55 @@ async fn the_sessions_model_starts_the_cli_and_a_switch_reaches_the_cli_that_run
     let models: Vec<Value> = h.mock.requests().iter().map(|r| r["model"].clone()).collect();
     assert_eq!(models, [json!("claude-haiku-5-5"), json!("claude-sonnet-5-5")]);
 }
+
+/// The text of every request's last message, as the model was sent it.
+fn last_messages(mock: &MockAnthropic) -> Vec<String> {
+    mock.requests()
+        .iter()
+        .map(|request| {
+            let last = request["messages"].as_array().and_then(|m| m.last()).cloned().unwrap_or_default();
+            match &last["content"] {
+                Value::String(text) => text.clone(),
+                blocks => blocks.as_array().into_iter().flatten().filter_map(|b| b["text"].as_str()).collect(),
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_and_clear_do_what_they_do_in_the_terminal_and_the_thread_says_so() {
+    use askbridge::thread::Role;
+    let summary = "<summary>We said hello.</summary>";
+    let h = harness(
+        vec![
+            Reply::text("Hello there.").when("hello"),
+            Reply::text(summary).when("TEXT ONLY"),
+            Reply::text(summary).when("TEXT ONLY"),
+            Reply::text("A fresh start.").when("again"),
+        ],
+        AnswerPath::Hook,
+    )
+    .await;
+    h.send("hello").await;
+    let before = h.turn_end().await.turn.agent_session.clone();
+    h.send("/compact").await;
+    h.turn_end().await;
+    assert!(last_messages(&h.mock).iter().any(|m| m.contains("TEXT ONLY")), "the CLI asked the model for a summary");
+    h.send("/clear").await;
+    h.turn_end().await;
+    h.send("again").await;
+    let thread = h.turn_end().await;
+    let notices: Vec<String> = thread.messages.iter().filter(|m| m.role == Role::Notice).map(|m| m.text()).collect();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.starts_with("The conversation was compacted (/compact): ") && n.contains("tokens of context")),
+        "{notices:?}"
+    );
+    assert!(notices.iter().any(|n| n.starts_with("The context was cleared (/clear)")), "{notices:?}");
+    // A new conversation: its own id (which a restart resumes), and the model sees only it.
+    assert_ne!(thread.turn.agent_session, before);
+    let last = h.mock.requests().last().cloned().unwrap();
+    let sent = last["messages"].to_string();
+    assert!(sent.contains("again") && !sent.contains("hello"), "{sent}");
+}

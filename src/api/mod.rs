@@ -86,10 +86,18 @@ pub async fn set_model(session: String, #[server(default)] model: Option<String>
     manager()?.set_model(&session, model.as_deref()).await
 }
 
-/// The `/` commands the session's agent takes, with their descriptions.
+/// The `/` commands the session's agent takes in its folder, with their descriptions; without a
+/// session, those of `agent` (the server's default if not given) in its own folder.
 #[server(input = Json, endpoint = "slash_commands")]
-pub async fn slash_commands(session: String) -> Result<Vec<SlashCommand>, AppError> {
-    manager()?.slash_commands(&session).await
+pub async fn slash_commands(
+    #[server(default)] session: Option<String>,
+    #[server(default)] agent: Option<String>,
+) -> Result<Vec<SlashCommand>, AppError> {
+    let manager = manager()?;
+    match session {
+        Some(session) => manager.slash_commands(&session).await,
+        None => manager.agent_commands(agent.as_deref()).await,
+    }
 }
 
 #[server(input = Json, endpoint = "rename_session")]

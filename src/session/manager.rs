@@ -476,6 +476,15 @@ impl SessionManager {
         Ok(agent.commands(placed.workdir.as_deref()).await)
     }
 
+    /// The `/` commands `agent` (the default one if `None`) takes in its own folder.
+    pub async fn agent_commands(&self, agent: Option<&str>) -> Result<Vec<SlashCommand>, AppError> {
+        let agent = match agent {
+            Some(name) => self.agent_named(name)?,
+            None => &*self.agent,
+        };
+        Ok(agent.commands(None).await)
+    }
+
     /// The agent called `name`, if this server runs it.
     fn agent_named(&self, name: &str) -> Result<&dyn AgentBackend, AppError> {
         if name == self.agent.name() {

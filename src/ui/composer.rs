@@ -11,6 +11,7 @@ use super::icons;
 use super::kept::Kept;
 use super::navigation::{Page, use_location};
 use super::server_call::ServerCall;
+use super::slash::{Key, SlashMenu};
 use super::state::{ThreadState, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
@@ -59,6 +60,12 @@ pub fn Composer(
             _ => Target::NewSession,
         }
     });
+    // Whose `/` commands the menu lists: the session's agent, or the agent a new session gets.
+    let whose = Signal::derive(move || match target.get() {
+        Target::Session(id) => (Some(id), String::new()),
+        _ => (None, workspace.new_session.agent.get()),
+    });
+    let menu = SlashMenu::new(draft, whose);
     // The thread of the session the box writes to, once the pane shows it (not while it loads).
     let thread = move || -> Option<ThreadState> {
         let shown = workspace.thread.get()?;
@@ -104,6 +111,18 @@ pub fn Composer(
         if text.trim().is_empty() || !workspace.hydrated.get_untracked() {
             return;
         }
+        // `/model` is the model switch of the page (the header's, or the new session's).
+        if let Some(model) = text.trim().strip_prefix("/model").filter(|rest| rest.is_empty() || rest.starts_with(' '))
+        {
+            match switch_model(model.trim()) {
+                Ok(()) => {
+                    target.with_untracked(Target::kept).save("");
+                    draft.set(String::new());
+                }
+                Err(problem) => send_call.state().problem.set(Some(problem)),
+            }
+            return;
+        }
         if let Err(error) = validate_message(&text) {
             send_call.state().problem.set(Some(error.to_string()));
             return;
@@ -134,6 +153,18 @@ pub fn Composer(
                         kept.save(&rest);
                     }
                 });
+            }
+        }
+    };
+
+    // A command taken from the `/` menu: in the box, and sent when Enter took it.
+    let take = move |key: Key| {
+        if let Key::Take { text, send: now } = key {
+            target.with_untracked(Target::kept).save(&text);
+            draft.set(text);
+            focus_box();
+            if now {
+                send();
             }
         }
     };
@@ -217,6 +248,8 @@ pub fn Composer(
                 send();
             }
         >
+            // Drawn by the session pane's chunk, once there is something to list.
+            {move || menu.is_open().then(|| super::lazy::slash_list(menu, Callback::new(take)))}
             <div class="composer-box">
                 <textarea
                     node_ref=input
@@ -231,10 +264,26 @@ pub fn Composer(
                         target.with_untracked(Target::kept).save(&value);
                         draft.set(value);
                     }
+                    aria-autocomplete="list"
+                    aria-controls="slash-list"
+                    aria-activedescendant=move || menu.active_id()
                     on:keydown=move |ev| {
-                        if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
-                            ev.prevent_default();
-                            send();
+                        if ev.is_composing() {
+                            return;
+                        }
+                        let by_menu = if ev.shift_key() { Key::Pass } else { menu.on_key(&ev.key()) };
+                        match by_menu {
+                            Key::Pass => {
+                                if ev.key() == "Enter" && !ev.shift_key() {
+                                    ev.prevent_default();
+                                    send();
+                                }
+                            }
+                            Key::Handled => ev.prevent_default(),
+                            taken => {
+                                ev.prevent_default();
+                                take(taken);
+                            }
                         }
                     }
                 ></textarea>
@@ -270,5 +319,37 @@ pub fn Composer(
                 {move || hint().unwrap_or_default()}
             </p>
         </form>
+    }
+}
+
+/// `/model` in the box: the page's model switch takes the focus, or, with a name, is switched to
+/// it (as if picked). Says why not when the page has none or does not offer that model.
+fn switch_model(model: &str) -> Result<(), String> {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let select = document()
+            .query_selector("select[aria-label='Model']")
+            .ok()
+            .flatten()
+            .and_then(|el| el.dyn_into::<web_sys::HtmlSelectElement>().ok())
+            .ok_or("This agent offers no models to switch between.")?;
+        if !model.is_empty() {
+            let before = select.value();
+            select.set_value(model);
+            if select.value() != model {
+                select.set_value(&before);
+                return Err(format!("“{model}” is not one of the models offered: pick one from the list."));
+            }
+            let changed = web_sys::Event::new("change").map_err(|_| "The model could not be switched.")?;
+            let _ = select.dispatch_event(&changed);
+        }
+        let _ = select.focus();
+        Ok(())
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = model;
+        Ok(())
     }
 }

@@ -21,6 +21,7 @@ use leptos::prelude::*;
 use super::claude_sessions::{ClaudeSessionsList, TranscriptPane};
 use super::notify::Bell;
 use super::session_pane::SessionPane;
+use super::slash::{Key, SlashMenu};
 use super::state::ThreadState;
 use crate::api::SessionView;
 use crate::error::AppError;
@@ -81,6 +82,26 @@ pub fn transcript_pane(id: String) -> impl IntoView {
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_transcript_pane(id: String) -> Result<AnyView, ChunkMissing> {
     Ok(view! { <TranscriptPane id /> }.into_any())
+}
+
+/// The message box's `/` list, drawn by the chunk when it is first opened.
+pub fn slash_list(menu: SlashMenu, take: Callback<Key>) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_slash_list(menu, take);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_slash_list(menu, take).await;
+        drawn.unwrap_or_else(|ChunkMissing| ().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_slash_list(menu: SlashMenu, take: Callback<Key>) -> Result<AnyView, ChunkMissing> {
+    Ok(menu.view(take).into_any())
 }
 
 /// The sidebar's list of Claude Code's sessions, drawn by the chunk when it is first opened.
@@ -144,6 +165,35 @@ fn list_sessions_in_chunk(
 ) -> Result<Pin<Box<dyn Future<Output = Result<Vec<SessionSummary>, AppError>>>>, ChunkMissing> {
     use server_fn::ServerFn;
     Ok(Box::pin(crate::api::ListSessions::run_on_client(crate::api::ListSessions { after, query, limit: None })))
+}
+
+/// The `/` commands of a session's agent, or of `agent` for a new session (`api::slash_commands`),
+/// asked and read by the chunk.
+pub async fn slash_commands(
+    session: Option<String>,
+    agent: Option<String>,
+) -> Result<Vec<crate::thread::SlashCommand>, AppError> {
+    #[cfg(feature = "hydrate")]
+    {
+        let unreachable =
+            |ChunkMissing| AppError::Unreachable { detail: "part of the page could not be loaded".into() };
+        slash_commands_in_chunk(session, agent).await.map_err(unreachable)?.await
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (session, agent);
+        Ok(Vec::new())
+    }
+}
+
+#[cfg(feature = "hydrate")]
+#[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
+fn slash_commands_in_chunk(
+    session: Option<String>,
+    agent: Option<String>,
+) -> Result<Pin<Box<dyn Future<Output = Result<Vec<crate::thread::SlashCommand>, AppError>>>>, ChunkMissing> {
+    use server_fn::ServerFn;
+    Ok(Box::pin(crate::api::SlashCommands::run_on_client(crate::api::SlashCommands { session, agent })))
 }
 
 /// The future that loads the session (a split point cannot be `async` itself). Reaching the chunk

@@ -18,6 +18,7 @@ pub mod question_card;
 pub mod server_call;
 pub mod session_list;
 pub mod session_pane;
+pub mod slash;
 pub mod state;
 pub mod thread_view;
 pub mod time;

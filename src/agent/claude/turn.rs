@@ -297,6 +297,21 @@ impl<'a> Turn<'a> {
                 if let Some(mode) = known_mode(system.permission_mode.as_deref()) {
                     sink.permission_mode(mode).await?;
                 }
+                if system.compact_result.as_deref() == Some("failed") {
+                    let why = system.compact_error.as_deref().unwrap_or("Claude Code did not say why");
+                    sink.notice(&format!("The conversation was not compacted: {why}")).await?;
+                }
+            }
+            FromCli::System(system) if system.subtype == "compact_boundary" => {
+                sink.notice(&compacted(system.compact_metadata.as_ref())).await?;
+            }
+            FromCli::ConversationReset { trigger } => {
+                let by = trigger.map(|t| format!(" (/{t})")).unwrap_or_default();
+                sink.notice(&format!(
+                    "The context was cleared{by}: the agent starts a new conversation and no longer sees \
+                     what came before, which stays here."
+                ))
+                .await?;
             }
             // Idle comes after the last `result`: the main turn's, or that of the turn the CLI
             // starts by itself once its background subagents are done (§13); never in between.
@@ -380,6 +395,14 @@ impl<'a> Turn<'a> {
             }
             // A subagent's own tool calls are shown once they ask something (below); their
             // results then land on those cards.
+            // What a local command printed (`/context`, `/usage`); `/compact`'s "Compacted" is said
+            // by its boundary, with the figures.
+            FromCli::User(echo) if echo.local_command_output().is_some() => {
+                let output = echo.local_command_output().unwrap_or_default();
+                if !output.is_empty() && output != "Compacted" {
+                    sink.notice(output).await?;
+                }
+            }
             FromCli::User(echo) => {
                 let subagent = echo.parent_tool_use_id.is_some();
                 for block in echo.tool_results() {
@@ -600,6 +623,32 @@ fn took_answer(message: &FromCli, tool_use_id: &str) -> bool {
             .any(|block| matches!(block, ContentBlock::ToolResult { tool_use_id: id, .. } if id == tool_use_id)),
         _ => false,
     }
+}
+
+/// What the thread says when the conversation was compacted: by whom, and from how many tokens
+/// of context to how many.
+fn compacted(metadata: Option<&protocol::CompactMetadata>) -> String {
+    let who = match metadata.and_then(|m| m.trigger.as_deref()) {
+        Some("auto") => "Claude Code compacted the conversation to free up context",
+        _ => "The conversation was compacted (/compact)",
+    };
+    match metadata.and_then(|m| m.pre_tokens.zip(m.post_tokens)) {
+        Some((before, after)) => format!("{who}: {} → {} tokens of context.", thousands(before), thousands(after)),
+        None => format!("{who}."),
+    }
+}
+
+/// 12341 → "12,341".
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"

@@ -37,6 +37,12 @@ pub enum FromCli {
     /// Progress reports the host needs not act on: `tool_progress` (a hook's heartbeat every 30
     /// s while it waits, §8) and `command_lifecycle` (a resumed session's start and end, §12).
     Progress(Value),
+    /// `/clear` (or a `/clear` alias) started a new conversation: the next `init` carries its
+    /// id. Captured on 2.1.332: `{"type":"conversation_reset","new_conversation_id":…,
+    /// "trigger":"clear",…}`.
+    ConversationReset {
+        trigger: Option<String>,
+    },
     /// A message this build does not understand, kept whole for the log.
     Unknown(Value),
 }
@@ -65,6 +71,9 @@ impl FromCli {
             }
             Some("control_response") => value.get("response").and_then(typed).map(Self::ControlResponse),
             Some("tool_progress" | "command_lifecycle") => Some(Self::Progress(value.clone())),
+            Some("conversation_reset") => Some(Self::ConversationReset {
+                trigger: value.get("trigger").and_then(Value::as_str).map(str::to_string),
+            }),
             Some("control_cancel_request") => value
                 .get("request_id")
                 .and_then(Value::as_str)
@@ -93,6 +102,19 @@ pub struct SystemMessage {
     pub task_id: Option<String>,
     pub description: Option<String>,
     pub status: Option<String>,
+    /// `compact_boundary` (after `/compact`, or when the CLI compacts by itself): `trigger`
+    /// (`manual`, `auto`), `pre_tokens`, `post_tokens`.
+    pub compact_metadata: Option<CompactMetadata>,
+    /// A `status` line after compacting: `success` or `failed`, with `compact_error`.
+    pub compact_result: Option<String>,
+    pub compact_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CompactMetadata {
+    pub trigger: Option<String>,
+    pub pre_tokens: Option<u64>,
+    pub post_tokens: Option<u64>,
 }
 
 /// One content block of an assistant message (several lines may share `message.id`).
@@ -171,6 +193,15 @@ pub struct EchoContent {
 }
 
 impl UserEcho {
+    /// What a local command (`/context`, `/usage`, `/compact`, …) printed, which the CLI echoes
+    /// as `<local-command-stdout>…</local-command-stdout>`.
+    pub fn local_command_output(&self) -> Option<&str> {
+        let text = self.message.content.as_str()?;
+        let start = text.find("<local-command-stdout>")? + "<local-command-stdout>".len();
+        let end = text[start..].find("</local-command-stdout>")? + start;
+        Some(text[start..end].trim())
+    }
+
     /// The tool_result blocks of the echo.
     pub fn tool_results(&self) -> Vec<ContentBlock> {
         match &self.message.content {

@@ -9,9 +9,9 @@ mod to_cli;
 pub(crate) mod traces;
 
 pub use from_cli::{
-    ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, ContentBlock, Delta,
-    EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage, TOLD_ON_HOOK_EOF,
-    TOLD_WHEN_KILLED, UserEcho,
+    ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, CompactMetadata, ContentBlock,
+    Delta, EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage,
+    TOLD_ON_HOOK_EOF, TOLD_WHEN_KILLED, UserEcho,
 };
 pub use to_cli::{
     ControlResponse, HostRequest, ToCli, UserContent, allow, deny, hook_allow, hook_defer, hook_deny,
