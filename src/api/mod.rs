@@ -79,6 +79,13 @@ pub async fn create_session(
     manager()?.create_session_with(new).await
 }
 
+/// The agents a new session can talk to (the server's default first), with the models each
+/// offers (listed by the agent itself: see `AgentBackend::models`).
+#[server(input = Json, endpoint = "agent_offers")]
+pub async fn agent_offers() -> Result<Vec<AgentOffer>, AppError> {
+    Ok(manager()?.agent_offers().await)
+}
+
 /// Switches the model of the session's next turns (`None` or empty: the agent's default); a
 /// running Claude Code switches at once.
 #[server(input = Json, endpoint = "set_model")]
@@ -131,9 +138,9 @@ pub struct WorkspaceData {
     /// Claude Code keeps sessions on this machine: the list offers them.
     #[serde(default)]
     pub claude_sessions: bool,
-    /// The agents a new session can talk to (the default first), with their models.
+    /// What people call the agent new sessions talk to ("Claude Code").
     #[serde(default)]
-    pub agents: Vec<AgentOffer>,
+    pub agent_label: String,
 }
 
 /// A page's data: the workspace, and the session asked for when it could be loaded.
@@ -171,7 +178,7 @@ impl WorkspaceView {
             examples: manager.example_prompts(),
             claude_sessions: crate::agent::claude::transcripts::ProjectsDir::from_env()
                 .is_some_and(|projects| projects.holds_any_folder()),
-            agents: manager.agent_offers().await,
+            agent_label: manager.agent_label().to_string(),
         };
         Ok(Self { workspace, current })
     }

@@ -109,6 +109,11 @@ impl SessionManager {
         self.agent.name()
     }
 
+    /// What people call the agent new sessions talk to.
+    pub fn agent_label(&self) -> &'static str {
+        self.agent.label()
+    }
+
     /// Messages a newcomer can try (the offline demo's), for the welcome page.
     pub fn example_prompts(&self) -> Vec<String> {
         self.agent.example_prompts()

@@ -9,9 +9,10 @@ use leptos::prelude::*;
 
 use super::icons;
 use super::kept::Kept;
+use super::lazy::SlashBox;
 use super::navigation::{Page, use_location};
 use super::server_call::ServerCall;
-use super::slash::{Key, SlashMenu};
+use super::slash::{INPUT_ID, Key};
 use super::state::{ThreadState, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
@@ -65,7 +66,9 @@ pub fn Composer(
         Target::Session(id) => (Some(id), String::new()),
         _ => (None, workspace.new_session.agent.get()),
     });
-    let menu = SlashMenu::new(draft, whose);
+    // The `/` list's keys, while the chunk draws it.
+    let slash_keys = StoredValue::new(None::<Callback<String, Key>>);
+    let slashing = Memo::new(move |_| draft.with(|d| d.starts_with('/')));
     // The thread of the session the box writes to, once the pane shows it (not while it loads).
     let thread = move || -> Option<ThreadState> {
         let shown = workspace.thread.get()?;
@@ -249,7 +252,12 @@ pub fn Composer(
             }
         >
             // Drawn by the session pane's chunk, once there is something to list.
-            {move || menu.is_open().then(|| super::lazy::slash_list(menu, Callback::new(take)))}
+            {move || {
+                slashing.get().then(|| {
+                    let bound = SlashBox { draft, whose, keys: slash_keys, take: Callback::new(take) };
+                    super::lazy::slash_list(bound)
+                })
+            }}
             <div class="composer-box">
                 <textarea
                     node_ref=input
@@ -264,14 +272,17 @@ pub fn Composer(
                         target.with_untracked(Target::kept).save(&value);
                         draft.set(value);
                     }
+                    id=INPUT_ID
                     aria-autocomplete="list"
                     aria-controls="slash-list"
-                    aria-activedescendant=move || menu.active_id()
                     on:keydown=move |ev| {
                         if ev.is_composing() {
                             return;
                         }
-                        let by_menu = if ev.shift_key() { Key::Pass } else { menu.on_key(&ev.key()) };
+                        let by_menu = match slash_keys.get_value() {
+                            Some(keys) if !ev.shift_key() => keys.run(ev.key()),
+                            _ => Key::Pass,
+                        };
                         match by_menu {
                             Key::Pass => {
                                 if ev.key() == "Enter" && !ev.shift_key() {

@@ -17,7 +17,6 @@ const KEYS: &[(&str, &str)] = &[
 
 pub fn keys_help() -> impl IntoView {
     let open = RwSignal::new(false);
-    let close = NodeRef::<leptos::html::Button>::new();
     let _ = window_event_listener(leptos::ev::keydown, move |event| {
         let typing = event
             .target()
@@ -27,11 +26,6 @@ pub fn keys_help() -> impl IntoView {
             "?" if !typing && !event.ctrl_key() && !event.meta_key() => {
                 event.prevent_default();
                 open.set(true);
-                request_animation_frame(move || {
-                    if let Some(button) = close.get_untracked() {
-                        let _ = button.focus();
-                    }
-                });
             }
             "Escape" if open.get_untracked() => {
                 event.prevent_default();
@@ -41,16 +35,27 @@ pub fn keys_help() -> impl IntoView {
             _ => {}
         }
     });
+    // The dialog is the session pane chunk's: the first load carries only the key that opens it.
+    move || open.get().then(|| super::lazy::keys_dialog(open))
+}
+
+/// The list of keys, with its close button (which takes the focus).
+pub fn keys_dialog(open: RwSignal<bool>) -> impl IntoView {
+    let close = NodeRef::<leptos::html::Button>::new();
+    request_animation_frame(move || {
+        if let Some(button) = close.get_untracked() {
+            let _ = button.focus();
+        }
+    });
     let rows = KEYS
         .iter()
         .map(|(key, what)| view! { <tr><th scope="row"><kbd>{*key}</kbd></th><td>{*what}</td></tr> })
         .collect_view();
     view! {
-        <div class="keys-help" role="dialog" aria-modal="true" aria-label="Keyboard shortcuts" hidden=move || !open.get()>
+        <div class="keys-help" role="dialog" aria-modal="true" aria-label="Keyboard shortcuts">
             <div class="keys-help-box">
                 <h2>"Keyboard shortcuts"</h2>
-                // `tbody` written out: the browser adds it to a table that lacks it, and hydration
-                // then finds a node it did not draw.
+                // `tbody` written out: the browser adds it to a table that lacks it.
                 <table><tbody>{rows}</tbody></table>
                 <button class="button" node_ref=close on:click=move |_| open.set(false)>"Close"</button>
             </div>

@@ -22,7 +22,7 @@ use super::claude_sessions::{ClaudeSessionsList, TranscriptPane};
 use super::notify::Bell;
 use super::session_pane::SessionPane;
 use super::slash::{Key, SlashMenu};
-use super::state::ThreadState;
+use super::state::{NewSessionOptions, ThreadState};
 use crate::api::SessionView;
 use crate::error::AppError;
 use crate::thread::SessionSummary;
@@ -84,13 +84,13 @@ fn draw_transcript_pane(id: String) -> Result<AnyView, ChunkMissing> {
     Ok(view! { <TranscriptPane id /> }.into_any())
 }
 
-/// The message box's `/` list, drawn by the chunk when it is first opened.
-pub fn slash_list(menu: SlashMenu, take: Callback<Key>) -> impl IntoView {
+/// The keyboard shortcuts' dialog, drawn by the chunk when `?` opens it.
+pub fn keys_dialog(open: RwSignal<bool>) -> impl IntoView {
     Suspend::new(async move {
         #[cfg(not(feature = "hydrate"))]
-        let drawn = draw_slash_list(menu, take);
+        let drawn = draw_keys_dialog(open);
         #[cfg(feature = "hydrate")]
-        let drawn = draw_slash_list(menu, take).await;
+        let drawn = draw_keys_dialog(open).await;
         drawn.unwrap_or_else(|ChunkMissing| ().into_any())
     })
 }
@@ -100,8 +100,90 @@ pub fn slash_list(menu: SlashMenu, take: Callback<Key>) -> impl IntoView {
     leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
-fn draw_slash_list(menu: SlashMenu, take: Callback<Key>) -> Result<AnyView, ChunkMissing> {
-    Ok(menu.view(take).into_any())
+fn draw_keys_dialog(open: RwSignal<bool>) -> Result<AnyView, ChunkMissing> {
+    Ok(super::keys_help::keys_dialog(open).into_any())
+}
+
+/// What a session item's rename form and delete question work on.
+pub struct ItemEdit {
+    pub id: StoredValue<String>,
+    pub title: StoredValue<String>,
+    pub mode: RwSignal<super::session_list::Mode>,
+    /// The item is the open session (deleting it goes back to `/`).
+    pub active: Memo<bool>,
+    /// Where the list says what failed.
+    pub changes: super::server_call::CallState,
+}
+
+/// A session item's rename form or delete question, drawn by the chunk when asked for.
+pub fn session_edit(item: ItemEdit) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_session_edit(item);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_session_edit(item).await;
+        drawn.unwrap_or_else(|ChunkMissing| ().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_session_edit(item: ItemEdit) -> Result<AnyView, ChunkMissing> {
+    Ok(super::session_edit::session_edit(item).into_any())
+}
+
+/// The new-session page's Agent and Model selects, drawn by the chunk once the page is
+/// interactive (nothing of them is in the server's HTML, so hydration never waits for them).
+pub fn new_session_choices(options: NewSessionOptions) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_new_session_choices(options);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_new_session_choices(options).await;
+        drawn.unwrap_or_else(|ChunkMissing| ().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_new_session_choices(options: NewSessionOptions) -> Result<AnyView, ChunkMissing> {
+    Ok(super::agent_choice::new_session_choices(options).into_any())
+}
+
+/// What the `/` list needs of the message box: its text, whose commands to list, where the
+/// box's keys go while the list is drawn, and what takes a command.
+pub struct SlashBox {
+    pub draft: RwSignal<String>,
+    pub whose: Signal<(Option<String>, String)>,
+    pub keys: StoredValue<Option<Callback<String, Key>>>,
+    pub take: Callback<Key>,
+}
+
+/// The message box's `/` list, drawn by the chunk while the box starts with `/`.
+pub fn slash_list(bound: SlashBox) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_slash_list(bound);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_slash_list(bound).await;
+        drawn.unwrap_or_else(|ChunkMissing| ().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_slash_list(bound: SlashBox) -> Result<AnyView, ChunkMissing> {
+    let SlashBox { draft, whose, keys, take } = bound;
+    Ok(SlashMenu::new(draft, whose).view(keys, take).into_any())
 }
 
 /// The sidebar's list of Claude Code's sessions, drawn by the chunk when it is first opened.

@@ -1,6 +1,7 @@
 //! The interface, named for what people see: the workspace with its session list, the thread
 //! with its messages, tool cards, question and approval cards, and the composer.
 
+pub mod agent_choice;
 pub mod approval_card;
 pub mod claude_sessions;
 pub mod composer;
@@ -16,6 +17,7 @@ pub mod page_data;
 pub mod pane;
 pub mod question_card;
 pub mod server_call;
+pub mod session_edit;
 pub mod session_list;
 pub mod session_pane;
 pub mod slash;

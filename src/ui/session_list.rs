@@ -7,10 +7,10 @@ use leptos::prelude::*;
 
 use super::icons;
 use super::navigation::{Page, session_path, use_location};
-use super::server_call::{CallState, ServerCall};
+use super::server_call::CallState;
 use super::state::use_workspace;
 use super::time::local_time;
-use crate::api::{DeleteSession, RenameSession, SESSIONS_PAGE};
+use crate::api::SESSIONS_PAGE;
 use crate::thread::{SessionCursor, SessionStatus, SessionSummary};
 
 #[component]
@@ -228,8 +228,10 @@ fn claude_sessions_section(location: super::navigation::Location) -> impl IntoVi
     }
 }
 
+/// What a session's item shows: its link, or (drawn by the chunk) its rename form or the
+/// question whether to delete it.
 #[derive(Clone, Copy, PartialEq)]
-enum Mode {
+pub enum Mode {
     Showing,
     Renaming,
     ConfirmingDelete,
@@ -240,48 +242,14 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
     let workspace = use_workspace();
     let location = use_location();
     let mode = RwSignal::new(Mode::Showing);
-    let draft = RwSignal::new(summary.title.clone());
     let id = StoredValue::new(summary.id.clone());
     let active = Memo::new(move |_| id.with_value(|id| location.page() == Page::Session(id.clone())));
-    let rename = ServerCall::<RenameSession>::sharing(changes);
-    let delete = ServerCall::<DeleteSession>::sharing(changes);
     let title = StoredValue::new(summary.title.clone());
     let href = session_path(&summary.id);
     let status = summary.status();
     let folder = summary.workdir.clone();
     let title_repeats = Memo::new(move |_| title.with_value(|t| repeated.with(|r| r.contains(t))));
     let active_at = summary.active_at_ms;
-    let rename_input = NodeRef::<leptos::html::Input>::new();
-    // The title box takes the focus when it opens.
-    Effect::new(move |_| {
-        if mode.get() == Mode::Renaming
-            && let Some(input) = rename_input.get()
-        {
-            let _ = input.focus();
-            input.select();
-        }
-    });
-
-    let save = move || {
-        let new_title = draft.get_untracked();
-        if new_title.trim().is_empty() || new_title == title.get_value() {
-            mode.set(Mode::Showing);
-            return;
-        }
-        rename.dispatch(RenameSession { id: id.get_value(), title: new_title }, move |()| mode.set(Mode::Showing));
-    };
-    let remove = move |_| {
-        // The item may be gone when the answer comes (the live list drops it first).
-        let (deleted, was_open) = (id.get_value(), active.get_untracked());
-        delete.dispatch(DeleteSession { id: deleted.clone() }, move |()| {
-            workspace.sessions.update(|list| list.retain(|s| s.id != deleted));
-            if was_open {
-                location.navigate("/");
-            }
-        });
-    };
-
-    // One element tree for every mode, shown and hidden: cheaper in the bundle than three views.
     let showing = move || mode.get() == Mode::Showing;
     view! {
         <li class="session-item" class:active=move || active.get() data-status=status.key()>
@@ -311,10 +279,7 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
                 <button
                     class="icon-button"
                     aria-label=format!("Rename {}", title.get_value())
-                    on:click=move |_| {
-                        draft.set(title.get_value());
-                        mode.set(Mode::Renaming);
-                    }
+                    on:click=move |_| mode.set(Mode::Renaming)
                 >
                     {icons::pencil()}
                 </button>
@@ -326,39 +291,9 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
                     {icons::trash()}
                 </button>
             </span>
-            <form
-                class="rename-form"
-                hidden=move || mode.get() != Mode::Renaming
-                on:submit=move |ev| {
-                    ev.prevent_default();
-                    save();
-                }
-            >
-                <input
-                    node_ref=rename_input
-                    class="rename-input"
-                    aria-label="Session title"
-                    maxlength="200"
-                    prop:value=move || draft.get()
-                    on:input=move |ev| draft.set(event_target_value(&ev))
-                    on:keydown=move |ev| {
-                        if ev.key() == "Escape" {
-                            mode.set(Mode::Showing);
-                        }
-                    }
-                />
-                <button type="submit" class="button small">"Save"</button>
-            </form>
-            <div
-                class="confirm-delete"
-                role="group"
-                aria-label="Confirm delete"
-                hidden=move || mode.get() != Mode::ConfirmingDelete
-            >
-                <span>"Delete “" {title.get_value()} "”?"</span>
-                <button class="button small danger" on:click=remove>"Delete"</button>
-                <button class="button small" on:click=move |_| mode.set(Mode::Showing)>"Cancel"</button>
-            </div>
+            // The form and the question are the chunk's: nothing of them is in the page until
+            // asked for (the first load carries neither their code nor, per session, their HTML).
+            {move || (!showing()).then(|| super::lazy::session_edit(super::lazy::ItemEdit { id, title, mode, active, changes }))}
         </li>
     }
 }

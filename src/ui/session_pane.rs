@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use super::agent_choice::models_of;
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
@@ -117,12 +118,7 @@ fn shell_quoted(text: &str) -> String {
 
 /// The model of the session's next turns, from what its agent lists; a running Claude Code
 /// switches at once. None for an agent that lists no models.
-fn model_switcher(thread: ThreadState, agent: String) -> Option<impl IntoView> {
-    let workspace = use_workspace();
-    let models = workspace
-        .agents
-        .with_value(|agents| agents.iter().find(|a| a.name == agent).map(|a| a.models.clone()))
-        .filter(|models| !models.is_empty())?;
+fn model_switcher(thread: ThreadState, agent: String) -> impl IntoView {
     let current = Memo::new(move |_| thread.turn.with(|t| t.model.clone().unwrap_or_default()));
     let call = ServerCall::<SetModel>::new();
     // Redraws the select when a switch fails, so that it shows the model that holds.
@@ -137,17 +133,20 @@ fn model_switcher(thread: ThreadState, agent: String) -> Option<impl IntoView> {
         });
     };
     let problem = move || call.problem();
-    Some(view! {
+    // Drawn once the agents' models are known, for an agent that lists some.
+    let select = move || {
+        redraw.track();
+        let models = models_of(&agent).filter(|models| !models.is_empty())?;
+        Some(model_select(models, current.get(), switch))
+    };
+    view! {
         <div class="mode-switcher">
-            {move || {
-                redraw.track();
-                model_select(models.clone(), current.get(), switch)
-            }}
+            {select}
             <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
                 {problem}
             </span>
         </div>
-    })
+    }
 }
 
 /// The session's permission mode, switchable while it runs.

@@ -2,11 +2,15 @@
 //! takes (for Claude Code, what the CLI itself lists: built-in commands, the user's and the
 //! project's `.claude/commands`, skills), filtered as the name is typed. ↑/↓ move, Tab fills the
 //! command in (for its arguments), Enter sends it, Esc closes the list. The list is asked for once
-//! per session (or, on the welcome page, per agent), through the session pane's chunk.
+//! per session (or, on the welcome page, per agent). All of it is the session pane's chunk's
+//! (`lazy::slash_list`): the box, on the first load, only knows to draw it once `/` is typed.
 
 use leptos::prelude::*;
 
 use crate::thread::SlashCommand;
+
+/// The message box's id.
+pub const INPUT_ID: &str = "composer-input";
 
 /// Commands shown at once, at most (Claude Code lists about fifty).
 const SHOWN: usize = 60;
@@ -104,8 +108,21 @@ impl SlashMenu {
         Key::Take { text, send }
     }
 
-    /// The list, above the box.
-    pub fn view(self, take: Callback<Key>) -> impl IntoView {
+    /// The list, above the box; while it is drawn, the box's keys go through `keys` first, and
+    /// the box names the highlighted option (`aria-activedescendant`).
+    pub fn view(self, keys: StoredValue<Option<Callback<String, Key>>>, take: Callback<Key>) -> impl IntoView {
+        keys.set_value(Some(Callback::new(move |key: String| self.on_key(&key))));
+        on_cleanup(move || keys.set_value(None));
+        #[cfg(feature = "hydrate")]
+        Effect::new(move |_| {
+            let active = self.active_id();
+            if let Some(input) = document().get_element_by_id(INPUT_ID) {
+                let _ = match active {
+                    Some(id) => input.set_attribute("aria-activedescendant", &id),
+                    None => input.remove_attribute("aria-activedescendant"),
+                };
+            }
+        });
         let options = move || {
             self.matches
                 .get()

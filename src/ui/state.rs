@@ -8,7 +8,7 @@ use super::server_call::ServerCall;
 use crate::api::CreateSession;
 use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
-use crate::thread::{AgentOffer, Message, SessionEvent, SessionSummary, Thread, TurnState};
+use crate::thread::{Message, SessionEvent, SessionSummary, Thread, TurnState};
 
 /// Shared by every component of the workspace, through context. It lives as long as the page:
 /// moving between sessions changes what it holds, never the workspace itself.
@@ -38,8 +38,6 @@ pub struct Workspace {
     pub claude_sessions: bool,
     /// Where a session's agent works when it chose no folder.
     pub default_workdir: StoredValue<Option<String>>,
-    /// The agents a session can talk to (the server's default first), with their models.
-    pub agents: StoredValue<Vec<AgentOffer>>,
 }
 
 #[derive(Clone, Copy)]
@@ -47,8 +45,11 @@ pub struct NewSessionOptions {
     /// Sent only for an agent that works in a folder.
     pub workdir: RwSignal<String>,
     pub mode: RwSignal<PermissionMode>,
-    /// The agent new sessions talk to (its name).
+    /// The agent new sessions talk to (its name), and what people call it.
     pub agent: RwSignal<String>,
+    pub agent_label: RwSignal<String>,
+    /// It works in a folder: the folder field is shown, and sent.
+    pub works_in_folder: RwSignal<bool>,
     /// Its model; empty: its default.
     pub model: RwSignal<String>,
 }
@@ -61,15 +62,12 @@ impl Workspace {
             return;
         }
         let this = *self;
-        let offer = |name: &str| self.agents.with_value(|agents| agents.iter().find(|a| a.name == name).cloned());
-        let agent = options.map(|o| o.agent.get_untracked());
-        let works_in_folder = offer(agent.as_deref().unwrap_or_default()).is_some_and(|a| a.default_workdir.is_some());
         let input = CreateSession {
-            workdir: options.filter(|_| works_in_folder).map(|o| o.workdir.get_untracked()),
+            workdir: options.filter(|o| o.works_in_folder.get_untracked()).map(|o| o.workdir.get_untracked()),
             permission_mode: options.map(|o| o.mode.get_untracked()),
             // The mode select asked the person before bypass could be chosen.
             confirm_bypass: true,
-            agent,
+            agent: options.map(|o| o.agent.get_untracked()),
             model: options.map(|o| o.model.get_untracked()).filter(|m| !m.is_empty()),
         };
         self.opening.dispatch(input, move |summary| {

@@ -20,7 +20,7 @@ use super::notify::Bell;
 use super::page_data::PAGE_DATA_ID;
 #[cfg(feature = "ssr")]
 use super::page_data::PageData;
-use super::pane::{mode_select, model_select, pane_header};
+use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
@@ -47,7 +47,16 @@ enum Shown {
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
     let (
-        WorkspaceData { agent, sessions, problem, default_workdir, default_mode, examples, claude_sessions, agents },
+        WorkspaceData {
+            agent,
+            sessions,
+            problem,
+            default_workdir,
+            default_mode,
+            examples,
+            claude_sessions,
+            agent_label,
+        },
         current,
     ) = initial_data().unwrap_or_else(|error| {
         let data = WorkspaceData {
@@ -58,7 +67,7 @@ pub fn Workspace() -> impl IntoView {
             problem: Some(error),
             examples: Vec::new(),
             claude_sessions: false,
-            agents: Vec::new(),
+            agent_label: String::new(),
         };
         (data, None)
     });
@@ -74,11 +83,12 @@ pub fn Workspace() -> impl IntoView {
         examples: StoredValue::new(examples),
         claude_sessions,
         default_workdir: StoredValue::new(default_workdir.clone()),
-        agents: StoredValue::new(agents),
         new_session: NewSessionOptions {
+            works_in_folder: RwSignal::new(default_workdir.is_some()),
             workdir: RwSignal::new(default_workdir.unwrap_or_default()),
             mode: RwSignal::new(default_mode),
-            agent: RwSignal::new(agent),
+            agent: RwSignal::new(agent.clone()),
+            agent_label: RwSignal::new(if agent_label.is_empty() { agent } else { agent_label }),
             model: RwSignal::new(String::new()),
         },
     };
@@ -293,15 +303,13 @@ fn connect_live(workspace: Workspace, live: Live) {
 /// buttons), and for an agent that works in a folder, the new session's folder, with the folders
 /// of recent sessions one click away.
 fn welcome_pane(workspace: Workspace) -> impl IntoView {
-    let NewSessionOptions { workdir, mode, agent, model } = workspace.new_session;
-    let offer = move |name: &str| workspace.agents.with_value(|agents| agents.iter().find(|a| a.name == name).cloned());
-    let chosen = Memo::new(move |_| offer(&agent.get()).unwrap_or_default());
-    let works_in_folder = move || chosen.with(|offer| offer.default_workdir.is_some());
+    let options = workspace.new_session;
+    let NewSessionOptions { workdir, mode, agent, agent_label, works_in_folder, .. } = options;
     use_document_title(String::new);
     let examples = workspace.examples.get_value();
     // The examples are the default agent's (the demo's): shown while it is the one picked.
-    let default_agent = workspace.agents.with_value(|agents| agents.first().map(|a| a.name.clone()));
-    let other_agent = move || default_agent.as_ref().is_some_and(|name| *name != agent.get());
+    let default_agent = agent.get_untracked();
+    let other_agent = move || agent.with(|picked| *picked != default_agent);
     let try_these = (!examples.is_empty()).then(|| {
         let buttons = examples
             .into_iter()
@@ -346,7 +354,7 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
                 "Write a message to start a session. When the agent asks you something or needs \
                  permission, a card appears here and your answer goes straight back to it."
             </p>
-            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || chosen.with(|o| o.label.clone())}</span></p>
+            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent_label.get()}</span></p>
             {try_these}
         </section>
         {
@@ -372,7 +380,7 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
                     .collect_view()
             };
             view! {
-                <div class="workdir-options" hidden=move || !works_in_folder()>
+                <div class="workdir-options" hidden=move || !works_in_folder.get()>
                 <label class="workdir-field">
                     <span>"Working folder"</span>
                     <input
@@ -390,52 +398,12 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
             }
         }
         <div class="session-options">
-            {agent_select(workspace)}
-            {move || {
-                let models = chosen.with(|offer| offer.models.clone());
-                (!models.is_empty()).then(|| model_select(models, model.get_untracked(), move |picked| model.set(picked)))
-            }}
+            // The agents and their models come with the session pane's chunk, once the page is
+            // interactive: the first load of `/` carries none of their code.
+            {move || workspace.hydrated.get().then(|| super::lazy::new_session_choices(options))}
             {mode_select(mode.get_untracked(), move |chosen| mode.set(chosen))}
         </div>
     }
-}
-
-/// The agent a new session talks to, when the server offers more than one. Its model goes back
-/// to the default, and its folder to the agent's own unless the person typed another.
-fn agent_select(workspace: Workspace) -> Option<impl IntoView> {
-    let NewSessionOptions { workdir, agent, model, .. } = workspace.new_session;
-    let agents = workspace.agents.get_value();
-    if agents.len() < 2 {
-        return None;
-    }
-    let current = agent.get_untracked();
-    let options = agents
-        .iter()
-        .map(|offer| {
-            let selected = offer.name == current;
-            view! { <option value=offer.name.clone() selected=selected>{offer.label.clone()}</option> }
-        })
-        .collect_view();
-    let on_change = move |event: leptos::ev::Event| {
-        let picked = event_target_value(&event);
-        let folder_of = |name: &str| {
-            workspace.agents.with_value(|agents| {
-                agents.iter().find(|a| a.name == name).and_then(|a| a.default_workdir.clone()).unwrap_or_default()
-            })
-        };
-        let typed = workdir.get_untracked();
-        if typed.trim().is_empty() || typed == folder_of(&agent.get_untracked()) {
-            workdir.set(folder_of(&picked));
-        }
-        model.set(String::new());
-        agent.set(picked);
-    };
-    Some(view! {
-        <label class="mode-field">
-            <span class="mode-label">"Agent"</span>
-            <select aria-label="Agent" on:change=on_change>{options}</select>
-        </label>
-    })
 }
 
 fn problem_pane(problem: AppError) -> impl IntoView {
