@@ -2,7 +2,7 @@
 // `make bench`: what people feel and what the server costs, measured against the budgets of
 // issue 12, on the release build. BENCHMARKS.md says what each figure means and how it is taken.
 //
-//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming]
+//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming] [daily]
 //
 // With no section named, every section runs, in that order. It prints a table, each figure with
 // its budget met or MISSED, and writes target/bench/summary.json (the sections of this run, with
@@ -11,7 +11,7 @@
 // Every server it starts listens on 127.0.0.1 with its own data folder and access token; everything
 // it starts is killed by pid when it ends, fails or is interrupted. Bounded: it gives up after
 // BENCH_TIMEOUT_S (default 1200) seconds. Knobs (environment): BENCH_PAGE_RUNS, BENCH_QUESTION_RUNS,
-// BENCH_ANSWER_PATHS, BENCH_SCALE_SESSIONS, BENCH_STREAM_* (see each section's module).
+// BENCH_ANSWER_PATHS, BENCH_SCALE_SESSIONS, BENCH_STREAM_*, BENCH_DAILY_* (see each section's module).
 
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -19,6 +19,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 
 import { bundle } from "./bench/bundle.mjs";
+import { daily } from "./bench/daily.mjs";
 import { table } from "./bench/figures.mjs";
 import { page } from "./bench/page.mjs";
 import { BIN, root, shutDown } from "./bench/processes.mjs";
@@ -26,7 +27,7 @@ import { questions } from "./bench/questions.mjs";
 import { scale } from "./bench/scale.mjs";
 import { streaming } from "./bench/streaming.mjs";
 
-const SECTIONS = { bundle, page, questions, scale, streaming };
+const SECTIONS = { bundle, page, questions, scale, streaming, daily };
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 1200);
 
 function git(...args) {

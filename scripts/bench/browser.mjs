@@ -91,6 +91,10 @@ export function marks(page) {
  *   changed, its tail);
  * - `watch.inOrder`: strings that reach the DOM one after another (markers along a streamed
  *   text): when each first shows in the element whose text changed (`marks.inOrder[i]`).
+ * - `watch.shown`: when each of these strings is first in the DOM anywhere in what was added
+ *   (`marks.shown[s].inDom`), and then the first frame in which it lies in the viewport, taken
+ *   once that frame has been painted (`marks.shown[s].visible`: a task queued from the frame's
+ *   requestAnimationFrame runs after its paint).
  * The observers do as little as they can: they are running while the page is measured.
  */
 function installMarks(watch) {
@@ -182,13 +186,55 @@ function installMarks(watch) {
     });
   }
 
+  if (watch.shown?.length) {
+    marks.shown = {};
+    const textNodeWith = (root, wanted) => {
+      const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+      for (let node = walker.currentNode; node; node = walker.nextNode()) {
+        if (node.nodeType === Node.TEXT_NODE && node.data.includes(wanted)) return node;
+      }
+      return null;
+    };
+    const untilVisible = (wanted, found) => {
+      let node = found;
+      const frame = () => {
+        if (!node?.isConnected) node = textNodeWith(document.body, wanted);
+        const range = node && document.createRange();
+        if (range) range.selectNodeContents(node);
+        const rect = range?.getBoundingClientRect();
+        if (rect && rect.height > 0 && rect.bottom > 0 && rect.top < innerHeight) {
+          const channel = new MessageChannel();
+          channel.port1.onmessage = () => (marks.shown[wanted].visible = at());
+          channel.port2.postMessage(null);
+        } else {
+          requestAnimationFrame(frame);
+        }
+      };
+      requestAnimationFrame(frame);
+    };
+    checks.push((records) => {
+      for (const wanted of watch.shown) {
+        if (marks.shown[wanted]) continue;
+        for (const r of records) {
+          const nodes = r.type === "characterData" ? [r.target] : [...r.addedNodes];
+          const node = nodes.find((n) => n.textContent?.includes(wanted));
+          if (node) {
+            marks.shown[wanted] = { inDom: at() };
+            untilVisible(wanted, textNodeWith(node, wanted) ?? node);
+            break;
+          }
+        }
+      }
+    });
+  }
+
   if (checks.length) {
     const attributes = [...(watch.startup ? ["disabled"] : []), ...(watch.cards ? ["data-state"] : [])];
     new MutationObserver((records) => checks.forEach((check) => check(records))).observe(document, {
       subtree: true,
       childList: true,
       ...(attributes.length ? { attributes: true, attributeFilter: attributes } : {}),
-      characterData: Boolean(watch.texts?.length || watch.inOrder?.length),
+      characterData: Boolean(watch.texts?.length || watch.inOrder?.length || watch.shown?.length),
     });
   }
 }

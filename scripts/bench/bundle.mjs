@@ -5,7 +5,6 @@
 // that each came compressed.
 
 import * as fs from "node:fs";
-import * as http from "node:http";
 import * as path from "node:path";
 import * as zlib from "node:zlib";
 
@@ -17,8 +16,8 @@ const BUDGET_KIB = 200;
 export async function bundle() {
   const server = await AskBridge.start({ name: "bundle", args: ["--agent", "scripted", "--scenario", SCENARIO] });
   try {
-    const page = await get(server, "/", "br, gzip");
-    const html = (await get(server, "/", "identity")).body.toString();
+    const page = await server.get("/", "br, gzip");
+    const html = (await server.get("/", "identity")).body.toString();
     const assets = [...new Set([...html.matchAll(/(?:href|src)="(\/pkg\/[^"]+)"/g)].map((m) => m[1]))];
     // A JS module's static imports load with it (the glue imports the lazy chunk's loader, which
     // imports the glue back), as scripts/size.sh counts them.
@@ -51,7 +50,7 @@ export async function bundle() {
     });
     const wire = [{ path: "/", encoding: page.encoding, bytes: page.body.length, raw: html.length }];
     for (const asset of assets) {
-      const response = await get(server, asset, "br, gzip");
+      const response = await server.get(asset, "br, gzip");
       wire.push({ path: asset, encoding: response.encoding, bytes: response.body.length });
     }
     const uncompressed = wire.filter((w) => w.encoding !== "br");
@@ -86,22 +85,3 @@ export async function bundle() {
 }
 
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
-
-/** GET with the token and `acceptEncoding`; the body exactly as it came over the wire. */
-function get(server, pathname, acceptEncoding) {
-  return new Promise((resolve, reject) => {
-    const request = http.get(
-      `${server.url}${pathname}`,
-      { headers: { authorization: `Bearer ${server.token}`, "accept-encoding": acceptEncoding } },
-      (response) => {
-        const chunks = [];
-        response.on("data", (chunk) => chunks.push(chunk));
-        response.on("end", () => {
-          if (response.statusCode !== 200) return reject(new Error(`GET ${pathname}: ${response.statusCode}`));
-          resolve({ body: Buffer.concat(chunks), encoding: response.headers["content-encoding"] });
-        });
-      },
-    );
-    request.on("error", reject);
-  });
-}

@@ -51,7 +51,7 @@ export async function page() {
 }
 
 /** One cold load of `url`; the marks in ms from the navigation's start. */
-async function coldLoad(browser, server, url) {
+export async function coldLoad(browser, server, url) {
   const { context, page } = await signedInPage(browser, server, { startup: true });
   try {
     await page.goto(`${server.url}${url}`, { waitUntil: "commit" });

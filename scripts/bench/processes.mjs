@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
+import * as http from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -188,6 +189,25 @@ export class AskBridge {
     if (raw) return { status: response.status, text };
     if (!response.ok) throw new Error(`${name}: ${response.status} ${text}`);
     return text ? JSON.parse(text) : null;
+  }
+
+  /** GET with the token and `acceptEncoding`; the body exactly as it came over the wire. */
+  get(pathname, acceptEncoding) {
+    return new Promise((resolve, reject) => {
+      const request = http.get(
+        `${this.url}${pathname}`,
+        { headers: { authorization: `Bearer ${this.token}`, "accept-encoding": acceptEncoding } },
+        (response) => {
+          const chunks = [];
+          response.on("data", (chunk) => chunks.push(chunk));
+          response.on("end", () => {
+            if (response.statusCode !== 200) return reject(new Error(`GET ${pathname}: ${response.statusCode}`));
+            resolve({ body: Buffer.concat(chunks), encoding: response.headers["content-encoding"] });
+          });
+        },
+      );
+      request.on("error", reject);
+    });
   }
 
   /** VmRSS in KiB, once. */

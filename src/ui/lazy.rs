@@ -77,7 +77,12 @@ pub fn transcript_pane(id: String) -> impl IntoView {
 
 #[cfg_attr(
     feature = "hydrate",
-    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+    leptos::wasm_split::wasm_split(
+        session_pane,
+        wasm_split_path = ::leptos::wasm_split,
+        preload(preload_transcript_pane),
+        fallible
+    )
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_transcript_pane(id: String) -> Result<AnyView, ChunkMissing> {
@@ -199,7 +204,12 @@ pub fn claude_sessions_list() -> impl IntoView {
 
 #[cfg_attr(
     feature = "hydrate",
-    leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
+    leptos::wasm_split::wasm_split(
+        session_pane,
+        wasm_split_path = ::leptos::wasm_split,
+        preload(preload_claude_sessions_list),
+        fallible
+    )
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_claude_sessions_list() -> Result<AnyView, ChunkMissing> {
@@ -350,10 +360,14 @@ pub fn chunk_missing() -> impl IntoView {
 /// the server drew it).
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() -> Result<(), ChunkMissing> {
-    // A Claude Code session's page: the chunk draws it.
+    // A Claude Code session's page: the chunk draws its pane and the sidebar's list of Claude
+    // Code's sessions (open on that page). Each is a split point with a loader of its own, and
+    // each must be ready: a `Suspend` that waits while hydrating leaves the server's HTML
+    // unmatched, and hydration panics (every cold load of /c/<id> did, found by `make bench`).
     let claude_page = window().location().pathname().is_ok_and(|path| path.starts_with("/c/"));
     if claude_page {
-        preload_session_pane().await?;
+        preload_transcript_pane().await?;
+        preload_claude_sessions_list().await?;
     }
     if document().get_element_by_id(super::page_data::SESSION_DATA_ID).is_some() {
         // Each split point has a loader of its own: the pane's must be ready too, or its
