@@ -121,19 +121,22 @@ pub fn Composer(
                 }
                 let kept = Kept::message_draft(Some(&id));
                 let sent_to = Target::Session(id.clone());
-                send_call.dispatch(SendMessage { session: id, text: text.clone() }, move |()| {
-                    // What was typed after the sent text stays, in the box it was typed in.
-                    let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
-                    if target.get_untracked() == sent_to {
-                        if let Some(rest) = draft.with_untracked(|d| rest(d)) {
+                send_call.dispatch(
+                    SendMessage { session: id, text: text.clone(), attachments: Vec::new() },
+                    move |()| {
+                        // What was typed after the sent text stays, in the box it was typed in.
+                        let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
+                        if target.get_untracked() == sent_to {
+                            if let Some(rest) = draft.with_untracked(|d| rest(d)) {
+                                kept.save(&rest);
+                                draft.set(rest);
+                            }
+                            focus_box();
+                        } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
                             kept.save(&rest);
-                            draft.set(rest);
                         }
-                        focus_box();
-                    } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
-                        kept.save(&rest);
-                    }
-                });
+                    },
+                );
             }
         }
     };
