@@ -2,6 +2,7 @@
 //! with its messages, tool cards, question and approval cards, and the composer.
 
 pub mod approval_card;
+pub mod attachments;
 pub mod claude_sessions;
 pub mod composer;
 pub mod icons;
