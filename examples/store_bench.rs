@@ -17,7 +17,11 @@ use askbridge::thread::{EventBody, SessionEvent, SessionSummary, Thread, TurnOut
 fn a_turn(n: usize) -> Vec<EventBody> {
     let message = format!("a{n}");
     let mut turn = vec![
-        EventBody::UserMessage { message_id: format!("u{n}"), text: "Refactor the parser, please.".into() },
+        EventBody::UserMessage {
+            message_id: format!("u{n}"),
+            text: "Refactor the parser, please.".into(),
+            attachments: Vec::new(),
+        },
         EventBody::TurnStarted,
         EventBody::AssistantMessageStarted { message_id: message.clone() },
     ];

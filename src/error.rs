@@ -44,6 +44,10 @@ pub enum AppError {
     BadRequest { detail: String },
     #[error("The request is too large: the limit is {max_kib} KiB.")]
     TooLarge { max_kib: usize },
+    #[error("This file cannot be attached: {detail}.")]
+    AttachmentRefused { detail: String },
+    #[error("There is no attached file “{hash}” on the server. Attach it again.")]
+    AttachmentNotFound { hash: String },
     #[error("Sign-in required: open the link with the access token, or enter the token.")]
     Unauthorized,
     #[error("The request came from another site and was refused.")]
@@ -90,6 +94,8 @@ impl From<AppError> for WireError {
             AppError::NotWaiting { detail } => ("not_waiting", None, Some(detail), None, None),
             AppError::BadRequest { detail } => ("bad_request", None, Some(detail), None, None),
             AppError::TooLarge { max_kib } => ("too_large", None, None, None, Some(max_kib)),
+            AppError::AttachmentRefused { detail } => ("attachment_refused", None, Some(detail), None, None),
+            AppError::AttachmentNotFound { hash } => ("attachment_not_found", Some(hash), None, None, None),
             AppError::Unauthorized => ("unauthorized", None, None, None, None),
             AppError::ForbiddenOrigin => ("forbidden_origin", None, None, None, None),
             AppError::Storage { detail } => ("storage", None, Some(detail), None, None),
@@ -117,6 +123,8 @@ impl From<WireError> for AppError {
             "not_waiting" => Self::NotWaiting { detail: detail() },
             "bad_request" => Self::BadRequest { detail: detail() },
             "too_large" => Self::TooLarge { max_kib: max },
+            "attachment_refused" => Self::AttachmentRefused { detail: detail() },
+            "attachment_not_found" => Self::AttachmentNotFound { hash: wire.id.clone().unwrap_or_default() },
             "unauthorized" => Self::Unauthorized,
             "forbidden_origin" => Self::ForbiddenOrigin,
             "storage" => Self::Storage { detail: detail() },
@@ -131,7 +139,8 @@ impl From<WireError> for AppError {
 impl AppError {
     pub fn status(&self) -> u16 {
         match self {
-            Self::SessionNotFound { .. } | Self::InteractionNotFound { .. } => 404,
+            Self::SessionNotFound { .. } | Self::InteractionNotFound { .. } | Self::AttachmentNotFound { .. } => 404,
+            Self::AttachmentRefused { .. } => 415,
             Self::InvalidAnswer { .. } => 400,
             Self::AlreadyAnswered | Self::NotWaiting { .. } => 409,
             Self::EmptyMessage | Self::MessageTooLong { .. } | Self::InvalidTitle { .. } | Self::BadRequest { .. } => {
@@ -224,6 +233,8 @@ mod tests {
             AppError::NotWaiting { detail: "it was cancelled".into() },
             AppError::BadRequest { detail: "x".into() },
             AppError::TooLarge { max_kib: 1024 },
+            AppError::AttachmentRefused { detail: "its content is not image/png".into() },
+            AppError::AttachmentNotFound { hash: "ab".repeat(32) },
             AppError::Unauthorized,
             AppError::ForbiddenOrigin,
             AppError::Storage { detail: "disk".into() },

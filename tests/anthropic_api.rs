@@ -412,3 +412,39 @@ async fn a_model_name_that_could_be_a_flag_or_names_nothing_is_refused() {
     let error = manager.create_session_with(new).await.unwrap_err().to_string();
     assert!(error.contains("does not run the agent “claude”") && error.contains("anthropic"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_image_and_text_file_reach_the_model_and_the_image_again_on_the_next_turn() {
+    use base64::Engine;
+    let h = harness(vec![Reply::text("A pixel."), Reply::text("Still a pixel.")]).await;
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-and-the-rest".to_vec();
+    let image = h.manager.store_attachment("image/png", Some("pixel.png"), &png).await.unwrap();
+    let notes = h.manager.store_attachment("text/plain", Some("notes.txt"), b"line one\n").await.unwrap();
+    h.manager
+        .send_message_with(&h.session, "Look at these.".into(), &[image.hash.clone(), notes.hash.clone()])
+        .await
+        .unwrap();
+    h.turn_ended(TurnOutcome::Completed).await;
+    h.send("And now?").await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+
+    let data = base64::engine::general_purpose::STANDARD.encode(&png);
+    let image_block = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}});
+    let person = json!([text("Look at these."), image_block, text("File: notes.txt\n\nline one\n")]);
+    let requests = h.mock.requests();
+    assert_eq!(requests.len(), 2);
+    let first = &requests[0]["messages"][0]["content"];
+    // The last block carries the cache breakpoint.
+    assert_eq!(first[2]["cache_control"], json!({"type": "ephemeral"}));
+    let mut first = first.clone();
+    first[2].as_object_mut().unwrap().remove("cache_control");
+    assert_eq!(first, person);
+    // The conversation rebuilt from the thread on the next turn carries the same bytes again.
+    assert_eq!(requests[1]["messages"][0]["content"], person);
+
+    // The thread refers to the stored files and carries none of their bytes.
+    let blocks = &thread.messages[0].blocks;
+    let askbridge::thread::Block::Image(shown) = &blocks[1] else { panic!("{blocks:?}") };
+    assert_eq!((shown.hash.as_deref(), shown.data.as_str()), (Some(image.hash.as_str()), ""));
+    assert_eq!(blocks[2], askbridge::thread::Block::File(notes));
+}

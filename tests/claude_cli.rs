@@ -885,3 +885,30 @@ async fn compact_and_clear_do_what_they_do_in_the_terminal_and_the_thread_says_s
     let sent = last["messages"].to_string();
     assert!(sent.contains("again") && !sent.contains("hello"), "{sent}");
 }
+
+/// A 1×1 PNG: a real image, which the CLI reads as one.
+const PIXEL_PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+/// Every `image` block of every request the model was sent.
+fn images_sent(requests: &[Value]) -> Vec<Value> {
+    let blocks = requests.iter().flat_map(|r| r["messages"].as_array().cloned().unwrap_or_default());
+    blocks
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|block| block["type"] == "image")
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_image_reaches_the_model_through_the_cli_as_an_image_block_with_the_same_bytes() {
+    use base64::Engine;
+    let h = harness(vec![Reply::text("A single pixel.")], AnswerPath::CanUseTool).await;
+    let png = base64::engine::general_purpose::STANDARD.decode(PIXEL_PNG).unwrap();
+    let file = h.manager.store_attachment("image/png", Some("pixel.png"), &png).await.unwrap();
+    h.manager.send_message_with(&h.session, "What is in this picture?".into(), &[file.hash]).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let images = images_sent(&h.mock.requests());
+    assert!(!images.is_empty(), "no image block reached the model");
+    assert_eq!(images[0]["source"], json!({"type": "base64", "media_type": "image/png", "data": PIXEL_PNG}));
+}

@@ -7,6 +7,7 @@
 //! [`RecordingSink`].
 
 pub mod anthropic;
+pub mod attachments;
 pub mod claude;
 mod error;
 pub mod recording;
@@ -18,7 +19,10 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::PermissionMode;
-use crate::thread::{Message, ModelChoice, SlashCommand, Usage};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::thread::{AttachmentRef, Message, ModelChoice, SlashCommand, Usage};
 
 pub use error::AgentError;
 pub use recording::RecordingSink;
@@ -47,6 +51,17 @@ pub struct TurnRequest {
     pub permission_mode: Option<PermissionMode>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
+    /// Files attached to this turn's messages, and the bytes of those the backend needs.
+    pub attachments: TurnAttachments,
+}
+
+/// The files of a turn (issue 21): those attached to the messages it answers (`new`, in order),
+/// and the bytes of every file the backend is to send, by hash: the new ones, and for a backend
+/// that resends the conversation ([`AgentBackend::resends_history`]) those in `history` too.
+#[derive(Debug, Clone, Default)]
+pub struct TurnAttachments {
+    pub new: Vec<AttachmentRef>,
+    pub bytes: HashMap<String, Arc<[u8]>>,
 }
 
 pub trait AgentBackend: Send + Sync + 'static {
@@ -99,6 +114,12 @@ pub trait AgentBackend: Send + Sync + 'static {
     fn told_when_lost(&self, request: &crate::interaction::InteractionRequest) -> Option<String> {
         let _ = request;
         None
+    }
+
+    /// Whether the backend sends the whole conversation with each turn (then a turn carries the
+    /// bytes of the files in earlier messages too), rather than only the new message.
+    fn resends_history(&self) -> bool {
+        false
     }
 
     /// The folder the agent works in by default, for agents that work in one.

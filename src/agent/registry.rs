@@ -162,6 +162,7 @@ mod tests {
             workdir: None,
             permission_mode: None,
             cancel: Default::default(),
+            attachments: Default::default(),
         }
     }
 

@@ -5,6 +5,8 @@
 //! stable path, `/api/<name>`, taking and returning JSON, so that scripts and tests can drive
 //! AskBridge without a browser.
 
+#[cfg(feature = "ssr")]
+pub mod attachments;
 pub mod claude_sessions;
 pub mod push;
 
@@ -191,13 +193,18 @@ pub async fn load_session(id: String) -> Result<SessionView, AppError> {
 }
 
 /// Stores the message and starts the agent's turn. Returns once the message is stored: the
-/// reply arrives on the live stream.
+/// reply arrives on the live stream. `attachments`: the hashes of files uploaded before
+/// (`POST /api/attachments`), sent with it.
 #[server(input = Json, endpoint = "send_message")]
-pub async fn send_message(session: String, text: String) -> Result<(), AppError> {
+pub async fn send_message(
+    session: String,
+    text: String,
+    #[server(default)] attachments: Vec<String>,
+) -> Result<(), AppError> {
     let manager = manager()?;
     // A terminal's Claude Code takes its messages in the terminal; here it is answered only.
     manager.refuse_messages_to_terminal(&session).await?;
-    manager.send_message(&session, text).await
+    manager.send_message_with(&session, text, &attachments).await
 }
 
 #[server(input = Json, endpoint = "interrupt_turn")]

@@ -537,6 +537,8 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
                 .layer(SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"))),
         )
         .layer(RequestBodyLimitLayer::new(MAX_BODY_BYTES))
+        // Files attached to messages: up to 5 MB, bounded by the upload itself (`api::attachments`).
+        .merge(crate::api::attachments::routes(manager.clone()))
         .layer(axum::middleware::map_response(typed_error_status))
         .layer(CompressionLayer::new())
         .layer(axum::middleware::from_fn_with_state(access, security::guard))
@@ -560,8 +562,12 @@ fn pkg_service(site_root: &Path, hashed: bool) -> Router {
 /// Gives server-function errors their HTTP status (from `AppError::status`) and turns the body
 /// limit's bare 413 into a typed error, so that every failure reads the same way.
 async fn typed_error_status(response: Response<Body>) -> Response<Body> {
+    let typed = |response: &Response<Body>| {
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+    };
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE
         && !response.headers().contains_key(server_fn::error::SERVER_FN_ERROR_HEADER)
+        && !typed(&response)
     {
         let error = AppError::TooLarge { max_kib: MAX_BODY_BYTES / 1024 };
         return (StatusCode::PAYLOAD_TOO_LARGE, axum::Json(error)).into_response();

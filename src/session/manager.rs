@@ -292,7 +292,14 @@ impl SessionManager {
     /// stored, before the agent answers. A parked agent whose answers were given takes them first
     /// (its resume starts now if it has not yet), and the message's turn follows that one.
     pub async fn send_message(&self, session_id: &str, text: String) -> Result<(), AppError> {
+        self.send_message_with(session_id, text, &[]).await
+    }
+
+    /// `send_message`, with files the person attached (stored before, `store_attachment`): by
+    /// their hashes, each of which must be stored.
+    pub async fn send_message_with(&self, session_id: &str, text: String, files: &[String]) -> Result<(), AppError> {
         validate_message(&text)?;
+        let attachments = self.attachments_of_message(files).await?;
         let runtime = self.runtime(session_id).await?;
         let mut state = runtime.lock().await;
         // Before the message is stored: a turn that cannot start should not leave it behind.
@@ -312,7 +319,11 @@ impl SessionManager {
                     return Err(AppError::WaitingForAnswer);
                 }
                 let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
-                let message = EventBody::UserMessage { message_id: new_id(), text: text.clone() };
+                let message = EventBody::UserMessage {
+                    message_id: new_id(),
+                    text: text.clone(),
+                    attachments: attachments.clone(),
+                };
                 Ok(Judged::Append(message, first_message))
             })
             .await;

@@ -10,9 +10,11 @@
 //!   ones stopped, dead servers' sessions taken over;
 //! - `policy.rs`: what sessions may do on this server (folders, modes);
 //! - `sink.rs`: the sink through which a backend reports a turn;
+//! - `attachments.rs`: files the person attaches, stored by their hash and read back for turns;
 //! - `outside.rs`: sessions AskBridge does not run (a `claude` in a terminal): made at their
 //!   first hook, their calls shown, their cards through the same bridge.
 
+mod attachments;
 mod leases;
 mod log;
 mod manager;

@@ -729,7 +729,11 @@ async fn a_message_stored_just_before_the_server_died_gets_its_turn_after_the_re
     let manager = open(&path).await;
     let id = manager.create_session(None).await.unwrap().id;
     // Stored, and the server gone before the turn's start was: what `send_message` does first.
-    let message = crate::thread::EventBody::UserMessage { message_id: "m1".into(), text: "hello".into() };
+    let message = crate::thread::EventBody::UserMessage {
+        message_id: "m1".into(),
+        text: "hello".into(),
+        attachments: Vec::new(),
+    };
     manager.runtime(&id).await.unwrap().append(manager.store(), message).await.unwrap();
     drop(manager);
 

@@ -24,13 +24,13 @@ use super::leases::Leases;
 use super::log::{RuntimeState, SessionLog, SessionRuntime};
 use super::policy::SessionPolicy;
 use super::sink::SessionSink;
-use crate::agent::{AgentBackend, AgentError, TurnRequest};
+use crate::agent::{AgentBackend, AgentError, TurnAttachments, TurnRequest};
 use crate::bridge::InteractionBridge;
 use crate::error::AppError;
 use crate::ids::new_id;
 use crate::interaction::InteractionOutcome;
 use crate::store::{Store, StoreError, StoreResult};
-use crate::thread::{Block, EventBody, NextTurn, Role, TurnOutcome};
+use crate::thread::{AttachmentRef, Block, EventBody, Message, NextTurn, Role, TurnOutcome};
 
 /// How many times in a row an owed turn that failed is tried again by itself, before it waits for
 /// the next start of the server or the person's next message.
@@ -105,11 +105,21 @@ impl Turns {
         // The conversation as the agent takes it: the queued messages are this turn's text (or,
         // for a resume, the next turn's), not part of what came before.
         let queued = &state.thread.turn.queued_messages;
-        let history = state.thread.messages.iter().filter(|message| !queued.contains(&message.id)).cloned().collect();
-        let (started, text) = match next {
-            NextTurn::Resume => (EventBody::ResumeStarted, String::new()),
-            NextTurn::Messages => (EventBody::TurnStarted, state.thread.queued_text().unwrap_or_default()),
+        let history: Vec<Message> =
+            state.thread.messages.iter().filter(|message| !queued.contains(&message.id)).cloned().collect();
+        let (started, text, new_files) = match next {
+            NextTurn::Resume => (EventBody::ResumeStarted, String::new(), Vec::new()),
+            NextTurn::Messages => (
+                EventBody::TurnStarted,
+                state.thread.queued_text().unwrap_or_default(),
+                state.thread.queued_attachments(),
+            ),
         };
+        let earlier = match self.agent.resends_history() {
+            true => history.iter().flat_map(Message::attachments).collect(),
+            false => Vec::new(),
+        };
+        let attachments = files_for_turn(self.store(), new_files, earlier).await;
         // The turn's writes carry the lease just taken, from its first.
         state.fence = self.leases().fence(session_id);
         state.lease_lost = false;
@@ -132,6 +142,7 @@ impl Turns {
             workdir: placed.workdir,
             permission_mode: state.thread.turn.permission_mode,
             cancel,
+            attachments,
         };
         self.spawn_turn(runtime, request);
         Ok(())
@@ -477,7 +488,7 @@ impl Turns {
                     let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
                     Some((call.id.clone(), agent.told_when_lost(&interaction.request)?))
                 }
-                Block::Text { .. } | Block::Image(_) => None,
+                Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
             })
             .collect();
         for (tool_use_id, told) in lost {
@@ -497,6 +508,30 @@ impl Turns {
         self.log.list_changed();
         Ok(())
     }
+}
+
+/// A turn's files with their bytes: those of the messages it answers, and (`earlier`) those of
+/// the messages before, for an agent that is sent the whole conversation each time. A file no
+/// longer stored is left out (the agent is told so where it was).
+async fn files_for_turn(
+    store: &Store,
+    new: Vec<AttachmentRef>,
+    earlier: impl IntoIterator<Item = AttachmentRef>,
+) -> TurnAttachments {
+    let mut bytes = HashMap::new();
+    for file in new.iter().cloned().chain(earlier) {
+        if bytes.contains_key(&file.hash) {
+            continue;
+        }
+        match store.attachment(&file.hash).await {
+            Ok(Some((_, content))) => {
+                bytes.insert(file.hash, Arc::<[u8]>::from(content));
+            }
+            Ok(None) => warn!(hash = %file.hash, "an attached file is not stored"),
+            Err(error) => warn!(hash = %file.hash, %error, "an attached file could not be read"),
+        }
+    }
+    TurnAttachments { new, bytes }
 }
 
 /// Why a turn could not start, in words for the thread.

@@ -5,6 +5,7 @@
 //! - `events.rs`: each session's event log, appended as a compare-and-set, and its thread read back;
 //! - `leases.rs`: which server runs a session's turns, where several share one Postgres;
 //! - `notices.rs`: what one server tells the others (Postgres notifications);
+//! - `attachments.rs`: files attached to messages, stored once by their hash;
 //! - `error.rs`: what can go wrong, in words a person can act on.
 //!
 //! Migrations (`migrations/sqlite`, `migrations/postgres`) are embedded in the binary and run at
@@ -41,6 +42,7 @@ macro_rules! on_pool {
 // First: its `notify_in!` serves the files after it.
 #[macro_use]
 mod notices;
+mod attachments;
 mod error;
 mod events;
 mod leases;

@@ -73,6 +73,7 @@ on_sqlite_and_postgres!(
     open_interactions_fall_due_at_their_stored_deadline,
     sessions_owed_a_turn_have_a_message_without_one_or_a_parked_agent_with_nothing_waiting,
     a_terminal_session_is_one_per_claude_session_and_lists_what_its_terminal_does,
+    an_attachment_is_stored_once_by_its_hash_and_read_back_byte_for_byte,
 );
 
 fn summary(id: &str, at: i64) -> SessionSummary {
@@ -101,7 +102,7 @@ async fn record(store: &Store, session: &str, thread: &mut Thread, bodies: Vec<E
 
 fn a_turn() -> Vec<EventBody> {
     vec![
-        EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
+        EventBody::UserMessage { message_id: "u1".into(), text: "hi".into(), attachments: Vec::new() },
         EventBody::TurnStarted,
         EventBody::AssistantMessageStarted { message_id: "a1".into() },
         EventBody::TextDelta { message_id: "a1".into(), text: "Hello ".into() },
@@ -148,7 +149,7 @@ async fn an_output_with_a_nul_character_is_stored_with_a_replacement_character(d
     store.create_session(&summary("s1", 1)).await.unwrap();
     // Postgres refuses U+0000 in jsonb and text; a tool that read a binary file returns it.
     let mut turn = a_turn();
-    turn[0] = EventBody::UserMessage { message_id: "u1".into(), text: "read \0 this".into() };
+    turn[0] = EventBody::UserMessage { message_id: "u1".into(), text: "read \0 this".into(), attachments: Vec::new() };
     turn[6] = EventBody::ToolCallReady { tool_use_id: "t1".into(), input: serde_json::json!({"path\0": "a\0b"}) };
     turn[7] = EventBody::ToolResult { tool_use_id: "t1".into(), output: "PK\u{3}\u{4}\0\0".into(), is_error: false };
     let mut live = Thread::default();
@@ -201,7 +202,7 @@ async fn of_two_servers_appending_the_same_sequence_number_exactly_one_wins(db: 
         let event = |text: &str| SessionEvent {
             seq,
             at_ms: seq as i64,
-            body: EventBody::UserMessage { message_id: format!("u{seq}"), text: text.into() },
+            body: EventBody::UserMessage { message_id: format!("u{seq}"), text: text.into(), attachments: Vec::new() },
         };
         let (mine, theirs) = (event("one"), event("other"));
         let (first, second) = tokio::join!(append_bare(&one, "s1", &mine), append_bare(&other, "s1", &theirs));
@@ -274,7 +275,11 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     store.create_session(&summary("other", 3)).await.unwrap();
     let mut thread = Thread::default();
     let turn = vec![
-        EventBody::UserMessage { message_id: "u1".into(), text: "Migrate the Pelican database, please".into() },
+        EventBody::UserMessage {
+            message_id: "u1".into(),
+            text: "Migrate the Pelican database, please".into(),
+            attachments: Vec::new(),
+        },
         EventBody::TurnStarted,
         EventBody::AssistantMessageStarted { message_id: "a1".into() },
         EventBody::TextDelta { message_id: "a1".into(), text: "Running the migrations now.".into() },
@@ -458,7 +463,7 @@ async fn times_round_trip_to_the_millisecond(db: Db) {
         let event = SessionEvent {
             seq: 1,
             at_ms: at + 11,
-            body: EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() },
+            body: EventBody::UserMessage { message_id: "u1".into(), text: "hi".into(), attachments: Vec::new() },
         };
         let mut thread = Thread::default();
         let change = thread.apply(&event);
@@ -563,7 +568,7 @@ async fn an_agents_write_is_refused_once_another_server_took_its_lease(db: Db) {
         let mut thread = store.load_thread("s1").await.unwrap();
         for (body, fence) in [
             (EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None }, Some(fence_b.as_str())),
-            (EventBody::UserMessage { message_id: "u1".into(), text: "hi".into() }, None),
+            (EventBody::UserMessage { message_id: "u1".into(), text: "hi".into(), attachments: Vec::new() }, None),
         ] {
             let event = SessionEvent { seq: thread.seq + 1, at_ms: 2, body };
             let change = thread.apply(&event);
@@ -660,7 +665,7 @@ async fn an_append_that_fails_in_its_transaction_sends_nothing() {
     let doomed = SessionEvent {
         seq: 1,
         at_ms: 1,
-        body: EventBody::UserMessage { message_id: "doomed".into(), text: "hi".into() },
+        body: EventBody::UserMessage { message_id: "doomed".into(), text: "hi".into(), attachments: Vec::new() },
     };
     let mut next = thread.clone();
     let change = next.apply(&doomed);
@@ -772,7 +777,8 @@ async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
     let mut thread = Thread::default();
     let mut failed = None;
     for i in 0..200 {
-        let body = EventBody::UserMessage { message_id: format!("u{i}"), text: "x".repeat(20_000) };
+        let body =
+            EventBody::UserMessage { message_id: format!("u{i}"), text: "x".repeat(20_000), attachments: Vec::new() };
         let event = SessionEvent { seq: thread.seq + 1, at_ms: 0, body };
         let mut next = thread.clone();
         let change = next.apply(&event);
@@ -855,4 +861,26 @@ async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_termina
     assert_eq!(store.list_sessions().await.unwrap().len(), 2);
     store.delete_session("t1").await.unwrap();
     assert_eq!(store.terminal_session("laptop", "f039304b").await.unwrap(), None, "deleted with its session");
+}
+
+async fn an_attachment_is_stored_once_by_its_hash_and_read_back_byte_for_byte(db: Db) {
+    let store = db.open().await;
+    // Every byte value, NUL included: a file is bytes, not text.
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+    let file = crate::thread::AttachmentRef {
+        hash: "ab".repeat(32),
+        media_type: "image/png".into(),
+        name: Some("screenshot.png".into()),
+        size: bytes.len() as u64,
+    };
+    assert_eq!(store.attachment(&file.hash).await.unwrap(), None);
+    store.put_attachment(&file, &bytes, 1_000).await.unwrap();
+    // Stored again (another upload, another name): the first stays, and nothing fails.
+    let again = crate::thread::AttachmentRef { name: Some("other.png".into()), ..file.clone() };
+    store.put_attachment(&again, &bytes, 2_000).await.unwrap();
+
+    let reopened = db.open().await;
+    assert_eq!(reopened.attachment(&file.hash).await.unwrap(), Some((file.clone(), bytes)));
+    assert_eq!(reopened.attachment_ref(&file.hash).await.unwrap(), Some(file));
+    assert_eq!(reopened.attachment_ref(&"cd".repeat(32)).await.unwrap(), None);
 }

@@ -24,6 +24,9 @@ pub enum EventBody {
     UserMessage {
         message_id: String,
         text: String,
+        /// Files attached to it (issue 21), stored apart.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<super::attachment::AttachmentRef>,
     },
     Notice {
         message_id: String,

@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::interaction::Interaction;
 use crate::question::Question;
 
+use super::attachment::AttachmentRef;
 use super::usage::Usage;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,10 +38,22 @@ impl Message {
             .iter()
             .filter_map(|block| match block {
                 Block::Text { text } => Some(text.as_str()),
-                Block::ToolCall(_) | Block::Image(_) => None,
+                Block::ToolCall(_) | Block::Image(_) | Block::File(_) => None,
             })
             .collect::<Vec<_>>()
             .join("\n\n")
+    }
+
+    /// The files attached to the message (images and text files), in order.
+    pub fn attachments(&self) -> Vec<AttachmentRef> {
+        self.blocks
+            .iter()
+            .filter_map(|block| match block {
+                Block::Image(image) => image.attachment(),
+                Block::File(file) => Some(file.clone()),
+                Block::Text { .. } | Block::ToolCall(_) => None,
+            })
+            .collect()
     }
 }
 
@@ -53,10 +66,14 @@ pub enum Block {
     ToolCall(ToolCall),
     /// A picture in a person's message (a pasted screenshot), kept as the agent received it.
     Image(Image),
+    /// A text file the person attached, stored apart: its name, type and size, by its hash.
+    File(AttachmentRef),
 }
 
-/// An image as the Messages API carries it: base64 bytes with their media type, or (rarely) a URL.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An image as the Messages API carries it: base64 bytes with their media type, or (rarely) a URL;
+/// or, for one the person attached here, the stored file's hash (the thread does not carry its
+/// bytes: every snapshot and live event would).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Image {
     /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`; empty when the source did not say.
     #[serde(default)]
@@ -66,15 +83,39 @@ pub struct Image {
     pub data: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// The stored file (`/api/attachments/<hash>`), for an image attached here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// Its file name, when it had one: the `<img>`'s alt text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 impl Image {
-    /// What an `<img src>` takes: a `data:` URL of the bytes, or the image's own URL.
+    /// An image attached here, by its stored file.
+    pub fn attached(file: &AttachmentRef) -> Self {
+        Self {
+            media_type: file.media_type.clone(),
+            hash: Some(file.hash.clone()),
+            name: file.name.clone(),
+            ..Self::default()
+        }
+    }
+
+    /// What an `<img src>` takes: the stored file's address, a `data:` URL of the bytes, or the
+    /// image's own URL.
     pub fn src(&self) -> String {
-        match &self.url {
-            Some(url) if self.data.is_empty() => url.clone(),
+        match (&self.hash, &self.url) {
+            (Some(hash), _) if self.data.is_empty() => super::attachment::attachment_url(hash),
+            (_, Some(url)) if self.data.is_empty() => url.clone(),
             _ => format!("data:{};base64,{}", self.media_type, self.data),
         }
+    }
+
+    /// The stored file this image is, if it was attached here.
+    pub fn attachment(&self) -> Option<AttachmentRef> {
+        let hash = self.hash.clone()?;
+        Some(AttachmentRef { hash, media_type: self.media_type.clone(), name: self.name.clone(), size: 0 })
     }
 }
 

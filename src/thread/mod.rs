@@ -4,11 +4,13 @@
 //! the changed message, the browser applies the same events as they stream in. One reducer, so
 //! the page after a reload and the page that watched it live cannot disagree.
 
+pub mod attachment;
 mod event;
 mod message;
 mod offer;
 mod usage;
 
+pub use attachment::AttachmentRef;
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
 pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
@@ -273,12 +275,16 @@ impl Thread {
 
     fn apply_body(&mut self, body: &EventBody, at_ms: i64) -> Change {
         match body {
-            EventBody::UserMessage { message_id, text } => {
+            EventBody::UserMessage { message_id, text, attachments } => {
                 self.turn.queued_messages.push(message_id.clone());
+                let files = attachments.iter().map(|file| match file.kind() {
+                    Some(attachment::Kind::Image(_)) => Block::Image(Image::attached(file)),
+                    _ => Block::File(file.clone()),
+                });
                 let change = self.push(Message {
                     id: message_id.clone(),
                     role: Role::User,
-                    blocks: vec![Block::Text { text: text.clone() }],
+                    blocks: std::iter::once(Block::Text { text: text.clone() }).chain(files).collect(),
                     streaming: false,
                     created_at_ms: at_ms,
                     usage: None,
@@ -512,6 +518,16 @@ impl Thread {
             .map(Message::text)
             .collect();
         (!texts.is_empty()).then(|| texts.join("\n\n"))
+    }
+
+    /// The files attached to the queued messages, in order: the next turn's.
+    pub fn queued_attachments(&self) -> Vec<AttachmentRef> {
+        let queued = &self.turn.queued_messages;
+        self.messages
+            .iter()
+            .filter(|message| message.role == Role::User && queued.contains(&message.id))
+            .flat_map(Message::attachments)
+            .collect()
     }
 
     /// What the session's agent should do next, when no turn runs: take the person's answers

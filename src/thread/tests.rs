@@ -9,7 +9,10 @@ fn event(seq: u64, body: EventBody) -> SessionEvent {
 
 fn streamed_turn() -> Vec<SessionEvent> {
     vec![
-        event(1, EventBody::UserMessage { message_id: "u1".into(), text: "list files".into() }),
+        event(
+            1,
+            EventBody::UserMessage { message_id: "u1".into(), text: "list files".into(), attachments: Vec::new() },
+        ),
         event(2, EventBody::TurnStarted),
         event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
         event(4, EventBody::TextDelta { message_id: "a1".into(), text: "Sure, ".into() }),
@@ -76,7 +79,7 @@ fn turn_end_cancels_tools_still_running() {
 fn parked_and_answered() -> Vec<SessionEvent> {
     let question = crate::interaction::InteractionRequest::Question { questions: Vec::new() };
     vec![
-        event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into() }),
+        event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into(), attachments: Vec::new() }),
         event(2, EventBody::TurnStarted),
         event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
         event(4, EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "q".into(), name: "Ask".into() }),
@@ -90,7 +93,10 @@ fn parked_and_answered() -> Vec<SessionEvent> {
 #[test]
 fn a_message_sent_before_the_resume_waits_for_it_and_then_gets_its_own_turn() {
     let mut thread = Thread::default();
-    thread.apply(&event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into() }));
+    thread.apply(&event(
+        1,
+        EventBody::UserMessage { message_id: "u1".into(), text: "go".into(), attachments: Vec::new() },
+    ));
     assert_eq!(thread.next_turn(), Some(NextTurn::Messages), "a message with no turn after it");
     let mut thread = Thread::default();
     for e in parked_and_answered() {
@@ -98,9 +104,15 @@ fn a_message_sent_before_the_resume_waits_for_it_and_then_gets_its_own_turn() {
     }
     assert_eq!(thread.tool_call("q").unwrap().interaction.as_ref().unwrap().expires_at_ms, Some(9));
     assert_eq!(thread.next_turn(), Some(NextTurn::Resume));
-    let change = thread.apply(&event(9, EventBody::UserMessage { message_id: "u2".into(), text: "and".into() }));
+    let change = thread.apply(&event(
+        9,
+        EventBody::UserMessage { message_id: "u2".into(), text: "and".into(), attachments: Vec::new() },
+    ));
     assert!(change.turn, "the queue is stored with the turn state");
-    thread.apply(&event(10, EventBody::UserMessage { message_id: "u3".into(), text: "then".into() }));
+    thread.apply(&event(
+        10,
+        EventBody::UserMessage { message_id: "u3".into(), text: "then".into(), attachments: Vec::new() },
+    ));
     assert_eq!(thread.next_turn(), Some(NextTurn::Resume), "the answer goes first");
     thread.apply(&event(11, EventBody::ResumeStarted));
     assert_eq!(thread.next_turn(), None);

@@ -7,6 +7,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
+use super::attachments::Attachments;
 use super::icons;
 use super::kept::Kept;
 use super::lazy::SlashBox;
@@ -51,6 +52,7 @@ pub fn Composer(
     let queued = RwSignal::new(false);
     let send_call = ServerCall::<SendMessage>::new();
     let stop_call = ServerCall::<InterruptTurn>::new();
+    let attachments = Attachments::new();
 
     let target = Memo::new(move |_| {
         if workspace.opening.pending() {
@@ -95,6 +97,8 @@ pub fn Composer(
             Some("The agent is working. Wait for it, or press Stop.".into())
         } else if send_call.pending() {
             Some("Sending…".into())
+        } else if attachments.uploading() {
+            Some("Attaching…".into())
         } else if too_long() {
             Some(format!("The message is longer than {MAX_MESSAGE_CHARS} characters."))
         } else {
@@ -143,7 +147,9 @@ pub fn Composer(
                 }
                 let kept = Kept::message_draft(Some(&id));
                 let sent_to = Target::Session(id.clone());
-                send_call.dispatch(SendMessage { session: id, text: text.clone() }, move |()| {
+                let input = SendMessage { session: id, text: text.clone(), attachments: attachments.hashes() };
+                send_call.dispatch(input, move |()| {
+                    attachments.clear();
                     // What was typed after the sent text stays, in the box it was typed in.
                     let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
                     if target.get_untracked() == sent_to {
@@ -259,6 +265,7 @@ pub fn Composer(
                 })
             }}
             <div class="composer-box">
+                {attachments.tray()}
                 <textarea
                     node_ref=input
                     class="composer-input"

@@ -3,6 +3,7 @@
 
 pub mod agent_choice;
 pub mod approval_card;
+pub mod attachments;
 pub mod claude_sessions;
 pub mod composer;
 pub mod icons;

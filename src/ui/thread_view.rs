@@ -4,6 +4,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::approval_card::ApprovalCard;
+use super::attachments::{attached_file, attached_image};
 use super::markdown::markdown;
 use super::question_card::QuestionCard;
 use super::state::ThreadState;
@@ -104,6 +105,14 @@ fn MessageView(message: Signal<Message>) -> impl IntoView {
 /// (an open tool card stays open while its result arrives).
 #[component]
 fn BlockView(message: Signal<Message>, index: usize, role: Role) -> impl IntoView {
+    let attached = message.with_untracked(|m| match m.blocks.get(index) {
+        Some(Block::Image(image)) => Some(attached_image(image).into_any()),
+        Some(Block::File(file)) => Some(attached_file(file).into_any()),
+        _ => None,
+    });
+    if let Some(attached) = attached {
+        return attached;
+    }
     let is_text = message.with_untracked(|m| matches!(m.blocks.get(index), Some(Block::Text { .. })));
     if is_text {
         let text = Memo::new(move |_| {

@@ -3,10 +3,14 @@
 //! and each call's result, in order; a question's result comes from its interaction's outcome,
 //! worded as Claude Code words it.
 
-use super::wire::{CacheControl, ContentBlock, InputMessage, Role};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::wire::{CacheControl, ContentBlock, ImageSource, InputMessage, Role};
+use crate::agent::attachments::message_content;
 use crate::interaction::InteractionOutcome;
 use crate::question::words;
-use crate::thread::{Block, Message, Role as ThreadRole, ToolCall, ToolStatus};
+use crate::thread::{Block, Image, Message, Role as ThreadRole, ToolCall, ToolStatus};
 
 /// Tool calls whose id starts with this are content blocks of a kind AskBridge does not use
 /// (thinking, server tools), shown in the thread but never sent back.
@@ -58,17 +62,21 @@ pub struct NewResult {
 }
 
 /// The conversation of `history`, and the results it contains that the thread has not recorded.
-pub fn rebuild(history: &[Message]) -> (Vec<InputMessage>, Vec<NewResult>) {
+/// `files`: the bytes of the files the person attached, by hash.
+pub fn rebuild(history: &[Message], files: &HashMap<String, Arc<[u8]>>) -> (Vec<InputMessage>, Vec<NewResult>) {
     let mut messages: Vec<InputMessage> = Vec::new();
     let mut new_results = Vec::new();
     for message in history {
         match message.role {
             ThreadRole::Notice => {}
             ThreadRole::User => {
-                let text = message.text();
-                if !text.trim().is_empty() {
-                    push(&mut messages, Role::User, vec![ContentBlock::text(text)]);
-                }
+                let mut blocks = message_content(&message.text(), &message.attachments(), files);
+                // Images that came with the message itself (a Claude Code session continued here).
+                blocks.extend(message.blocks.iter().filter_map(|block| match block {
+                    Block::Image(image) if image.hash.is_none() => image_block(image),
+                    _ => None,
+                }));
+                push(&mut messages, Role::User, blocks);
             }
             ThreadRole::Assistant => {
                 let mut blocks = Vec::new();
@@ -79,8 +87,8 @@ pub fn rebuild(history: &[Message]) -> (Vec<InputMessage>, Vec<NewResult>) {
                             blocks.push(ContentBlock::text(text.clone()))
                         }
                         Block::Text { .. } => {}
-                        // The model never writes images; a person's are in their own messages.
-                        Block::Image(_) => {}
+                        // The model never writes images or files; a person's are in their own messages.
+                        Block::Image(_) | Block::File(_) => {}
                         Block::ToolCall(call) if call.id.starts_with(OTHER_BLOCK_ID) => {}
                         // Arguments that never arrived whole were never a call the model made.
                         Block::ToolCall(ToolCall { input: None, .. }) => {}
@@ -109,6 +117,16 @@ pub fn rebuild(history: &[Message]) -> (Vec<InputMessage>, Vec<NewResult>) {
         }
     }
     (messages, new_results)
+}
+
+/// An image the thread carries itself (base64 bytes, or a URL), as a block.
+fn image_block(image: &Image) -> Option<ContentBlock> {
+    let source = match &image.url {
+        Some(url) if image.data.is_empty() => ImageSource::Url { url: url.clone() },
+        _ if image.data.is_empty() => return None,
+        _ => ImageSource::Base64 { media_type: image.media_type.clone(), data: image.data.clone() },
+    };
+    Some(ContentBlock::image(source))
 }
 
 /// The result of a call the thread holds no result for.
@@ -189,7 +207,7 @@ mod tests {
             ),
             message(ThreadRole::Notice, vec![text("not for the model")]),
         ];
-        let (messages, new) = rebuild(&history);
+        let (messages, new) = rebuild(&history, &HashMap::new());
         assert_eq!(
             serde_json::to_value(&messages).unwrap(),
             json!([
@@ -217,7 +235,7 @@ mod tests {
             message(ThreadRole::Assistant, vec![question_call("toolu_1", None, None)]),
             message(ThreadRole::User, vec![text("never mind")]),
         ];
-        let (messages, _) = rebuild(&history);
+        let (messages, _) = rebuild(&history, &HashMap::new());
         assert_eq!(messages.len(), 3);
         assert_eq!(
             serde_json::to_value(&messages[2]).unwrap(),
@@ -243,15 +261,38 @@ mod tests {
             message(ThreadRole::Assistant, vec![thinking, cut]),
             message(ThreadRole::User, vec![text("b")]),
         ];
-        let (messages, new) = rebuild(&history);
+        let (messages, new) = rebuild(&history, &HashMap::new());
         assert_eq!(messages.len(), 1, "two person's messages in one turn: {messages:?}");
         assert_eq!(messages[0].content.len(), 2);
         assert!(new.is_empty());
     }
 
     #[test]
+    fn an_earlier_message_sends_its_attached_image_again_from_the_stored_bytes() {
+        let shot = crate::thread::AttachmentRef {
+            hash: "ab".repeat(32),
+            media_type: "image/png".into(),
+            name: Some("shot.png".into()),
+            size: 4,
+        };
+        let history = vec![
+            message(ThreadRole::User, vec![text("look"), Block::Image(Image::attached(&shot))]),
+            message(ThreadRole::Assistant, vec![text("A cat.")]),
+        ];
+        let bytes = HashMap::from([(shot.hash.clone(), Arc::<[u8]>::from(&b"\x89PNG"[..]))]);
+        let (messages, _) = rebuild(&history, &bytes);
+        assert_eq!(
+            serde_json::to_value(&messages[0]).unwrap(),
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}},
+            ]})
+        );
+    }
+
+    #[test]
     fn the_cache_breakpoint_is_on_the_last_block() {
-        let (messages, _) = rebuild(&[message(ThreadRole::User, vec![text("a")])]);
+        let (messages, _) = rebuild(&[message(ThreadRole::User, vec![text("a")])], &HashMap::new());
         let cached = with_cache_breakpoint(&messages);
         assert_eq!(
             serde_json::to_value(&cached[0].content[0]).unwrap(),

@@ -121,13 +121,18 @@ impl AnthropicAgent {
         let started = Instant::now();
         let model = self.model_of(request);
         sink.agent_started(&self.describe(model), None).await?;
-        let (mut messages, answered) = rebuild(&request.history);
+        let (mut messages, answered) = rebuild(&request.history, &request.attachments.bytes);
         // The answers to a parked turn's questions: shown on their calls, and sent.
         for result in &answered {
             sink.tool_result(&result.tool_use_id, &result.content, result.is_error).await?;
         }
         if !request.resume {
-            push(&mut messages, Role::User, vec![ContentBlock::text(request.text.clone())]);
+            let files = &request.attachments;
+            push(
+                &mut messages,
+                Role::User,
+                super::attachments::message_content(&request.text, &files.new, &files.bytes),
+            );
         }
         if messages.last().is_none_or(|m| m.role != Role::User) {
             return Err(AgentError::Failed("there is nothing new to send to the model".into()));
@@ -267,6 +272,11 @@ impl AnthropicAgent {
 }
 
 impl AgentBackend for AnthropicAgent {
+    /// The conversation is rebuilt from the thread each turn, earlier images included.
+    fn resends_history(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "anthropic"
     }

@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(thread.messages[0].text(), "Hello.");
         assert!(!thread.messages[0].streaming);
         // Rebuilt from the thread, the conversation leaves the thinking block out.
-        let (messages, _) = rebuild(&thread.messages);
+        let (messages, _) = rebuild(&thread.messages, &Default::default());
         assert_eq!(messages[0].content, vec![ContentBlock::text("Hello.")]);
     }
 }

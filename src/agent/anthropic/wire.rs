@@ -87,6 +87,26 @@ pub enum ContentBlock {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     },
+    /// An image the person attached (Claude Code's stream-json user message takes the same block).
+    Image {
+        source: ImageSource,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+/// Where an image block's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImageSource {
+    /// The bytes, base64-encoded, with their media type.
+    Base64 {
+        media_type: String,
+        data: String,
+    },
+    Url {
+        url: String,
+    },
 }
 
 impl ContentBlock {
@@ -98,6 +118,10 @@ impl ContentBlock {
         Self::ToolUse { id: id.into(), name: name.into(), input, cache_control: None }
     }
 
+    pub fn image(source: ImageSource) -> Self {
+        Self::Image { source, cache_control: None }
+    }
+
     pub fn tool_result(tool_use_id: &str, content: impl Into<String>, is_error: bool) -> Self {
         Self::ToolResult { tool_use_id: tool_use_id.into(), content: content.into(), is_error, cache_control: None }
     }
@@ -106,7 +130,8 @@ impl ContentBlock {
         match self {
             Self::Text { cache_control, .. }
             | Self::ToolUse { cache_control, .. }
-            | Self::ToolResult { cache_control, .. } => *cache_control = value,
+            | Self::ToolResult { cache_control, .. }
+            | Self::Image { cache_control, .. } => *cache_control = value,
         }
     }
 }

@@ -190,7 +190,11 @@ impl ClaudeCliBackend {
         }
         let Slot { process, announced, preapproved } = &mut *slot;
         let cli = process.as_mut().expect("started above");
-        if !request.resume {
+        if !request.resume && !request.attachments.new.is_empty() {
+            let files = &request.attachments;
+            let content = crate::agent::attachments::message_content(&request.text, &files.new, &files.bytes);
+            cli.send(ToCli::user_content(serde_json::to_value(content).unwrap_or_default()));
+        } else if !request.resume {
             cli.send(ToCli::user_text(&request.text));
         } else if !words.is_empty() {
             for (tool_use_id, told) in &words {

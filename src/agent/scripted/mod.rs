@@ -267,7 +267,7 @@ fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
         .flat_map(|m| m.blocks.iter())
         .filter_map(|block| match block {
             Block::ToolCall(call) => Some(call),
-            Block::Text { .. } | Block::Image(_) => None,
+            Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
         })
         .collect();
     let tool_call = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none())?;
@@ -461,6 +461,7 @@ mod tests {
             workdir: None,
             permission_mode: None,
             cancel: CancellationToken::new(),
+            attachments: Default::default(),
         }
     }
 

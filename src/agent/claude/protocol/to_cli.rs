@@ -31,6 +31,16 @@ impl ToCli {
         }
     }
 
+    /// A user message of content blocks: the text and the files attached to it, as the Messages
+    /// API writes them (`agent::attachments`).
+    pub fn user_content(content: Value) -> Self {
+        Self::User {
+            message: UserContent { role: "user".into(), content },
+            parent_tool_use_id: None,
+            session_id: String::new(),
+        }
+    }
+
     pub fn success(request_id: &str, response: Value) -> Self {
         Self::ControlResponse { response: ControlResponse::Success { request_id: request_id.into(), response } }
     }

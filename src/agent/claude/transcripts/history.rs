@@ -258,8 +258,8 @@ fn image(source: &Value) -> Block {
         String::new()
     };
     match str("type") {
-        "url" => Block::Image(Image { media_type, data: String::new(), url: Some(str("url").to_string()) }),
-        _ => Block::Image(Image { media_type, data: str("data").to_string(), url: None }),
+        "url" => Block::Image(Image { media_type, url: Some(str("url").to_string()), ..Image::default() }),
+        _ => Block::Image(Image { media_type, data: str("data").to_string(), ..Image::default() }),
     }
 }
 
@@ -378,9 +378,6 @@ mod tests {
         ]);
         assert_eq!(messages.len(), 2);
         assert_eq!(messages[0].text(), "/compact keep it short");
-        assert_eq!(
-            messages[1].blocks[1],
-            Block::Image(Image { media_type: String::new(), data: "iVBO".into(), url: None })
-        );
+        assert_eq!(messages[1].blocks[1], Block::Image(Image { data: "iVBO".into(), ..Image::default() }));
     }
 }
