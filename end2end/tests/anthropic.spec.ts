@@ -20,7 +20,7 @@ test("the Messages API agent: the question pauses the turn, survives a reload, a
   await page.goto("/");
   await waitForHydration(page);
   // The new-session page says which agent a session will talk to.
-  await expect(page.getByText("New sessions talk to anthropic")).toBeVisible();
+  await expect(page.getByText("New sessions talk to Messages API")).toBeVisible();
   const box = page.getByRole("textbox", { name: "Message" });
   await box.fill("Help me set up auth for my app.");
   await box.press("Enter");
