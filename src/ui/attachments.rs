@@ -79,7 +79,7 @@ impl Default for Attachments {
 
 #[cfg(feature = "hydrate")]
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn draw_tray(attachments: Attachments) -> Result<AnyView, super::lazy::ChunkMissing> {
+fn draw_tray(attachments: Attachments) -> Result<AnyView, super::chunk::ChunkMissing> {
     Ok(view! { <browser::Tray attachments /> }.into_any())
 }
 

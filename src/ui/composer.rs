@@ -10,10 +10,10 @@ use leptos::prelude::*;
 use super::attachments::Attachments;
 use super::icons;
 use super::kept::Kept;
-use super::lazy::SlashBox;
+
 use super::navigation::{Page, use_location};
 use super::server_call::ServerCall;
-use super::slash::{INPUT_ID, Key};
+use super::slash::{INPUT_ID, Key, SlashBox};
 use super::state::{ThreadState, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};

@@ -18,10 +18,11 @@ use std::pin::Pin;
 
 use leptos::prelude::*;
 
+pub use super::chunk::ChunkMissing;
 use super::claude_sessions::{ClaudeSessionsList, TranscriptPane};
 use super::notify::Bell;
 use super::session_pane::SessionPane;
-use super::slash::{Key, SlashMenu};
+use super::slash::{SlashBox, SlashMenu};
 use super::state::{NewSessionOptions, ThreadState};
 use crate::api::SessionView;
 use crate::error::AppError;
@@ -106,22 +107,11 @@ pub fn keys_dialog(open: RwSignal<bool>) -> impl IntoView {
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_keys_dialog(open: RwSignal<bool>) -> Result<AnyView, ChunkMissing> {
-    Ok(super::keys_help::keys_dialog(open).into_any())
-}
-
-/// What a session item's rename form and delete question work on.
-pub struct ItemEdit {
-    pub id: StoredValue<String>,
-    pub title: StoredValue<String>,
-    pub mode: RwSignal<super::session_list::Mode>,
-    /// The item is the open session (deleting it goes back to `/`).
-    pub active: Memo<bool>,
-    /// Where the list says what failed.
-    pub changes: super::server_call::CallState,
+    Ok(super::keys_dialog::keys_dialog(open).into_any())
 }
 
 /// A session item's rename form or delete question, drawn by the chunk when asked for.
-pub fn session_edit(item: ItemEdit) -> impl IntoView {
+pub fn session_edit(item: super::session_edit::ItemEdit) -> impl IntoView {
     Suspend::new(async move {
         #[cfg(not(feature = "hydrate"))]
         let drawn = draw_session_edit(item);
@@ -136,7 +126,7 @@ pub fn session_edit(item: ItemEdit) -> impl IntoView {
     leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
-fn draw_session_edit(item: ItemEdit) -> Result<AnyView, ChunkMissing> {
+fn draw_session_edit(item: super::session_edit::ItemEdit) -> Result<AnyView, ChunkMissing> {
     Ok(super::session_edit::session_edit(item).into_any())
 }
 
@@ -159,15 +149,6 @@ pub fn new_session_choices(options: NewSessionOptions) -> impl IntoView {
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_new_session_choices(options: NewSessionOptions) -> Result<AnyView, ChunkMissing> {
     Ok(super::agent_choice::new_session_choices(options).into_any())
-}
-
-/// What the `/` list needs of the message box: its text, whose commands to list, where the
-/// box's keys go while the list is drawn, and what takes a command.
-pub struct SlashBox {
-    pub draft: RwSignal<String>,
-    pub whose: Signal<(Option<String>, String)>,
-    pub keys: StoredValue<Option<Callback<String, Key>>>,
-    pub take: Callback<Key>,
 }
 
 /// The message box's `/` list, drawn by the chunk while the box starts with `/`.
@@ -259,35 +240,6 @@ fn list_sessions_in_chunk(
     Ok(Box::pin(crate::api::ListSessions::run_on_client(crate::api::ListSessions { after, query, limit: None })))
 }
 
-/// The `/` commands of a session's agent, or of `agent` for a new session (`api::slash_commands`),
-/// asked and read by the chunk.
-pub async fn slash_commands(
-    session: Option<String>,
-    agent: Option<String>,
-) -> Result<Vec<crate::thread::SlashCommand>, AppError> {
-    #[cfg(feature = "hydrate")]
-    {
-        let unreachable =
-            |ChunkMissing| AppError::Unreachable { detail: "part of the page could not be loaded".into() };
-        slash_commands_in_chunk(session, agent).await.map_err(unreachable)?.await
-    }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = (session, agent);
-        Ok(Vec::new())
-    }
-}
-
-#[cfg(feature = "hydrate")]
-#[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn slash_commands_in_chunk(
-    session: Option<String>,
-    agent: Option<String>,
-) -> Result<Pin<Box<dyn Future<Output = Result<Vec<crate::thread::SlashCommand>, AppError>>>>, ChunkMissing> {
-    use server_fn::ServerFn;
-    Ok(Box::pin(crate::api::SlashCommands::run_on_client(crate::api::SlashCommands { session, agent })))
-}
-
 /// The future that loads the session (a split point cannot be `async` itself). Reaching the chunk
 /// also means that its event reader is set (`set_event_reader`) before the session is followed.
 #[cfg(feature = "hydrate")]
@@ -332,17 +284,6 @@ pub fn read_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
 /// The session the server drew in the page, once (`Workspace` takes it as it hydrates).
 pub fn take_page_session() -> Option<SessionView> {
     PAGE_SESSION.with(|session| session.borrow_mut().take())
-}
-
-/// The session pane's chunk could not be fetched.
-#[derive(Debug, Clone, Copy)]
-pub struct ChunkMissing;
-
-#[cfg(feature = "hydrate")]
-impl From<leptos::wasm_split::SplitLoaderError> for ChunkMissing {
-    fn from(_: leptos::wasm_split::SplitLoaderError) -> Self {
-        Self
-    }
 }
 
 pub fn chunk_missing() -> impl IntoView {

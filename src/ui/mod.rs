@@ -4,11 +4,13 @@
 pub mod agent_choice;
 pub mod approval_card;
 pub mod attachments;
+pub mod chunk;
 pub mod claude_sessions;
 pub mod composer;
 pub mod icons;
 pub mod interaction_card;
 pub mod kept;
+pub mod keys_dialog;
 pub mod keys_help;
 pub mod lazy;
 pub mod markdown;

@@ -3,12 +3,31 @@
 
 use leptos::prelude::*;
 
-use super::lazy::ItemEdit;
 use super::navigation::use_location;
+use super::server_call::CallState;
 use super::server_call::ServerCall;
-use super::session_list::Mode;
 use super::state::use_workspace;
 use crate::api::{DeleteSession, RenameSession};
+
+/// What a session's item shows: its link, or (drawn by the chunk) its rename form or the
+/// question whether to delete it.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Mode {
+    Showing,
+    Renaming,
+    ConfirmingDelete,
+}
+
+/// What a session item's rename form and delete question work on.
+pub struct ItemEdit {
+    pub id: StoredValue<String>,
+    pub title: StoredValue<String>,
+    pub mode: RwSignal<Mode>,
+    /// The item is the open session (deleting it goes back to `/`).
+    pub active: Memo<bool>,
+    /// Where the list says what failed.
+    pub changes: CallState,
+}
 
 pub fn session_edit(item: ItemEdit) -> impl IntoView {
     let ItemEdit { id, title, mode, active, changes } = item;

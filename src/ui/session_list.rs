@@ -8,6 +8,7 @@ use leptos::prelude::*;
 use super::icons;
 use super::navigation::{Page, session_path, use_location};
 use super::server_call::CallState;
+use super::session_edit::{ItemEdit, Mode};
 use super::state::use_workspace;
 use super::time::local_time;
 use crate::api::SESSIONS_PAGE;
@@ -228,15 +229,6 @@ fn claude_sessions_section(location: super::navigation::Location) -> impl IntoVi
     }
 }
 
-/// What a session's item shows: its link, or (drawn by the chunk) its rename form or the
-/// question whether to delete it.
-#[derive(Clone, Copy, PartialEq)]
-pub enum Mode {
-    Showing,
-    Renaming,
-    ConfirmingDelete,
-}
-
 #[component]
 fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<String>>) -> impl IntoView {
     let workspace = use_workspace();
@@ -293,7 +285,7 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
             </span>
             // The form and the question are the chunk's: nothing of them is in the page until
             // asked for (the first load carries neither their code nor, per session, their HTML).
-            {move || (!showing()).then(|| super::lazy::session_edit(super::lazy::ItemEdit { id, title, mode, active, changes }))}
+            {move || (!showing()).then(|| super::lazy::session_edit(ItemEdit { id, title, mode, active, changes }))}
         </li>
     }
 }

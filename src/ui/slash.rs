@@ -2,8 +2,9 @@
 //! takes (for Claude Code, what the CLI itself lists: built-in commands, the user's and the
 //! project's `.claude/commands`, skills), filtered as the name is typed. ↑/↓ move, Tab fills the
 //! command in (for its arguments), Enter sends it, Esc closes the list. The list is asked for once
-//! per session (or, on the welcome page, per agent). All of it is the session pane's chunk's
-//! (`lazy::slash_list`): the box, on the first load, only knows to draw it once `/` is typed.
+//! per session (or, on the welcome page, per agent). All of it but `Key` and `SlashBox` is the
+//! session pane chunk's (`lazy::slash_list`): the box, on the first load, only knows to draw it
+//! once `/` is typed.
 
 use leptos::prelude::*;
 
@@ -60,7 +61,7 @@ impl SlashMenu {
             #[cfg(feature = "hydrate")]
             leptos::task::spawn_local(async move {
                 let agent = session.is_none().then_some(agent);
-                if let Ok(commands) = super::lazy::slash_commands(session, agent).await
+                if let Ok(commands) = crate::api::slash_commands(session, agent).await
                     && loaded.with_untracked(|l| l.as_ref().is_some_and(|(k, _)| *k == key))
                 {
                     loaded.set(Some((key, commands)));
@@ -155,6 +156,15 @@ impl SlashMenu {
             </ul>
         }
     }
+}
+
+/// What the `/` list needs of the message box: its text, whose commands to list, where the
+/// box's keys go while the list is drawn, and what takes a command.
+pub struct SlashBox {
+    pub draft: RwSignal<String>,
+    pub whose: Signal<(Option<String>, String)>,
+    pub keys: StoredValue<Option<Callback<String, Key>>>,
+    pub take: Callback<Key>,
 }
 
 fn option_id(i: usize) -> String {

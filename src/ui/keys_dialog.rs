@@ -1,0 +1,40 @@
+//! The list of keys that `?` opens: the question card's, the permission card's and the message
+//! box's. Drawn by the session pane's chunk (`lazy::keys_dialog`).
+
+use leptos::prelude::*;
+
+/// Each key, and what it does.
+const KEYS: &[(&str, &str)] = &[
+    ("1 – 9", "pick an option of the question the focus is in (a single question is then answered)"),
+    ("0", "Other: type your own answer (digits and spaces are text there)"),
+    ("Enter", "submit the card, or move to the next unanswered question"),
+    ("Esc", "skip the question card (in a text box: leave the box)"),
+    ("y or Enter", "allow a permission request once"),
+    ("n or Esc", "deny it (with the message, if you typed one)"),
+    ("Enter", "in the message box: send; Shift+Enter: a new line"),
+    ("?", "show these keys"),
+];
+
+/// The list of keys, with its close button (which takes the focus).
+pub fn keys_dialog(open: RwSignal<bool>) -> impl IntoView {
+    let close = NodeRef::<leptos::html::Button>::new();
+    request_animation_frame(move || {
+        if let Some(button) = close.get_untracked() {
+            let _ = button.focus();
+        }
+    });
+    let rows = KEYS
+        .iter()
+        .map(|(key, what)| view! { <tr><th scope="row"><kbd>{*key}</kbd></th><td>{*what}</td></tr> })
+        .collect_view();
+    view! {
+        <div class="keys-help" role="dialog" aria-modal="true" aria-label="Keyboard shortcuts">
+            <div class="keys-help-box">
+                <h2>"Keyboard shortcuts"</h2>
+                // `tbody` written out: the browser adds it to a table that lacks it.
+                <table><tbody>{rows}</tbody></table>
+                <button class="button" node_ref=close on:click=move |_| open.set(false)>"Close"</button>
+            </div>
+        </div>
+    }
+}
