@@ -265,6 +265,16 @@ async fn the_list_comes_a_page_at_a_time_and_tabs_follow_its_top_and_what_is_liv
     let mut thread = Thread::default();
     record(&store, "s1", &mut thread, a_turn()[..2].to_vec()).await;
     assert_eq!(ids(store.list_for_tabs(2).await.unwrap()), ["s6", "s5", "s1"]);
+    // And one that waits for the person, though its turn ended (parked): by its open interaction.
+    let mut parked = Thread::default();
+    let mut bodies = a_turn()[..2].to_vec();
+    bodies.extend(asking("a0", "asks", None));
+    bodies.push(EventBody::InteractionParked { tool_use_id: "asks".into() });
+    bodies.push(EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None });
+    record(&store, "s0", &mut parked, bodies).await;
+    let tabs = store.list_for_tabs(2).await.unwrap();
+    assert_eq!(ids(tabs.clone()), ["s6", "s5", "s1", "s0"]);
+    assert!(tabs[3].waiting && !tabs[3].working && tabs[2].working);
 }
 
 async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
