@@ -3,15 +3,11 @@
 //! error when they are too large, of a kind the agent cannot read, or not what they say; and a
 //! message that names a file the server does not hold is refused before anything is stored.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use askbridge::agent::scripted::{Scenario, ScriptedAgent};
 use askbridge::error::AppError;
-use askbridge::server::cli::{Cli, Command};
-use askbridge::server::router;
-use askbridge::session::SessionManager;
-use askbridge::store::Store;
 use askbridge::testing::wait_until;
 use askbridge::thread::attachment::MAX_ATTACHMENT_BYTES;
 use askbridge::thread::{AttachmentRef, Block};
@@ -19,23 +15,10 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::json;
+use support::router::{Harness, harness};
 use tower::ServiceExt;
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-and-the-rest";
-
-struct Harness {
-    app: axum::Router,
-    manager: Arc<SessionManager>,
-}
-
-async fn harness() -> Harness {
-    let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command else {
-        panic!("serve")
-    };
-    let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
-    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
-    Harness { app: router(&args, manager.clone()), manager }
-}
 
 impl Harness {
     async fn call(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {

@@ -1,36 +1,19 @@
 //! Bad input against the whole router: each gets a clear, typed error with the right status, the
 //! server keeps serving, and nothing already stored is lost.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use askbridge::agent::scripted::{Scenario, ScriptedAgent};
 use askbridge::approval::PermissionMode;
 use askbridge::error::{AppError, MAX_MESSAGE_CHARS};
-use askbridge::server::cli::{Cli, Command};
-use askbridge::server::router;
-use askbridge::session::SessionManager;
-use askbridge::store::Store;
 use askbridge::testing::wait_until;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
+use support::router::{Harness, harness};
 use tower::ServiceExt;
-
-struct Harness {
-    app: axum::Router,
-    manager: Arc<SessionManager>,
-}
-
-async fn harness() -> Harness {
-    let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command else {
-        panic!("serve")
-    };
-    let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
-    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
-    Harness { app: router(&args, manager.clone()), manager }
-}
 
 impl Harness {
     async fn call(&self, request: Request<Body>) -> (StatusCode, Vec<u8>) {

@@ -4,6 +4,7 @@
 pub mod claude_code;
 pub mod mock_anthropic;
 pub mod push_service;
+pub mod router;
 pub mod server;
 pub mod session;
 pub mod terminal;

@@ -160,7 +160,7 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::claude::protocol::traces::trace_lines;
+    use crate::agent::claude::protocol::traces::initialize_response;
 
     #[test]
     fn the_initialize_response_lists_the_models_and_commands_to_offer() {
@@ -187,14 +187,7 @@ mod tests {
 
     #[test]
     fn a_captured_initialize_response_offers_the_cli_s_models() {
-        let response = trace_lines()
-            .into_iter()
-            .find_map(|(f, d, m)| {
-                (f == "a_allow.jsonl" && d == "from_cli" && m["type"] == "control_response")
-                    .then(|| m["response"]["response"].clone())
-            })
-            .unwrap();
-        let offered = Offered::from_initialize(&response);
+        let offered = Offered::from_initialize(&initialize_response("a_allow.jsonl"));
         let values: Vec<&str> = offered.models.iter().map(|m| m.value.as_str()).collect();
         assert_eq!(values, ["default", "opus", "fable", "sonnet", "haiku"]);
     }

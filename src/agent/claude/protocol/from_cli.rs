@@ -402,7 +402,7 @@ mod tests {
 
     use super::*;
     use crate::agent::claude::protocol::hook_defer;
-    use crate::agent::claude::protocol::traces::{first_exchange, trace_lines};
+    use crate::agent::claude::protocol::traces::{first_exchange, initialize_response, trace_lines};
 
     #[test]
     fn every_line_from_the_cli_in_every_trace_parses_into_a_known_message() {
@@ -501,14 +501,7 @@ mod tests {
 
     #[test]
     fn the_initialize_response_tells_version_model_and_mode() {
-        let response = trace_lines()
-            .into_iter()
-            .find_map(|(f, d, m)| {
-                (f == "a_allow.jsonl" && d == "from_cli" && m["type"] == "control_response")
-                    .then(|| m["response"]["response"].clone())
-            })
-            .unwrap();
-        let info = CliInfo::from_initialize(&response);
+        let info = CliInfo::from_initialize(&initialize_response("a_allow.jsonl"));
         assert_eq!(info.version.as_deref(), Some("2.1.332"));
         assert_eq!(info.model.as_deref(), Some("claude-opus-5-5"));
         assert_eq!(info.permission_mode.as_deref(), Some("default"));

@@ -31,6 +31,16 @@ pub(crate) fn trace_lines() -> Vec<(String, String, Value)> {
     lines
 }
 
+/// The CLI's answer to `initialize` in a trace (its commands, models, version, mode).
+pub(crate) fn initialize_response(file: &str) -> Value {
+    trace_lines()
+        .into_iter()
+        .find_map(|(f, d, m)| {
+            (f == file && d == "from_cli" && m["type"] == "control_response").then(|| m["response"]["response"].clone())
+        })
+        .unwrap()
+}
+
 /// The first `(request, response)` pair of a trace: the CLI's can_use_tool or hook_callback
 /// and the host's answer to it.
 pub(super) fn first_exchange(file: &str, subtype: &str) -> (Value, Value) {
