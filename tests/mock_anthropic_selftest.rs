@@ -89,6 +89,9 @@ async fn serves_the_script_in_order_over_tcp_and_records_each_request() {
     let (status, _, _) = http(&mock.base_url(), "POST", "/v1/messages/count_tokens", &streaming_request("x")).await;
     assert_eq!(status, 200);
     let (status, _, body) = http(&mock.base_url(), "GET", "/v1/models", "").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("claude-haiku-5-5"), "{body}");
+    let (status, _, body) = http(&mock.base_url(), "GET", "/v1/files", "").await;
     assert_eq!(status, 404);
     assert!(body.contains("not_found_error"));
     assert_eq!(mock.requests().len(), 3, "only POST /v1/messages is recorded");
