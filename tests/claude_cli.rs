@@ -912,3 +912,27 @@ async fn an_attached_image_reaches_the_model_through_the_cli_as_an_image_block_w
     assert!(!images.is_empty(), "no image block reached the model");
     assert_eq!(images[0]["source"], json!({"type": "base64", "media_type": "image/png", "data": PIXEL_PNG}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_project_s_and_the_user_s_own_commands_are_listed_with_the_cli_s() {
+    use askbridge::agent::AgentBackend;
+    let h = harness(vec![], AnswerPath::Hook).await;
+    let project = h.home.project();
+    std::fs::create_dir_all(project.join(".claude/commands")).unwrap();
+    std::fs::write(
+        project.join(".claude/commands/deploy.md"),
+        "---\ndescription: Deploy the app to staging\nargument-hint: <branch>\n---\nDeploy $ARGUMENTS\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.home.path().join(".claude/commands")).unwrap();
+    std::fs::write(h.home.path().join(".claude/commands/notes.md"), "Write the release notes\n").unwrap();
+    let commands = h.backend.commands(Some(&project)).await;
+    let deploy = commands.iter().find(|c| c.name == "deploy").expect("the project's command");
+    assert_eq!(
+        (deploy.description.as_str(), deploy.argument_hint.as_str()),
+        ("Deploy the app to staging (project)", "<branch>")
+    );
+    let notes = commands.iter().find(|c| c.name == "notes").expect("the user's command");
+    assert_eq!(notes.description, "Write the release notes (user)");
+    assert!(commands.iter().any(|c| c.name == "compact"));
+}
