@@ -53,6 +53,15 @@ test("a terminal's Claude Code session is listed, opened, and continued here; th
     await expect(page.getByRole("textbox", { name: "Command to continue in a terminal" })).toHaveValue(
       new RegExp(`claude --resume ${claudeId}$`),
     );
+    // Loaded cold at its address, it hydrates and shows the same (it once panicked while hydrating).
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await page.reload();
+    await waitForHydration(page);
+    await expect(page.getByRole("article", { name: "You" })).toHaveText("remember the word pelican");
+    await expect(agentReplies(page).last()).toContainText("Pelican noted.");
+    await expect(page.getByRole("button", { name: "Continue here" })).toBeEnabled();
+    expect(errors).toEqual([]);
 
     // Continued here: the next message resumes it.
     await page.getByRole("button", { name: "Continue here" }).click();
