@@ -45,8 +45,7 @@ pub const DEFAULT_MAX_LOADED: usize = 1_000;
 /// it whole, so with many sessions busy at once this bounds what the tabs cost; the list read
 /// after the last change always follows.
 const LIST_INTERVAL: Duration = Duration::from_millis(250);
-/// The sessions every tab's list follows, from its top (a page of the list).
-pub const LIST_FIRST_PAGE: u32 = 50;
+pub use crate::thread::LIST_FIRST_PAGE;
 
 /// How many times an event is tried again after other servers appended first. Each try follows
 /// the events it found, so only a session written to by that many servers at once runs out.

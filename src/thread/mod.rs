@@ -22,6 +22,11 @@ use serde_json::Value;
 use crate::approval::PermissionMode;
 use crate::interaction::{Interaction, InteractionOutcome};
 
+/// The sessions every tab's list follows, from its top: what the first load of `/` draws (the
+/// list brings the older ones a page at a time as it is scrolled). 25 rather than 50: hydrating
+/// 50 items cost the page 100–180 ms before the message box was usable (BENCHMARKS.md, daily).
+pub const LIST_FIRST_PAGE: u32 = 25;
+
 /// A session as the session list shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSummary {

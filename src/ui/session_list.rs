@@ -12,7 +12,7 @@ use super::session_edit::{ItemEdit, Mode};
 use super::state::use_workspace;
 use super::time::local_time;
 use crate::api::SESSIONS_PAGE;
-use crate::thread::{SessionCursor, SessionStatus, SessionSummary};
+use crate::thread::{LIST_FIRST_PAGE, SessionCursor, SessionStatus, SessionSummary};
 
 #[component]
 pub fn SessionList() -> impl IntoView {
@@ -118,7 +118,7 @@ impl ListPages {
             });
             list
         });
-        let full = live.with_untracked(Vec::len) >= SESSIONS_PAGE as usize;
+        let full = live.with_untracked(Vec::len) >= LIST_FIRST_PAGE as usize;
         Self {
             older,
             more_to_come: RwSignal::new(full),
