@@ -31,7 +31,8 @@ import * as path from "node:path";
 import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./browser.mjs";
 import { ClaudeCli } from "./claude-cli.mjs";
 import { figure, spread, stats } from "./figures.mjs";
-import { MockApi, newToolResults, resultFor, textBlock, toolUseBlock } from "./mock-api.mjs";
+import { MockApi, newToolResults, textBlock, toolUseBlock } from "./mock-api.mjs";
+import { answerReached, INPUT, QUESTION } from "./question.mjs";
 import { AskBridge, CLAUDE_BIN, claudeEnv, now, root, sleep, tempDir, waitFor } from "./processes.mjs";
 import * as fs from "node:fs";
 
@@ -41,22 +42,6 @@ const PATHS = (process.env.BENCH_ANSWER_PATHS ?? "hook,can-use-tool").split(",")
 const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
 const CARD_BUDGET_MS = 30;
 const ANSWER_SLACK_MS = 5;
-
-/** The question both products are asked (scripts/peer asks CloudCLI the same). */
-export const QUESTION = "Which database should we use?";
-export const INPUT = {
-  questions: [
-    {
-      question: QUESTION,
-      header: "Database",
-      multiSelect: false,
-      options: [
-        { label: "SQLite", description: "One file next to the app" },
-        { label: "Postgres", description: "A database server" },
-      ],
-    },
-  ],
-};
 
 export async function questions() {
   // Every new user turn gets the question; the answer gets a short reply.
@@ -159,15 +144,6 @@ export async function questions() {
     for (const server of Object.values(servers)) await server.dispose();
     await mock.close();
   }
-}
-
-/** The request that brings the model the answer to `toolUseId`; fails if the answer is not "Postgres". */
-export async function answerReached(mock, toolUseId) {
-  const request = await mock.request((r) => resultFor(r.body, toolUseId));
-  const { content } = resultFor(request.body, toolUseId);
-  const text = typeof content === "string" ? content : content.map((part) => part.text ?? "").join("\n");
-  if (!text.includes('="Postgres"')) throw new Error(`the model was sent "${text}", not the answer "Postgres"`);
-  return request;
 }
 
 /** One run through AskBridge and a cold page; the times in ms on the bench's clock. */

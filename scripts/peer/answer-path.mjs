@@ -31,7 +31,7 @@ import { clockOffset, launchChromium } from "../bench/browser.mjs";
 import { figure, spread, stats } from "../bench/figures.mjs";
 import { MockApi, newToolResults, textBlock, toolUseBlock } from "../bench/mock-api.mjs";
 import { CLAUDE_BIN, claudeEnv, freePort, root, sleep, spawnTracked, waitFor } from "../bench/processes.mjs";
-import { answerReached, INPUT, QUESTION } from "../bench/questions.mjs";
+import { answerReached, INPUT, QUESTION } from "../bench/question.mjs";
 
 const APP = path.join(root, "target/peer/claudecodeui");
 const RUNS = Number(process.argv[2] ?? process.env.PEER_RUNS ?? 10);
