@@ -7,7 +7,6 @@
 //! [`RecordingSink`].
 
 pub mod anthropic;
-pub mod attachments;
 pub mod claude;
 mod error;
 pub mod recording;

@@ -14,6 +14,7 @@
 mod client;
 mod conversation;
 mod cost;
+pub mod files;
 mod reply;
 mod tools;
 pub mod wire;
@@ -128,11 +129,7 @@ impl AnthropicAgent {
         }
         if !request.resume {
             let files = &request.attachments;
-            push(
-                &mut messages,
-                Role::User,
-                super::attachments::message_content(&request.text, &files.new, &files.bytes),
-            );
+            push(&mut messages, Role::User, files::message_content(&request.text, &files.new, &files.bytes));
         }
         if messages.last().is_none_or(|m| m.role != Role::User) {
             return Err(AgentError::Failed("there is nothing new to send to the model".into()));

@@ -192,7 +192,7 @@ impl ClaudeCliBackend {
         let cli = process.as_mut().expect("started above");
         if !request.resume && !request.attachments.new.is_empty() {
             let files = &request.attachments;
-            let content = crate::agent::attachments::message_content(&request.text, &files.new, &files.bytes);
+            let content = crate::agent::anthropic::files::message_content(&request.text, &files.new, &files.bytes);
             cli.send(ToCli::user_content(serde_json::to_value(content).unwrap_or_default()));
         } else if !request.resume {
             cli.send(ToCli::user_text(&request.text));

@@ -1,6 +1,7 @@
 //! The person's message as the model reads it, files included (issue 21): its text, then each
 //! attached file, as the Messages API's own blocks. Claude Code's stream-json user message takes
-//! the same content array, so both backends send what this writes.
+//! the same content array, so both backends send what this writes (Claude Code's takes it from
+//! here: these are the API's blocks).
 //!
 //! An image goes as an `image` block with its bytes in base64. A text file goes as a `text` block
 //! that names it, `File: notes.txt` and a blank line before its contents: every agent reads a
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 
-use super::anthropic::wire::{ContentBlock, ImageSource};
+use super::wire::{ContentBlock, ImageSource};
 use crate::thread::AttachmentRef;
 use crate::thread::attachment::Kind;
 
