@@ -14,7 +14,7 @@ pub use attachment::AttachmentRef;
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
 pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
-pub use usage::Usage;
+pub use usage::{Usage, thousands};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -22,6 +22,19 @@ pub struct Usage {
     pub context_window: Option<u64>,
 }
 
+/// `12,345`: a count as people read it (the thread's notices and the page's usage lines).
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 impl Usage {
     /// `self` and `later` as one spending: counts and costs add up; the context is `later`'s.
     pub fn plus(&self, later: &Usage) -> Usage {

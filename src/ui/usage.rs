@@ -2,19 +2,7 @@
 //! and the session's in its header, with how full the context window is.
 
 use crate::thread::Usage;
-
-/// `12,345`.
-pub fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use crate::thread::thousands as count;
 
 /// `12.3k`, for a header with little room.
 pub fn short(n: u64) -> String {

@@ -633,22 +633,13 @@ fn compacted(metadata: Option<&protocol::CompactMetadata>) -> String {
         _ => "The conversation was compacted (/compact)",
     };
     match metadata.and_then(|m| m.pre_tokens.zip(m.post_tokens)) {
-        Some((before, after)) => format!("{who}: {} → {} tokens of context.", thousands(before), thousands(after)),
+        Some((before, after)) => format!(
+            "{who}: {} → {} tokens of context.",
+            crate::thread::thousands(before),
+            crate::thread::thousands(after)
+        ),
         None => format!("{who}."),
     }
-}
-
-/// 12341 → "12,341".
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// "Claude Code 2.1.332 · claude-opus-5-5 · default mode · /home/me/project"
