@@ -79,6 +79,29 @@ test("the keyboard decides: y allows, n denies, Enter in the message denies with
   expect((await approvals(request, first))[0].interaction.outcome).toEqual({ allowed: { always: null } });
 });
 
+test("a card that asks before the sent message is confirmed keeps the focus", async ({ page }) => {
+  // The agent can ask before the answer to send_message reaches the page (a loaded machine, a slow
+  // network): the message box then took the focus back from the card, and `y` typed a letter.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route("**/api/send_message", async (route) => {
+    const response = await route.fetch();
+    await held;
+    await route.fulfill({ response });
+  });
+  const finished = page.waitForEvent("requestfinished", (r) => r.url().endsWith("/api/send_message"));
+  await startSession(page, "run the command");
+  await expect(commandCard(page)).toBeFocused();
+  release();
+  await finished;
+  // The page has handled the answer once two frames have passed after it.
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+  await expect(commandCard(page)).toBeFocused();
+  await page.keyboard.press("y");
+  await expect(commandCard(page)).toHaveAttribute("data-state", "allowed");
+  await waitForTurnEnd(page);
+});
+
 test("always allow: the same command runs without a card next time", async ({ page, request }) => {
   const session = await startSession(page, "run the command");
   const always = commandCard(page).getByRole("button", {

@@ -157,7 +157,11 @@ pub fn Composer(
                             kept.save(&rest);
                             draft.set(rest);
                         }
-                        focus_box();
+                        // The answer to this call can come after the agent already asked: the
+                        // card that took the focus keeps it.
+                        if !untrack(waiting) {
+                            focus_box();
+                        }
                     } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
                         kept.save(&rest);
                     }
