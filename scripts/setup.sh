@@ -29,10 +29,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-# cargo-leptos, pinned (0.3.11 needs rustc 1.96). The first install compiles for ~20 minutes.
+# cargo-leptos, pinned (0.3.11 needs rustc 1.96). Its own release profile (fat LTO, one codegen
+# unit) made this install the slowest step of a first run; without them, and at opt-level 1, it
+# compiles in a fraction of the time, and the builds it runs take as long (BENCHMARKS.md §7).
 if ! cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (first time: about 20 minutes on 2 cores)"
-  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
+  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (first time: a few minutes on 2 cores)"
+  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
 fi
 
 # wasm-bindgen-cli at exactly the crate version in Cargo.lock (without --locked: one of its

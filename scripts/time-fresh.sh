@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Times `make run` (to the first page) or `make test` as a fresh machine runs them: a new clone of
+# HEAD, with a home of its own, so that nothing this machine already installed or compiled is used:
+# no cargo-leptos, wasm-bindgen or twiggy, no crates downloaded, no npm cache, no target/.
+#
+#   scripts/time-fresh.sh run|test [folder]     (folder: where the clone and its home go)
+#
+# What it cannot make fresh, and a new machine pays for (BUILD-NOTES.md has the figures): the Rust
+# toolchain and its wasm32 target (rustup's home is shared), and Debian's Chromium, tmux and
+# PostgreSQL if this machine has them. Prints the seconds, and keeps the whole log in the folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+WHAT="${1:?usage: scripts/time-fresh.sh run|test [folder]}"
+DIR="${2:-$(mktemp -d "${TMPDIR:-/tmp}/askbridge-fresh-$WHAT.XXXXXX")}"
+case "$WHAT" in run | test) ;; *) echo "usage: scripts/time-fresh.sh run|test [folder]" >&2; exit 2 ;; esac
+
+mkdir -p "$DIR/home/.cargo/bin"
+git clone --quiet --no-hardlinks "$PWD" "$DIR/repo"
+# Only rustup's own proxies (cargo, rustc, …): what a machine with a Rust toolchain has.
+RUSTUP_BIN="$(command -v rustup)"
+for tool in cargo rustc rustdoc rustfmt cargo-clippy clippy-driver rust-gdb rust-lldb; do
+  ln -s "$RUSTUP_BIN" "$DIR/home/.cargo/bin/$tool"
+done
+ln -s "$RUSTUP_BIN" "$DIR/home/.cargo/bin/rustup"
+
+fresh() {
+  env -i HOME="$DIR/home" CARGO_HOME="$DIR/home/.cargo" RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" \
+    PATH="$DIR/home/.cargo/bin:/usr/local/bin:/usr/bin:/bin" TERM=dumb LANG=C.UTF-8 "$@"
+}
+
+LOG="$DIR/$WHAT.log"
+start=$(date +%s)
+echo "fresh $WHAT of $(git rev-parse --short HEAD) in $DIR, from $(date -u +%H:%M:%S)" >&2
+if [ "$WHAT" = test ]; then
+  status=0
+  (cd "$DIR/repo" && fresh make test) >"$LOG" 2>&1 || status=$?
+  echo "make test: exit $status after $(( $(date +%s) - start )) s (log: $LOG)"
+  exit "$status"
+fi
+
+# make run: until the printed sign-in link serves the page.
+port=$(( 20000 + RANDOM % 20000 ))
+(cd "$DIR/repo" && exec setsid env -i HOME="$DIR/home" CARGO_HOME="$DIR/home/.cargo" \
+  RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" PATH="$DIR/home/.cargo/bin:/usr/local/bin:/usr/bin:/bin" \
+  TERM=dumb LANG=C.UTF-8 make run ARGS="--addr 127.0.0.1:$port --agent scripted") >"$LOG" 2>&1 &
+maker=$!
+trap 'kill -- -"$maker" 2>/dev/null || true' EXIT
+while kill -0 "$maker" 2>/dev/null; do
+  link=$(grep -o "http://127.0.0.1:$port/[^ ]*" "$LOG" | head -1 || true)
+  if [ -n "$link" ] && curl -sf -c /dev/null -L "$link" | grep -q "<html"; then
+    echo "make run: first page after $(( $(date +%s) - start )) s (log: $LOG)"
+    exit 0
+  fi
+  sleep 1
+done
+echo "make run ended before serving a page (log: $LOG)" >&2
+exit 1
