@@ -2,7 +2,7 @@
 // `make bench`: what people feel and what the server costs, measured against the budgets of
 // issue 12, on the release build. BENCHMARKS.md says what each figure means and how it is taken.
 //
-//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming] [daily]
+//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming] [daily] [first-run]
 //
 // With no section named, every section runs, in that order. It prints a table, each figure with
 // its budget met or MISSED, and writes target/bench/summary.json (the sections of this run, with
@@ -20,6 +20,7 @@ import * as path from "node:path";
 
 import { bundle } from "./bench/bundle.mjs";
 import { daily } from "./bench/daily.mjs";
+import { firstRun } from "./bench/first-run.mjs";
 import { table } from "./bench/figures.mjs";
 import { page } from "./bench/page.mjs";
 import { BIN, root, shutDown } from "./bench/processes.mjs";
@@ -27,7 +28,7 @@ import { questions } from "./bench/questions.mjs";
 import { scale } from "./bench/scale.mjs";
 import { streaming } from "./bench/streaming.mjs";
 
-const SECTIONS = { bundle, page, questions, scale, streaming, daily };
+const SECTIONS = { bundle, page, questions, scale, streaming, daily, "first-run": firstRun };
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 1200);
 
 function git(...args) {

@@ -7,7 +7,8 @@
 #
 # What it cannot make fresh, and a new machine pays for (BUILD-NOTES.md has the figures): the Rust
 # toolchain and its wasm32 target (rustup's home is shared), and Debian's Chromium, tmux and
-# PostgreSQL if this machine has them. Prints the seconds, and keeps the whole log in the folder.
+# PostgreSQL if this machine has them. Prints the seconds, keeps the whole log in the folder, and
+# records the result in target/bench/fresh-run.json or fresh-test.json, which `make bench` shows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,12 +31,21 @@ fresh() {
 }
 
 LOG="$DIR/$WHAT.log"
+COMMIT="$(git rev-parse --short HEAD)"
+record() { # seconds, exit status
+  mkdir -p target/bench
+  printf '{"what":"%s","seconds":%s,"status":%s,"commit":"%s","date":"%s","load_before":"%s"}\n' \
+    "$WHAT" "$1" "$2" "$COMMIT" "$(date -u +%FT%TZ)" "$LOAD" >"target/bench/fresh-$WHAT.json"
+}
+LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
-echo "fresh $WHAT of $(git rev-parse --short HEAD) in $DIR, from $(date -u +%H:%M:%S)" >&2
+echo "fresh $WHAT of $COMMIT in $DIR, from $(date -u +%H:%M:%S)" >&2
 if [ "$WHAT" = test ]; then
   status=0
   (cd "$DIR/repo" && fresh make test) >"$LOG" 2>&1 || status=$?
-  echo "make test: exit $status after $(( $(date +%s) - start )) s (log: $LOG)"
+  took=$(( $(date +%s) - start ))
+  record "$took" "$status"
+  echo "make test: exit $status after $took s (log: $LOG)"
   exit "$status"
 fi
 
@@ -49,7 +59,9 @@ trap 'kill -- -"$maker" 2>/dev/null || true' EXIT
 while kill -0 "$maker" 2>/dev/null; do
   link=$(grep -o "http://127.0.0.1:$port/[^ ]*" "$LOG" | head -1 || true)
   if [ -n "$link" ] && curl -sf -c /dev/null -L "$link" | grep -q "<html"; then
-    echo "make run: first page after $(( $(date +%s) - start )) s (log: $LOG)"
+    took=$(( $(date +%s) - start ))
+    record "$took" 0
+    echo "make run: first page after $took s (log: $LOG)"
     exit 0
   fi
   sleep 1

@@ -23,7 +23,7 @@ export function figure(section, name, value, unit, { budget, note, shown } = {})
   };
 }
 
-const digits = { ms: 1, KiB: 1, MiB: 1, bytes: 0, ratio: 1, count: 0, "%": 1 };
+const digits = { min: 1, ms: 1, KiB: 1, MiB: 1, bytes: 0, ratio: 1, count: 0, "%": 1 };
 
 export function format(value, unit) {
   if (typeof value !== "number" || Number.isNaN(value)) return "—";

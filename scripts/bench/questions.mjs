@@ -30,7 +30,8 @@ import * as path from "node:path";
 
 import { clockOffset, hydrated, launchChromium, marks, signedInPage } from "./browser.mjs";
 import { ClaudeCli } from "./claude-cli.mjs";
-import { figure, spread, stats } from "./figures.mjs";
+import { benchGroups, coresWindow } from "./cores.mjs";
+import { figure, format, spread, stats } from "./figures.mjs";
 import { MockApi, newToolResults, textBlock, toolUseBlock } from "./mock-api.mjs";
 import { answerReached, INPUT, QUESTION } from "./question.mjs";
 import { AskBridge, CLAUDE_BIN, claudeEnv, now, root, sleep, tempDir, waitFor } from "./processes.mjs";
@@ -40,6 +41,10 @@ const RUNS = Number(process.env.BENCH_QUESTION_RUNS ?? 7);
 const PATHS = (process.env.BENCH_ANSWER_PATHS ?? "hook,can-use-tool").split(",");
 /** How long the person looks at the card before clicking, here and in the CLI-alone runs alike. */
 const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
+/** BENCH_REDUCED_MOTION=1: the page as a person who asked for reduced motion has it (no animation). */
+const REDUCED_MOTION = process.env.BENCH_REDUCED_MOTION === "1";
+/** BENCH_TRACE=folder: a Chromium performance trace of each run's click → tool_result, one file a run. */
+const TRACE_DIR = process.env.BENCH_TRACE;
 const CARD_BUDGET_MS = 30;
 const ANSWER_SLACK_MS = 5;
 
@@ -112,6 +117,7 @@ export async function questions() {
         row("  POST leaves → API receives", of(askbridge, "postToResult")),
         row("  (no page open: POST → API receives)", of(noPage, "postToResult")),
         row("  (CLI alone: answer → API receives)", cliAnswer),
+        ...coresRows(answerPath, { "page open": askbridge, "no page": noPage, "CLI alone": cli }),
       );
       if (peerAnswer) {
         const ratio = of(askbridge, "clickToResult").median / peerAnswer.median;
@@ -146,10 +152,32 @@ export async function questions() {
   }
 }
 
+/**
+ * Who had the cores from the answer to the request at the API (cores.mjs), medians over the runs:
+ * the CLI's own run time and its wait for a core, then what ran beside it. With the page open, the
+ * window starts just before the mouse click is sent to the page.
+ */
+function coresRows(answerPath, kinds) {
+  const median = (list, group, key) => stats(list.map((r) => r.cores[group][key])).median;
+  const ms = (value) => format(value, "ms");
+  return Object.entries(kinds).flatMap(([kind, list]) => {
+    const beside = ["server", "renderer", "gpu", "utility", "browser", "bench", "elsewhere"]
+      .map((group) => [group, median(list, group, "run")])
+      .filter(([, value]) => value >= 0.5)
+      .map(([group, value]) => `${group} ${ms(value)}`);
+    return [
+      figure("questions", `${answerPath}:   cores (${kind}): CLI waited for one`, median(list, "cli", "wait"), "ms", {
+        shown: `${ms(median(list, "cli", "wait"))} (ran ${ms(median(list, "cli", "run"))}); beside it: ${beside.join(", ") || "nothing"}`,
+      }),
+    ];
+  });
+}
+
 /** One run through AskBridge and a cold page; the times in ms on the bench's clock. */
 async function throughAskBridge(browser, server, mock, lastQuestion, run) {
   const { context, page } = await signedInPage(browser, server, { cards: true });
   try {
+    if (REDUCED_MOTION) await page.emulateMedia({ reducedMotion: "reduce" });
     await page.goto(`${server.url}/`);
     await hydrated(page);
     const box = page.getByRole("textbox", { name: "Message" });
@@ -162,8 +190,18 @@ async function throughAskBridge(browser, server, mock, lastQuestion, run) {
     const clock = await clockOffset(page);
     await sleep(THINK_MS);
 
-    await page.getByRole("radio", { name: "Postgres" }).click();
+    // The click as the mouse gives it: Playwright's own checks before a click (scrolling, waiting
+    // for two stable frames) are done before, so that the cores' window holds only the answer.
+    const option = await page.getByRole("radio", { name: "Postgres" }).boundingBox();
+    if (TRACE_DIR) {
+      fs.mkdirSync(TRACE_DIR, { recursive: true });
+      await browser.startTracing(page, { path: path.join(TRACE_DIR, `run-${run + 1}.json`), screenshots: false });
+    }
+    const cores = coresWindow(benchGroups({ serverPid: server.pid }));
+    await page.mouse.click(option.x + option.width / 2, option.y + option.height / 2);
     const result = await answerReached(mock, asked.id);
+    const took = cores();
+    if (TRACE_DIR) await browser.stopTracing();
     await page.locator('.question-card[data-state="answered"]').waitFor({ timeout: 30_000 });
     await page.waitForFunction(() => performance.getEntriesByType("resource").some((r) => r.name.includes("/api/submit_answers")));
     const post = await page.evaluate(() => {
@@ -186,6 +224,7 @@ async function throughAskBridge(browser, server, mock, lastQuestion, run) {
       clickToPost: ours(post) - click,
       postToResult: result.receivedAt - ours(post),
       clockUncertainty: clock.uncertainty,
+      cores: took,
     };
   } finally {
     await context.close();
@@ -204,15 +243,17 @@ async function withNoPage(server, mock, run) {
     return thread.messages.flatMap((m) => m.blocks).find((b) => b.tool_call?.interaction)?.tool_call;
   }, 5);
   await sleep(THINK_MS);
+  const cores = coresWindow(benchGroups({ serverPid: server.pid }));
   const postedAt = now();
   await server.api("submit_answers", { session, tool_use_id: asked.id, answers: [{ question: QUESTION, labels: ["Postgres"] }] });
   const result = await answerReached(mock, asked.id);
+  const took = cores();
   await waitFor("the turn to end", 60_000, async () => {
     const { thread } = await server.api("load_session", { id: session });
     return !thread.turn.working;
   });
   await server.api("delete_session", { id: session });
-  return { postToResult: result.receivedAt - postedAt };
+  return { postToResult: result.receivedAt - postedAt, cores: took };
 }
 
 /** One run of the CLI alone over stdio, answered after the same think time. */
@@ -223,10 +264,12 @@ async function alone(home, mock, answerPath, lastQuestion) {
     const ask = await cli.asked(from);
     const asked = await lastQuestion();
     await sleep(THINK_MS);
+    const cores = coresWindow(benchGroups({ cliPid: cli.child.pid }));
     const answeredAt = cli.answer(ask, { [QUESTION]: "Postgres" });
     const result = await answerReached(mock, asked.id);
+    const took = cores();
     await cli.turnEnded(from);
-    return { toolUseToAsk: ask.at - asked.sentAt, answerToRequest: result.receivedAt - answeredAt };
+    return { toolUseToAsk: ask.at - asked.sentAt, answerToRequest: result.receivedAt - answeredAt, cores: took };
   } finally {
     await cli.close();
   }
