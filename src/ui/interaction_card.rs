@@ -51,13 +51,17 @@ pub struct CardLife {
     pub parked: Memo<bool>,
     /// The answer could not reach the server: it is sent again once the live stream is back.
     unreachable: RwSignal<bool>,
+    /// The thread's redraws, held while an answer from here reaches the agent.
+    hold: Option<super::state::Hold>,
 }
 
 impl CardLife {
     pub fn new(session: StoredValue<String>, call: Signal<ToolCall>) -> Self {
         let calls = CallState::new();
         let sent = RwSignal::new(false);
-        let read_only = use_context::<super::state::ThreadState>().is_some_and(|t| t.read_only);
+        let thread = use_context::<super::state::ThreadState>();
+        let read_only = thread.is_some_and(|t| t.read_only);
+        let hold = thread.map(|t| t.hold);
         let phase = Memo::new(move |_| {
             call.with(|c| match &c.interaction {
                 None => Phase::Streaming,
@@ -76,7 +80,15 @@ impl CardLife {
         let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
         let parked =
             Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked)));
-        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false) }
+        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false), hold }
+    }
+
+    /// An answer (or a decision, or a skip) is leaving: until it lands, the page redraws only
+    /// this card (`Hold`).
+    pub fn answering(&self) {
+        if let Some(hold) = self.hold {
+            hold.begin();
+        }
     }
 
     /// For the `done` of a call that answers the card.

@@ -8,7 +8,7 @@ use super::server_call::ServerCall;
 use crate::api::CreateSession;
 use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
-use crate::thread::{Message, SessionEvent, SessionSummary, Thread, TurnState};
+use crate::thread::{EventBody, Message, SessionEvent, SessionSummary, Thread, TurnState};
 
 /// Shared by every component of the workspace, through context. It lives as long as the page:
 /// moving between sessions changes what it holds, never the workspace itself.
@@ -100,6 +100,79 @@ pub fn use_document_title(title: impl Fn() -> String + Send + Sync + 'static) {
     }
 }
 
+/// After this tab sends an answer, the agent's CLI has its own work to do on the same cores as the
+/// page, and what the page draws meanwhile makes it wait (BENCHMARKS.md, "The answer path with a
+/// page open"). So until the agent goes on (any event but the answer's echo and the tool's result:
+/// its next words, another question, the turn's end) or `HOLD_AT_MOST` has passed, the page
+/// redraws only the cards those two change. The rest (the turn now working, the session list, the
+/// message box's hint, and the animations they start) is folded into the state at once and drawn
+/// then, together. Not at the tool's result: Claude Code writes it out just before it sends the
+/// model its request, and drawing everything there landed on the CLI's busiest moment (traced).
+#[derive(Clone, Copy)]
+pub struct Hold(StoredValue<Held>);
+
+/// Longer than the CLI takes from an answer to its next request (about 60 ms on 2 cores), short
+/// enough that the status it holds back is never noticed as late.
+pub const HOLD_AT_MOST: std::time::Duration = std::time::Duration::from_millis(300);
+
+#[derive(Default)]
+struct Held {
+    active: bool,
+    #[cfg(feature = "hydrate")]
+    timer: Option<leptos::leptos_dom::helpers::TimeoutHandle>,
+    /// The redraws held back, in the order they came (a later one of the same signal wins).
+    later: Vec<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl Hold {
+    fn new() -> Self {
+        Self(StoredValue::new(Held::default()))
+    }
+
+    /// An answer is leaving: hold the redraws until it shows its effect, or `HOLD_AT_MOST`.
+    pub fn begin(&self) {
+        #[cfg(feature = "hydrate")]
+        {
+            let this = *self;
+            let timer = set_timeout_with_handle(move || this.release(), HOLD_AT_MOST).ok();
+            self.0.try_update_value(|held| {
+                if let Some(previous) = std::mem::replace(&mut held.timer, timer) {
+                    previous.clear();
+                }
+            });
+        }
+        self.0.try_update_value(|held| held.active = true);
+    }
+
+    /// Draws what was held back, now.
+    pub fn release(&self) {
+        let later = self.0.try_update_value(|held| {
+            held.active = false;
+            #[cfg(feature = "hydrate")]
+            if let Some(timer) = held.timer.take() {
+                timer.clear();
+            }
+            std::mem::take(&mut held.later)
+        });
+        for redraw in later.into_iter().flatten() {
+            redraw();
+        }
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.0.try_with_value(|held| held.active).unwrap_or(false)
+    }
+
+    /// `redraw` now, or once the hold ends when `keep` (and a hold is on).
+    pub fn redraw(&self, keep: bool, redraw: impl FnOnce() + Send + Sync + 'static) {
+        if keep && self.is_active() {
+            self.0.update_value(|held| held.later.push(Box::new(redraw)));
+        } else {
+            redraw();
+        }
+    }
+}
+
 /// One message of the open thread, with its own signal: a streamed word re-renders that message
 /// and nothing else.
 #[derive(Clone)]
@@ -121,6 +194,8 @@ pub struct ThreadState {
     pub version: RwSignal<u64>,
     /// A thread shown, not run here (a Claude Code transcript): its cards take no answers.
     pub read_only: bool,
+    /// The redraws held back while an answer from this tab reaches the agent.
+    pub hold: Hold,
 }
 
 impl ThreadState {
@@ -134,6 +209,7 @@ impl ThreadState {
             messages: RwSignal::new(entries),
             thread: StoredValue::new(thread),
             read_only: false,
+            hold: Hold::new(),
         }
     }
 
@@ -161,6 +237,12 @@ impl ThreadState {
     }
 
     pub fn apply(&self, event: &SessionEvent) {
+        // The answer's echo and the tool's result are held with what they change beyond their
+        // card; anything else is the agent going on, and ends the hold first.
+        let echo = matches!(event.body, EventBody::InteractionResolved { .. } | EventBody::ToolResult { .. });
+        if !echo && self.hold.is_active() {
+            self.hold.release();
+        }
         let Some((changed, turn, waiting)) = self.thread.try_update_value(|thread| {
             let change = thread.apply(event);
             let changed: Vec<(usize, Message)> = change
@@ -174,7 +256,8 @@ impl ThreadState {
             return;
         };
         if let Some(waiting) = waiting {
-            self.waiting.set(waiting);
+            let signal = self.waiting;
+            self.hold.redraw(echo, move || signal.set(waiting));
         }
         for (index, message) in changed {
             let existing = self.messages.with_untracked(|entries| entries.get(index).map(|e| e.message.clone()));
@@ -183,13 +266,118 @@ impl ThreadState {
                 None => self.messages.update(|entries| entries.push(entry(&message))),
             }
         }
+        let (signal, version) = (self.turn, self.version);
         if let Some(turn) = turn {
-            self.turn.set(turn);
+            self.hold.redraw(echo, move || signal.set(turn));
         }
-        self.version.set(event.seq);
+        let seq = event.seq;
+        self.hold.redraw(echo, move || version.set(seq));
     }
 }
 
 fn entry(message: &Message) -> MessageEntry {
     MessageEntry { id: message.id.clone(), message: ArcRwSignal::new(message.clone()) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interaction::{InteractionOutcome, InteractionRequest};
+
+    fn event(seq: u64, body: EventBody) -> SessionEvent {
+        SessionEvent { seq, at_ms: 1_000 + seq as i64, body }
+    }
+
+    /// A thread whose agent asks a question (`q`) and waits.
+    fn asking() -> ThreadState {
+        let mut thread = Thread::default();
+        let request = InteractionRequest::Question { questions: Vec::new() };
+        for e in [
+            event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into(), attachments: Vec::new() }),
+            event(2, EventBody::TurnStarted),
+            event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
+            event(4, EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "q".into(), name: "Ask".into() }),
+            event(5, EventBody::InteractionOpened { tool_use_id: "q".into(), request, expires_at_ms: None }),
+        ] {
+            thread.apply(&e);
+        }
+        ThreadState::new("s".into(), thread)
+    }
+
+    fn answered() -> SessionEvent {
+        event(6, EventBody::InteractionResolved { tool_use_id: "q".into(), outcome: InteractionOutcome::Expired })
+    }
+
+    fn card_outcome(thread: &ThreadState) -> Option<InteractionOutcome> {
+        let message = thread.messages.with_untracked(|m| m[1].message.clone());
+        message.with_untracked(|m| match &m.blocks[0] {
+            crate::thread::Block::ToolCall(call) => call.interaction.as_ref().and_then(|i| i.outcome.clone()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn an_answer_sent_from_here_redraws_its_card_and_holds_the_rest_until_the_agent_goes_on() {
+        let owner = Owner::new();
+        owner.set();
+        let thread = asking();
+        assert!(thread.waiting.get_untracked());
+
+        thread.hold.begin();
+        thread.apply(&answered());
+        assert_eq!(card_outcome(&thread), Some(InteractionOutcome::Expired), "the card shows the answer at once");
+        assert!(thread.waiting.get_untracked(), "the status is drawn once the answer lands");
+        assert_eq!(thread.version.get_untracked(), 5);
+
+        // The session list, too, waits.
+        let sessions = RwSignal::new(Vec::<&str>::new());
+        thread.hold.redraw(true, move || sessions.set(vec!["s"]));
+        assert!(sessions.with_untracked(Vec::is_empty));
+
+        // The tool's result shows on its card, and the rest still waits.
+        thread.apply(&event(7, EventBody::ToolResult { tool_use_id: "q".into(), output: "ok".into(), is_error: false }));
+        let result = thread.messages.with_untracked(|m| m[1].message.clone()).with_untracked(|m| match &m.blocks[0] {
+            crate::thread::Block::ToolCall(call) => call.result.clone(),
+            _ => None,
+        });
+        assert_eq!(result.as_deref(), Some("ok"));
+        assert!(thread.waiting.get_untracked());
+        assert_eq!(thread.version.get_untracked(), 5);
+
+        // The agent goes on: everything held is drawn, then its words.
+        thread.apply(&event(8, EventBody::AssistantMessageStarted { message_id: "a2".into() }));
+        assert!(!thread.hold.is_active());
+        assert!(!thread.waiting.get_untracked());
+        assert!(thread.turn.with_untracked(|t| t.working));
+        assert_eq!(thread.version.get_untracked(), 8);
+        assert_eq!(sessions.with_untracked(Vec::len), 1);
+        assert_eq!(thread.messages.with_untracked(Vec::len), 3);
+    }
+
+    #[test]
+    fn with_no_answer_sent_from_here_every_event_is_drawn_at_once() {
+        let owner = Owner::new();
+        owner.set();
+        let thread = asking();
+        thread.apply(&answered());
+        assert!(!thread.waiting.get_untracked());
+        assert_eq!(thread.version.get_untracked(), 6);
+        let sessions = RwSignal::new(Vec::<&str>::new());
+        thread.hold.redraw(true, move || sessions.set(vec!["s"]));
+        assert_eq!(sessions.with_untracked(Vec::len), 1);
+    }
+
+    #[test]
+    fn a_hold_ends_when_released_even_if_nothing_more_arrives() {
+        let owner = Owner::new();
+        owner.set();
+        let thread = asking();
+        thread.hold.begin();
+        thread.apply(&answered());
+        assert!(thread.waiting.get_untracked());
+        // What the timer does after HOLD_AT_MOST.
+        thread.hold.release();
+        assert!(!thread.waiting.get_untracked());
+        assert_eq!(thread.version.get_untracked(), 6);
+    }
 }

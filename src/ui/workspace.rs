@@ -288,7 +288,12 @@ fn connect_live(workspace: Workspace, live: Live) {
                         }
                     }
                     waited.set_value(Some(now));
-                    workspace.sessions.set(list);
+                    // Drawn once an answer sent from here has landed (`Hold`).
+                    let sessions = workspace.sessions;
+                    match workspace.thread.get_untracked() {
+                        Some(thread) => thread.hold.redraw(true, move || sessions.set(list)),
+                        None => sessions.set(list),
+                    }
                 }),
                 on_status: Box::new(move |status| workspace.connection.set(status)),
             };

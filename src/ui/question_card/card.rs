@@ -231,6 +231,7 @@ impl Card {
             // A lost question's answer goes to the agent as a message.
             as_message: untrack(|| self.is_lost()),
         };
+        life.answering();
         self.answer.dispatch_then(input, move |result| life.settle(result));
     }
 
@@ -244,6 +245,7 @@ impl Card {
             tool_use_id: life.tool_use_id.get_value(),
             reason: None,
         };
+        life.answering();
         self.skip.dispatch_then(input, move |result| life.settle(result));
     }
 
