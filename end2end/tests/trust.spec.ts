@@ -94,13 +94,21 @@ test("an answer accepted, then SIGKILL at once, then a restart: the agent goes o
     await question.getByRole("radio", { name: "JWT" }).click();
     expect((await accepted).status()).toBe(200);
     await server.crash();
+    const killed = server.log();
 
     await server.start();
     await page.reload();
     await waitForHydration(page);
     await expect(card(page)).toHaveAttribute("data-state", "answered");
-    await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 30_000 });
-    await waitForTurnEnd(page);
+    try {
+      await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 30_000 });
+      await waitForTurnEnd(page);
+    } catch (error) {
+      // Seen once in a full run under load, never alone: say what each server did.
+      const asked = (await mock.requests()).length;
+      console.log(`The killed server logged:\n${killed}\nThe restarted one:\n${server.log()}\nThe model was asked ${asked} times.`);
+      throw error;
+    }
     // The model got the person's answer, as the tool's result. The kill lands before the resumed
     // CLI asks the model, or just after (then the resume, cut short, is started again after the
     // restart, and the model is asked once more): at least once, never without the answer. The
