@@ -65,8 +65,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         last.set_value(Some(decision.clone()));
         let input =
             DecideApproval { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), decision };
-        life.answering();
-        decide_call.dispatch_then(input, move |result| life.settle(result));
+        life.send(decide_call, input);
     };
     let retry = move || {
         if let Some(decision) = last.get_value() {

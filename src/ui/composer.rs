@@ -112,6 +112,12 @@ pub fn Composer(
             let _ = el.focus();
         }
     };
+    // A card waiting for the person's answer keeps the focus it took.
+    let focus_box_unless_asked = move || {
+        if !untrack(waiting) {
+            focus_box();
+        }
+    };
 
     let send = move || {
         let text = draft.get_untracked();
@@ -157,11 +163,8 @@ pub fn Composer(
                             kept.save(&rest);
                             draft.set(rest);
                         }
-                        // The answer to this call can come after the agent already asked: the
-                        // card that took the focus keeps it.
-                        if !untrack(waiting) {
-                            focus_box();
-                        }
+                        // The answer to this call can come after the agent already asked.
+                        focus_box_unless_asked();
                     } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
                         kept.save(&rest);
                     }
@@ -232,10 +235,7 @@ pub fn Composer(
                 draft.set(now.kept().load().unwrap_or_default());
             }
         }
-        // The box takes the focus, unless a card is waiting for the person's answer.
-        if !untrack(waiting) {
-            focus_box();
-        }
+        focus_box_unless_asked();
         now
     });
 

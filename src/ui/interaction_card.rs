@@ -6,9 +6,10 @@
 
 use leptos::html;
 use leptos::prelude::*;
+use server_fn::ServerFn;
 
 use super::kept::Kept;
-use super::server_call::CallState;
+use super::server_call::{CallState, ServerCall};
 use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::ToolCall;
@@ -83,12 +84,17 @@ impl CardLife {
         Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false), hold }
     }
 
-    /// An answer (or a decision, or a skip) is leaving: until it lands, the page redraws only
-    /// this card (`Hold`).
-    pub fn answering(&self) {
+    /// Sends an answer, a decision or a skip with `call`: until it lands, the page redraws only
+    /// this card (`Hold`), and the outcome settles the card.
+    pub fn send<S>(&self, call: ServerCall<S>, input: S)
+    where
+        S: ServerFn<Error = AppError, Output = ()> + 'static,
+    {
         if let Some(hold) = self.hold {
             hold.begin();
         }
+        let life = *self;
+        call.dispatch_then(input, move |result| life.settle(result));
     }
 
     /// For the `done` of a call that answers the card.

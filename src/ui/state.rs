@@ -132,16 +132,17 @@ impl Hold {
     /// An answer is leaving: hold the redraws until it shows its effect, or `HOLD_AT_MOST`.
     pub fn begin(&self) {
         #[cfg(feature = "hydrate")]
-        {
+        let timer = {
             let this = *self;
-            let timer = set_timeout_with_handle(move || this.release(), HOLD_AT_MOST).ok();
-            self.0.try_update_value(|held| {
-                if let Some(previous) = std::mem::replace(&mut held.timer, timer) {
-                    previous.clear();
-                }
-            });
-        }
-        self.0.try_update_value(|held| held.active = true);
+            set_timeout_with_handle(move || this.release(), HOLD_AT_MOST).ok()
+        };
+        self.0.try_update_value(|held| {
+            #[cfg(feature = "hydrate")]
+            if let Some(previous) = std::mem::replace(&mut held.timer, timer) {
+                previous.clear();
+            }
+            held.active = true;
+        });
     }
 
     /// Draws what was held back, now.
@@ -296,7 +297,10 @@ mod tests {
             event(1, EventBody::UserMessage { message_id: "u1".into(), text: "go".into(), attachments: Vec::new() }),
             event(2, EventBody::TurnStarted),
             event(3, EventBody::AssistantMessageStarted { message_id: "a1".into() }),
-            event(4, EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "q".into(), name: "Ask".into() }),
+            event(
+                4,
+                EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "q".into(), name: "Ask".into() },
+            ),
             event(5, EventBody::InteractionOpened { tool_use_id: "q".into(), request, expires_at_ms: None }),
         ] {
             thread.apply(&e);
@@ -335,7 +339,8 @@ mod tests {
         assert!(sessions.with_untracked(Vec::is_empty));
 
         // The tool's result shows on its card, and the rest still waits.
-        thread.apply(&event(7, EventBody::ToolResult { tool_use_id: "q".into(), output: "ok".into(), is_error: false }));
+        thread
+            .apply(&event(7, EventBody::ToolResult { tool_use_id: "q".into(), output: "ok".into(), is_error: false }));
         let result = thread.messages.with_untracked(|m| m[1].message.clone()).with_untracked(|m| match &m.blocks[0] {
             crate::thread::Block::ToolCall(call) => call.result.clone(),
             _ => None,

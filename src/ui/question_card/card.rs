@@ -231,8 +231,7 @@ impl Card {
             // A lost question's answer goes to the agent as a message.
             as_message: untrack(|| self.is_lost()),
         };
-        life.answering();
-        self.answer.dispatch_then(input, move |result| life.settle(result));
+        life.send(self.answer, input);
     }
 
     pub(super) fn decline(&self) {
@@ -245,8 +244,7 @@ impl Card {
             tool_use_id: life.tool_use_id.get_value(),
             reason: None,
         };
-        life.answering();
-        self.skip.dispatch_then(input, move |result| life.settle(result));
+        life.send(self.skip, input);
     }
 
     pub(super) fn kept(&self) -> Kept {
