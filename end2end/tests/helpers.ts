@@ -65,16 +65,22 @@ export async function sessionWithReply(request: APIRequestContext, text: string)
 
 export const LONG_REPLY = Array.from({ length: 300 }, (_, i) => `w${String(i + 1).padStart(3, "0")}`).join(" ");
 
-/** A free loopback port (the kernel picks it; it is free again once this returns). */
+/**
+ * A free loopback port below Linux's ephemeral range (32768–60999). A port the kernel picks is from
+ * that range, and a server restarted on it could find it taken meanwhile by some process's outgoing
+ * connection ("Address already in use": seen once, in trust.spec's restart after SIGKILL).
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const probe = net.createServer();
+      probe.once("error", () => resolve(false));
+      probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
     });
-  });
+    if (free) return port;
+  }
+  throw new Error("no free loopback port found between 20000 and 32000");
 }
 
 /**
