@@ -494,8 +494,42 @@ impl SessionRuntime {
     /// Stores (and broadcasts) the queued pieces, merged, under the lock the caller holds.
     async fn write_queued(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
         let queued = self.stream.lock().expect("stream lock").take();
+        if store.journals() {
+            return self.write_pieces(store, state, queued).await;
+        }
         for piece in queued {
             self.judge_and_write(store, state, |_| Ok::<_, StoreError>(Judged::Append(piece.clone(), ()))).await?;
+        }
+        Ok(())
+    }
+
+    /// Numbers, applies, stores (in one write to the journal) and then broadcasts the pieces,
+    /// under the lock the caller holds. Only a server alone on its store journals: no other
+    /// server appends, so there is nothing to judge again.
+    async fn write_pieces(&self, store: &Store, state: &mut RuntimeState, pieces: Vec<EventBody>) -> StoreResult<()> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        let events: Vec<SessionEvent> = pieces
+            .into_iter()
+            .map(|body| {
+                let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
+                state.thread.apply(&event);
+                event
+            })
+            .collect();
+        if let Err(error) = store.append_pieces(&self.id, events.clone()).await {
+            // Memory ran ahead of the disk: back to what is stored, as `write_once` does.
+            if let Ok(mut thread) = store.load_thread(&self.id).await {
+                thread.turn.working = state.turn.is_some();
+                state.thread = thread;
+            }
+            return Err(error);
+        }
+        self.seq.store(state.thread.seq, Ordering::Release);
+        for event in events {
+            self.observed(&event);
+            let _ = self.events.send(Arc::new(event));
         }
         Ok(())
     }

@@ -28,6 +28,9 @@ pub enum StoreError {
     UnknownUrl(String),
     #[error("migrations: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
+    /// Writing or reading the file of streamed pieces beside the database (`journal`).
+    #[error("the file of streamed pieces: {0}")]
+    Journal(std::io::Error),
     #[error("stored JSON is unreadable: {0}")]
     Corrupt(#[from] serde_json::Error),
     #[error("no session {0}")]

@@ -58,12 +58,16 @@ impl Store {
         let stored: Option<i64> = on_pool!(self, |pool, dialect| {
             sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1").bind(id).fetch_optional(pool).await?
         });
-        stored.map(|seq| seq as u64).ok_or_else(|| StoreError::SessionNotFound(id.to_string()))
+        let stored = stored.map(|seq| seq as u64).ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
+        match &self.journal {
+            Some(journal) => Ok(journal.run_end(id, stored).await?.unwrap_or(stored)),
+            None => Ok(stored),
+        }
     }
 
     /// The thread as of the session's last stored event.
     pub async fn load_thread(&self, id: &str) -> StoreResult<Thread> {
-        let (head, rows, deltas) = on_pool!(self, |pool, dialect| {
+        let (head, rows, deltas, since) = on_pool!(self, |pool, dialect| {
             // One read transaction, so the messages and `last_seq` describe the same moment
             // (Postgres reads each statement at its own moment unless asked for one snapshot).
             let mut tx = pool.begin().await?;
@@ -90,7 +94,7 @@ impl Store {
             .await?;
             // The deltas a streaming message got since its row was last written.
             let since = rows.iter().filter(|row| row.streaming).map(|row| row.updated_seq).min();
-            let deltas: Vec<EventRow> = match since {
+            let deltas: Vec<EventRow> = match since.filter(|_| self.journal.is_none()) {
                 Some(since) => {
                     sqlx::query_as(&format!(
                         "{} WHERE session_id = $1 AND seq > $2 AND kind IN ('text_delta', 'tool_input_delta')
@@ -105,7 +109,7 @@ impl Store {
                 None => Vec::new(),
             };
             tx.commit().await?;
-            (head, rows, deltas)
+            (head, rows, deltas, since)
         });
 
         let written_at: Vec<u64> = rows.iter().map(|row| row.updated_seq as u64).collect();
@@ -120,9 +124,22 @@ impl Store {
                 usage: row.usage.map(|usage| usage.0),
             })
             .collect();
+        let last_seq = head.last_seq as u64;
+        // Where pieces are journaled: those a crash (or a stream still going) left after the
+        // database's last event, and the streaming messages' pieces, from the file.
+        let (end, deltas) = match &self.journal {
+            Some(journal) => {
+                let end = journal.run_end(id, last_seq).await?.unwrap_or(last_seq);
+                let pieces = match since {
+                    Some(since) => journal.read_after(id, since as u64, usize::MAX).await?,
+                    None => Vec::new(),
+                };
+                (end, pieces.into_iter().filter(|piece| piece.seq <= end).collect())
+            }
+            None => (last_seq, deltas.into_iter().map(SessionEvent::from).collect::<Vec<_>>()),
+        };
         let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
-        for row in deltas {
-            let event = SessionEvent::from(row);
+        for event in deltas {
             // Only onto a message whose row was written before this delta.
             let target = thread.delta_target(&event.body);
             if target.is_some_and(|index| written_at[index] < event.seq) {
@@ -130,7 +147,7 @@ impl Store {
                 thread.apply(&event);
             }
         }
-        thread.seq = head.last_seq as u64;
+        thread.seq = end;
         Ok(thread)
     }
 
@@ -138,9 +155,15 @@ impl Store {
     /// event, or nothing is written. On Postgres, the other servers are told (`Notice::Appended`)
     /// when it commits.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
+        if let Some(journal) = self.journal.as_ref().filter(|_| append.event.body.is_delta()) {
+            return self.journal_pieces(journal, append.session_id, vec![append.event.clone()]).await;
+        }
         self.check_appendable(&append.event.body)?;
         let Append { session_id, event, messages, turn, interactions, fence } = append;
         let seq = event.seq as i64;
+        // The database's last event: the one before, or before the pieces journaled since.
+        let before =
+            self.journal.as_ref().map_or(event.seq - 1, |journal| journal.expected_before(session_id, event.seq));
         // One server alone needs no fence: its leases are its own.
         let fence = fence.filter(|_| self.is_shared());
         let fenced = |parameter: u8| match fence {
@@ -176,7 +199,7 @@ impl Store {
                     .bind(touches)
                     .bind(event.at_ms)
                     .bind(session_id)
-                    .bind(seq - 1);
+                    .bind(before as i64);
                 match fence {
                     Some(fence) => query.bind(fence),
                     None => query,
@@ -188,7 +211,7 @@ impl Store {
                 // its own value, makes SQLite rewrite the recency index's page too, one page of
                 // the three each streamed delta wrote.
                 let sql = "UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3".to_string() + &fenced(4);
-                let query = sqlx::query(&sql).bind(seq).bind(session_id).bind(seq - 1);
+                let query = sqlx::query(&sql).bind(seq).bind(session_id).bind(before as i64);
                 match fence {
                     Some(fence) => query.bind(fence),
                     None => query,
@@ -298,7 +321,53 @@ impl Store {
             notify_in!(&mut *tx, dialect, &Notice::Appended { session: session_id.to_string(), seq: event.seq });
             tx.commit().await?;
         });
+        if let Some(journal) = &self.journal {
+            journal.written(session_id);
+        }
         Ok(())
+    }
+
+    /// Whether streamed pieces go to a file beside the database (`append_pieces`), a batch at a
+    /// time, rather than each into the database as an event.
+    pub fn journals(&self) -> bool {
+        self.journal.is_some()
+    }
+
+    /// Stores streamed pieces (text and argument deltas, numbered on from the session's last
+    /// event), in order: in the journal where there is one, otherwise each as an event.
+    pub async fn append_pieces(&self, session_id: &str, pieces: Vec<SessionEvent>) -> StoreResult<()> {
+        let Some(journal) = &self.journal else {
+            for piece in &pieces {
+                let append = Append {
+                    session_id,
+                    event: piece,
+                    messages: Vec::new(),
+                    turn: None,
+                    interactions: Vec::new(),
+                    fence: None,
+                };
+                self.append(append).await?;
+            }
+            return Ok(());
+        };
+        self.journal_pieces(journal, session_id, pieces).await
+    }
+
+    async fn journal_pieces(
+        &self,
+        journal: &std::sync::Arc<super::journal::Journal>,
+        session_id: &str,
+        pieces: Vec<SessionEvent>,
+    ) -> StoreResult<()> {
+        self.check_writable()?;
+        if let Some(first) = pieces.first() {
+            // A session deleted meanwhile keeps no file; a read, which writes nothing.
+            let stored = self.last_seq(session_id).await?;
+            if stored + 1 != first.seq {
+                return Err(StoreError::SequenceConflict { session: session_id.to_string(), seq: first.seq, stored });
+            }
+        }
+        journal.append(session_id, pieces).await
     }
 
     /// The open interactions whose deadline passed by `now_ms`, up to `limit` of them, the
@@ -349,7 +418,17 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         });
-        Ok(rows.into_iter().map(SessionEvent::from).collect())
+        let stored = rows.into_iter().map(SessionEvent::from);
+        let Some(journal) = &self.journal else { return Ok(stored.collect()) };
+        // The database first, then the file: a piece journaled after the database was read is
+        // found in the file, and an event written to the database after that read ends the
+        // run below (the log has no gaps), to be read next time.
+        let pieces = journal.read_after(session_id, after, limit as usize).await?;
+        let mut events: Vec<SessionEvent> = stored.chain(pieces).collect();
+        events.sort_by_key(|event| event.seq);
+        let run = events.iter().zip(after + 1..).take_while(|(event, seq)| event.seq == *seq).count();
+        events.truncate(run.min(limit as usize));
+        Ok(events)
     }
 }
 

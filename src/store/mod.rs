@@ -5,6 +5,7 @@
 //! - `events.rs`: each session's event log, appended as a compare-and-set, and its thread read back;
 //! - `leases.rs`: which server runs a session's turns, where several share one Postgres;
 //! - `notices.rs`: what one server tells the others (Postgres notifications);
+//! - `journal.rs`: what agents stream, in a file per session beside a SQLite database;
 //! - `attachments.rs`: files attached to messages, stored once by their hash;
 //! - `error.rs`: what can go wrong, in words a person can act on.
 //!
@@ -45,6 +46,7 @@ mod notices;
 mod attachments;
 mod error;
 mod events;
+mod journal;
 mod leases;
 mod list;
 mod push;
@@ -61,6 +63,8 @@ pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
+    /// Where a server alone on its SQLite file keeps what agents stream (`journal`).
+    journal: Option<std::sync::Arc<journal::Journal>>,
     /// How tests inject a storage failure.
     failing: std::sync::Arc<Failing>,
 }
@@ -133,7 +137,7 @@ impl Store {
         }
         // Several servers starting at once: sqlx takes an advisory lock around the migrations.
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), failing: Default::default() })
+        Ok(Self { pool: Pool::Postgres(pool), journal: None, failing: Default::default() })
     }
 
     /// Opens (creating if needed) the SQLite database file and brings its schema up to date. A
@@ -184,7 +188,7 @@ impl Store {
         if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
             return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
         }
-        Self::migrated_sqlite(pool).await
+        Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
     }
 
     /// A private SQLite database that lives as long as the store: for tests.
@@ -197,12 +201,12 @@ impl Store {
             .max_lifetime(None)
             .connect_with(options)
             .await?;
-        Self::migrated_sqlite(pool).await
+        Self::migrated_sqlite(pool, journal::Journal::in_memory()).await
     }
 
-    async fn migrated_sqlite(pool: SqlitePool) -> StoreResult<Self> {
+    async fn migrated_sqlite(pool: SqlitePool, journal: journal::Journal) -> StoreResult<Self> {
         sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(pool), failing: Default::default() })
+        Ok(Self { pool: Pool::Sqlite(pool), journal: Some(std::sync::Arc::new(journal)), failing: Default::default() })
     }
 
     /// Whether other servers may share this database (Postgres): then leases and notifications

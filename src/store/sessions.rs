@@ -127,6 +127,11 @@ impl Store {
             notify_in!(&mut *tx, dialect, &Notice::ListChanged);
             tx.commit().await?;
         });
+        if let Some(journal) = &self.journal
+            && let Err(error) = journal.remove(id).await
+        {
+            tracing::warn!(session = id, %error, "a deleted session's streamed pieces could not be removed");
+        }
         Ok(())
     }
 }

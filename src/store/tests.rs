@@ -771,6 +771,90 @@ fn a_database_url_is_shown_without_its_password() {
     assert_eq!(without_password("sqlite:///home/me/data/askbridge.db"), "sqlite:///home/me/data/askbridge.db");
 }
 
+/// What a SQLite store has on the disk: the database and its write-ahead log.
+fn database_bytes(path: &std::path::Path) -> u64 {
+    let wal = path.with_extension("db-wal");
+    [path, wal.as_path()].iter().map(|file| std::fs::metadata(file).map_or(0, |m| m.len())).sum()
+}
+
+#[tokio::test]
+async fn streamed_pieces_go_to_the_journal_not_the_databases_pages_and_read_back_in_the_log() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("askbridge.db");
+    let store = Store::open(&path).await.unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut live = Thread::default();
+    let mut turn = a_turn();
+    let after = turn.split_off(5);
+    turn.truncate(3); // up to the reply's start
+    record(&store, "s1", &mut live, turn).await;
+
+    let before = database_bytes(&path);
+    let mut streamed = 0;
+    for batch in 0..200 {
+        let pieces: Vec<SessionEvent> = (0..5)
+            .map(|i| {
+                let text = format!("word {batch}.{i} ");
+                streamed += text.len();
+                let body = EventBody::TextDelta { message_id: "a1".into(), text };
+                let event = SessionEvent { seq: live.seq + 1, at_ms: 1_780_000_000_000, body };
+                live.apply(&event);
+                event
+            })
+            .collect();
+        store.append_pieces("s1", pieces).await.unwrap();
+    }
+    assert_eq!(database_bytes(&path), before, "a thousand pieces wrote nothing to the database");
+    let journal = std::fs::metadata(folder.path().join("askbridge.db-streams/s1")).unwrap().len() as usize;
+    // Each piece: its text, eight bytes of header and ten of kind, number, time and id.
+    assert!(journal <= streamed + 1_000 * 20, "{journal} bytes for {streamed} streamed");
+    assert_eq!(store.load_thread("s1").await.unwrap(), live);
+
+    // What follows goes to the database, after the pieces.
+    record(&store, "s1", &mut live, after).await;
+    let events = store.events_after("s1", 0, u32::MAX).await.unwrap();
+    assert_eq!(events.iter().map(|event| event.seq).collect::<Vec<_>>(), (1..=live.seq).collect::<Vec<_>>());
+    let mut folded = Thread::default();
+    events.iter().for_each(|event| {
+        folded.apply(event);
+    });
+    assert_eq!(folded, live, "the database's events and the journal's fold into the thread");
+    let page = store.events_after("s1", 100, 10).await.unwrap();
+    assert_eq!(page.iter().map(|event| event.seq).collect::<Vec<_>>(), (101..=110).collect::<Vec<_>>());
+    drop(store);
+    assert_eq!(Store::open(&path).await.unwrap().load_thread("s1").await.unwrap(), live, "after a restart too");
+}
+
+#[tokio::test]
+async fn a_crash_mid_stream_keeps_every_stored_piece_and_the_log_goes_on_after_them() {
+    let folder = tempfile::tempdir().unwrap();
+    let path = folder.path().join("askbridge.db");
+    let store = Store::open(&path).await.unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut live = Thread::default();
+    let mut turn = a_turn();
+    turn.truncate(5); // two text deltas: the reply still streams
+    record(&store, "s1", &mut live, turn).await;
+    drop(store);
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(store.last_seq("s1").await.unwrap(), 5, "the log ends at the last piece");
+    let mut thread = store.load_thread("s1").await.unwrap();
+    assert_eq!(thread, live);
+    assert_eq!(thread.messages[1].blocks, live.messages[1].blocks);
+    // The next event follows the pieces, in the database.
+    record(&store, "s1", &mut thread, vec![EventBody::MessageFinished { message_id: "a1".into() }]).await;
+    assert_eq!(store.last_seq("s1").await.unwrap(), 6);
+    assert_eq!(store.events_after("s1", 3, 10).await.unwrap().len(), 3);
+    // A piece numbered as if the log were elsewhere is refused.
+    let stale =
+        SessionEvent { seq: 6, at_ms: 1, body: EventBody::TextDelta { message_id: "a1".into(), text: "x".into() } };
+    assert!(matches!(store.append_pieces("s1", vec![stale]).await, Err(StoreError::SequenceConflict { .. })));
+
+    store.delete_session("s1").await.unwrap();
+    assert!(!folder.path().join("askbridge.db-streams/s1").exists(), "a deleted session's pieces are gone");
+}
+
 #[tokio::test]
 async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,519 @@
+//! What an agent streams, kept out of the database's pages. A SQLite transaction writes whole 4 KiB
+//! pages, so a text delta of sixteen characters stored as a row cost about 12 KiB of WAL: 110 bytes
+//! written per byte streamed even with the pieces grouped (BENCHMARKS.md, "Group commit of what
+//! streams"). Here the pieces (text and tool-argument deltas) are appended to a file per session,
+//! with a few bytes of framing each, and flushed to the disk (`fdatasync`) before they are
+//! broadcast, as every event is; everything else stays in the database.
+//!
+//! The file is the pieces' only home: the session's log is the database's events and the file's,
+//! merged by sequence number (`events_after`), and a streaming message is its row plus the pieces
+//! after it (`load_thread`). A record is `[payload length: u32][CRC-32 of the payload: u32][payload]`;
+//! a crash can leave only the last one torn, and the first access after a start cuts it off (its
+//! pieces were never acknowledged or shown).
+//!
+//! Only a server alone on its SQLite file journals: where servers share Postgres, the pieces go
+//! through it, for the other servers to read.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::{StoreError, StoreResult};
+use crate::thread::{EventBody, SessionEvent};
+
+/// Each session's pieces, in a folder next to the database, or in memory for a store in memory.
+pub(super) struct Journal {
+    place: Place,
+    sessions: Mutex<HashMap<String, Tail>>,
+}
+
+enum Place {
+    Folder(PathBuf),
+    Memory(Mutex<HashMap<String, Vec<u8>>>),
+}
+
+/// What this process knows of a session's file.
+#[derive(Default)]
+struct Tail {
+    /// The file was read since this process opened the store, and its torn record, if any, cut
+    /// off: appends may follow it.
+    checked: bool,
+    /// The id (message or tool call) of the file's last record: a record for the same one names
+    /// it again with a single byte.
+    last_id: Option<String>,
+    /// The pieces appended since the session's last event written to the database, as the first
+    /// and last sequence numbers: the database's `last_seq` is one before the first.
+    run: Option<(u64, u64)>,
+}
+
+const TEXT: u8 = 1;
+const TOOL_INPUT: u8 = 2;
+/// Length, then CRC.
+const HEADER: usize = 8;
+/// A record this long is damage, not a piece (a merged piece is at most `MAX_QUEUED` deltas).
+const MAX_RECORD: usize = 64 << 20;
+
+impl Journal {
+    /// The journal of the database at `database`: the folder `<database>-streams` next to it.
+    pub(super) fn beside(database: &Path) -> Self {
+        let mut folder = database.as_os_str().to_owned();
+        folder.push("-streams");
+        Self { place: Place::Folder(PathBuf::from(folder)), sessions: Mutex::default() }
+    }
+
+    pub(super) fn in_memory() -> Self {
+        Self { place: Place::Memory(Mutex::default()), sessions: Mutex::default() }
+    }
+
+    /// Appends the pieces (deltas, numbered in order) and flushes them to the disk.
+    pub(super) async fn append(self: &Arc<Self>, session: &str, pieces: Vec<SessionEvent>) -> StoreResult<()> {
+        let (Some(first), Some(last)) = (pieces.first().map(|p| p.seq), pieces.last().map(|p| p.seq)) else {
+            return Ok(());
+        };
+        let journal = self.clone();
+        let session = session.to_string();
+        blocking(move || {
+            let mut sessions = journal.sessions.lock().expect("journal lock");
+            let tail = sessions.entry(session.clone()).or_default();
+            if !tail.checked {
+                // Appended to before its thread was read (which checks): no run is known yet.
+                journal.check(&session, tail, u64::MAX)?;
+            }
+            let mut bytes = Vec::new();
+            for piece in &pieces {
+                encode(piece, &mut tail.last_id, &mut bytes)?;
+            }
+            if let Err(error) = journal.write(&session, &bytes) {
+                // Part of it may be on the disk: the next access reads the file again and cuts
+                // what was torn.
+                tail.checked = false;
+                return Err(error.into());
+            }
+            tail.run = Some((tail.run.map_or(first, |(first, _)| first), last));
+            Ok(())
+        })
+        .await
+    }
+
+    /// The session's pieces after `after`, in order, at most `limit` of them.
+    pub(super) async fn read_after(
+        self: &Arc<Self>,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> StoreResult<Vec<SessionEvent>> {
+        let journal = self.clone();
+        let session = session.to_string();
+        blocking(move || {
+            let bytes = journal.read_all(&session)?;
+            Ok(decode(&bytes)
+                .0
+                .into_iter()
+                .filter(|record| record.seq > after)
+                .take(limit)
+                .map(Record::into_event)
+                .collect())
+        })
+        .await
+    }
+
+    /// The session's last piece journaled after `db_last_seq` (the database's last event), if
+    /// any: pieces a crash left after the last event, or ones streamed since. The first call for
+    /// a session after a start reads its file and cuts a torn record off.
+    pub(super) async fn run_end(self: &Arc<Self>, session: &str, db_last_seq: u64) -> StoreResult<Option<u64>> {
+        let journal = self.clone();
+        let session = session.to_string();
+        blocking(move || {
+            let mut sessions = journal.sessions.lock().expect("journal lock");
+            let tail = sessions.entry(session.clone()).or_default();
+            if !tail.checked {
+                journal.check(&session, tail, db_last_seq)?;
+            }
+            Ok(tail.run.map(|(_, last)| last).filter(|&last| last > db_last_seq))
+        })
+        .await
+    }
+
+    /// Reads the session's file, cuts a torn record off, and learns its last id and the pieces
+    /// after the database's last event.
+    fn check(&self, session: &str, tail: &mut Tail, db_last_seq: u64) -> std::io::Result<()> {
+        let bytes = self.read_all(session)?;
+        let (records, valid) = decode(&bytes);
+        self.truncate(session, valid as u64)?;
+        tail.last_id = records.last().map(|record| record.id.clone());
+        tail.run = records.last().filter(|last| last.seq > db_last_seq).map(|last| (db_last_seq + 1, last.seq));
+        tail.checked = true;
+        Ok(())
+    }
+
+    /// The database's last sequence number for the session as the next event written to it must
+    /// find it: one before the pieces journaled since the database's last event, when the event
+    /// numbered `seq` follows them.
+    pub(super) fn expected_before(&self, session: &str, seq: u64) -> u64 {
+        let sessions = self.sessions.lock().expect("journal lock");
+        match sessions.get(session).and_then(|tail| tail.run) {
+            Some((first, last)) if last + 1 == seq => first - 1,
+            _ => seq - 1,
+        }
+    }
+
+    /// An event of the session was written to the database: what follows it starts a new run.
+    pub(super) fn written(&self, session: &str) {
+        if let Some(tail) = self.sessions.lock().expect("journal lock").get_mut(session) {
+            tail.run = None;
+        }
+    }
+
+    /// Forgets a deleted session's pieces.
+    pub(super) async fn remove(self: &Arc<Self>, session: &str) -> StoreResult<()> {
+        let journal = self.clone();
+        let session = session.to_string();
+        blocking(move || {
+            journal.sessions.lock().expect("journal lock").remove(&session);
+            match &journal.place {
+                Place::Memory(files) => {
+                    files.lock().expect("journal lock").remove(&session);
+                    Ok(())
+                }
+                Place::Folder(folder) => match fs::remove_file(folder.join(file_name(&session))) {
+                    Err(error) if error.kind() != ErrorKind::NotFound => Err(error.into()),
+                    _ => Ok(()),
+                },
+            }
+        })
+        .await
+    }
+
+    fn read_all(&self, session: &str) -> std::io::Result<Vec<u8>> {
+        match &self.place {
+            Place::Memory(files) => Ok(files.lock().expect("journal lock").get(session).cloned().unwrap_or_default()),
+            Place::Folder(folder) => match File::open(folder.join(file_name(session))) {
+                Ok(mut file) => {
+                    let mut bytes = Vec::new();
+                    file.read_to_end(&mut bytes)?;
+                    Ok(bytes)
+                }
+                Err(error) if error.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+                Err(error) => Err(error),
+            },
+        }
+    }
+
+    fn truncate(&self, session: &str, len: u64) -> std::io::Result<()> {
+        match &self.place {
+            Place::Memory(files) => {
+                if let Some(bytes) = files.lock().expect("journal lock").get_mut(session) {
+                    bytes.truncate(len as usize);
+                }
+                Ok(())
+            }
+            Place::Folder(folder) => match OpenOptions::new().write(true).open(folder.join(file_name(session))) {
+                Ok(file) if file.metadata()?.len() > len => {
+                    file.set_len(len)?;
+                    file.sync_all()
+                }
+                Ok(_) => Ok(()),
+                Err(error) if error.kind() == ErrorKind::NotFound => Ok(()),
+                Err(error) => Err(error),
+            },
+        }
+    }
+
+    fn write(&self, session: &str, bytes: &[u8]) -> std::io::Result<()> {
+        match &self.place {
+            Place::Memory(files) => {
+                files.lock().expect("journal lock").entry(session.to_string()).or_default().extend_from_slice(bytes);
+                Ok(())
+            }
+            Place::Folder(folder) => {
+                let path = folder.join(file_name(session));
+                let mut file = match OpenOptions::new().append(true).open(&path) {
+                    Ok(file) => file,
+                    Err(error) if error.kind() == ErrorKind::NotFound => {
+                        // A new file: its name must survive a power cut as its first record does.
+                        fs::create_dir_all(folder)?;
+                        let file = OpenOptions::new().append(true).create(true).open(&path)?;
+                        File::open(folder)?.sync_all()?;
+                        file
+                    }
+                    Err(error) => return Err(error),
+                };
+                file.write_all(bytes)?;
+                file.sync_data()
+            }
+        }
+    }
+}
+
+/// Runs file work off the async threads.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> StoreResult<T> + Send + 'static) -> StoreResult<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|panic| Err(std::io::Error::other(format!("journal task failed: {panic}")).into()))
+}
+
+/// A session's file name: its id when that is a plain name (every id `new_id` makes is), its
+/// bytes in hex otherwise, so that no id names a path.
+fn file_name(session: &str) -> String {
+    let plain = !session.is_empty()
+        && session.len() <= 128
+        && session.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if plain { session.to_string() } else { session.bytes().map(|b| format!("{b:02x}")).collect::<String>() + ".x" }
+}
+
+/// One piece as the file holds it.
+#[derive(Debug, PartialEq)]
+struct Record {
+    seq: u64,
+    at_ms: i64,
+    kind: u8,
+    id: String,
+    data: String,
+}
+
+impl Record {
+    fn into_event(self) -> SessionEvent {
+        let body = match self.kind {
+            TEXT => EventBody::TextDelta { message_id: self.id, text: self.data },
+            _ => EventBody::ToolInputDelta { tool_use_id: self.id, partial_json: self.data },
+        };
+        SessionEvent { seq: self.seq, at_ms: self.at_ms, body }
+    }
+}
+
+/// Appends one piece's record to `out`. The payload is the kind, the sequence number and time as
+/// LEB128 varints, the id (its length + 1, or 0 for "the last record's"), then the data.
+fn encode(event: &SessionEvent, last_id: &mut Option<String>, out: &mut Vec<u8>) -> StoreResult<()> {
+    let (kind, id, data) = match &event.body {
+        EventBody::TextDelta { message_id, text } => (TEXT, message_id, text),
+        EventBody::ToolInputDelta { tool_use_id, partial_json } => (TOOL_INPUT, tool_use_id, partial_json),
+        other => {
+            return Err(
+                std::io::Error::other(format!("only streamed pieces are journaled, not {}", other.kind())).into()
+            );
+        }
+    };
+    let mut payload = vec![kind];
+    varint(event.seq, &mut payload);
+    varint(event.at_ms.max(0) as u64, &mut payload);
+    if last_id.as_deref() == Some(id.as_str()) {
+        payload.push(0);
+    } else {
+        varint(id.len() as u64 + 1, &mut payload);
+        payload.extend_from_slice(id.as_bytes());
+        *last_id = Some(id.clone());
+    }
+    payload.extend_from_slice(data.as_bytes());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    out.extend_from_slice(&payload);
+    Ok(())
+}
+
+/// The records of a file, up to the first that is torn or damaged, and how many bytes they take.
+fn decode(bytes: &[u8]) -> (Vec<Record>, usize) {
+    let mut records: Vec<Record> = Vec::new();
+    let mut at = 0;
+    while let Some(header) = bytes.get(at..at + HEADER) {
+        let len = u32::from_le_bytes(header[..4].try_into().expect("four bytes")) as usize;
+        let crc = u32::from_le_bytes(header[4..].try_into().expect("four bytes"));
+        let Some(payload) = bytes.get(at + HEADER..).and_then(|rest| rest.get(..len)).filter(|_| len <= MAX_RECORD)
+        else {
+            break;
+        };
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        let Some(record) = parse(payload, records.last().map(|last| last.id.as_str())) else { break };
+        records.push(record);
+        at += HEADER + len;
+    }
+    (records, at)
+}
+
+fn parse(payload: &[u8], last_id: Option<&str>) -> Option<Record> {
+    let (&kind, mut rest) = payload.split_first()?;
+    if kind != TEXT && kind != TOOL_INPUT {
+        return None;
+    }
+    let seq = read_varint(&mut rest)?;
+    let at_ms = i64::try_from(read_varint(&mut rest)?).ok()?;
+    let id = match read_varint(&mut rest)? {
+        0 => last_id?.to_string(),
+        len => {
+            let len = usize::try_from(len - 1).ok()?;
+            let id = std::str::from_utf8(rest.get(..len)?).ok()?.to_string();
+            rest = &rest[len..];
+            id
+        }
+    };
+    let data = std::str::from_utf8(rest).ok()?.to_string();
+    Some(Record { seq, at_ms, kind, id, data })
+}
+
+fn varint(mut value: u64, out: &mut Vec<u8>) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+fn read_varint(bytes: &mut &[u8]) -> Option<u64> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&byte, rest) = bytes.split_first()?;
+        *bytes = rest;
+        value |= u64::from(byte & 0x7f).checked_shl(shift)?;
+        if byte & 0x80 == 0 {
+            return Some(value);
+        }
+    }
+    None
+}
+
+impl From<std::io::Error> for StoreError {
+    fn from(error: std::io::Error) -> Self {
+        match error.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Self::DiskFull,
+            Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM) => Self::ReadOnly,
+            _ => Self::Journal(error),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(seq: u64, message_id: &str, text: &str) -> SessionEvent {
+        SessionEvent {
+            seq,
+            at_ms: 1_780_000_000_000 + seq as i64,
+            body: EventBody::TextDelta { message_id: message_id.into(), text: text.into() },
+        }
+    }
+
+    fn input(seq: u64, tool_use_id: &str, partial_json: &str) -> SessionEvent {
+        SessionEvent {
+            seq,
+            at_ms: 1_780_000_000_000 + seq as i64,
+            body: EventBody::ToolInputDelta { tool_use_id: tool_use_id.into(), partial_json: partial_json.into() },
+        }
+    }
+
+    fn encoded(events: &[SessionEvent]) -> Vec<u8> {
+        let mut last_id = None;
+        let mut bytes = Vec::new();
+        for event in events {
+            encode(event, &mut last_id, &mut bytes).unwrap();
+        }
+        bytes
+    }
+
+    fn events(bytes: &[u8]) -> Vec<SessionEvent> {
+        decode(bytes).0.into_iter().map(Record::into_event).collect()
+    }
+
+    #[test]
+    fn pieces_read_back_as_written_and_a_repeated_id_costs_one_byte() {
+        let written = vec![
+            text(3, "msg_01", "Hello, "),
+            text(4, "msg_01", "wörld ✓"),
+            input(6, "toolu_01", "{\"command\": \"ls"),
+            input(7, "toolu_01", "\"}"),
+            text(9, "msg_01", ""),
+        ];
+        let bytes = encoded(&written);
+        assert_eq!(events(&bytes), written);
+        assert_eq!(decode(&bytes).1, bytes.len());
+        // Header, kind, seq, a six-byte time, the id's single byte, then the text.
+        let one = encoded(&written[..1]).len();
+        assert_eq!(encoded(&written[..2]).len() - one, HEADER + 1 + 1 + 6 + 1 + "wörld ✓".len());
+    }
+
+    #[test]
+    fn a_file_cut_anywhere_reads_as_the_records_before_the_cut() {
+        let written: Vec<_> = (1..=20).map(|seq| text(seq, if seq < 10 { "a" } else { "b" }, "0123456789")).collect();
+        let bytes = encoded(&written);
+        let ends: Vec<usize> = (1..=written.len()).map(|n| encoded(&written[..n]).len()).collect();
+        for cut in 0..=bytes.len() {
+            let (records, valid) = decode(&bytes[..cut]);
+            let whole = ends.iter().filter(|&&end| end <= cut).count();
+            assert_eq!(records.len(), whole, "cut at {cut}");
+            assert_eq!(valid, if whole == 0 { 0 } else { ends[whole - 1] }, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_damaged_record_ends_the_file_there() {
+        let written: Vec<_> = (1..=3).map(|seq| text(seq, "a", "some words")).collect();
+        let mut bytes = encoded(&written);
+        let second = encoded(&written[..1]).len();
+        bytes[second + HEADER + 3] ^= 0x40;
+        assert_eq!(events(&bytes), written[..1]);
+    }
+
+    #[test]
+    fn any_bytes_decode_without_panicking() {
+        // What a damaged disk can hand back: never a panic, never more than the bytes hold.
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let valid = encoded(&[text(1, "a", "x"), input(2, "b", "{}")]);
+        for _ in 0..20_000 {
+            let len = (next() % 64) as usize;
+            let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            if next() % 2 == 0 {
+                // Mostly valid: a real file with a few bytes flipped.
+                bytes = valid.clone();
+                let at = (next() as usize) % bytes.len();
+                bytes[at] = next() as u8;
+            }
+            let (records, used) = decode(&bytes);
+            assert!(used <= bytes.len() && records.len() <= 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_torn_last_record_is_cut_before_the_next_append() {
+        let folder = tempfile::tempdir().unwrap();
+        let database = folder.path().join("askbridge.db");
+        let journal = Arc::new(Journal::beside(&database));
+        journal.append("s1", vec![text(2, "m", "one "), text(3, "m", "two ")]).await.unwrap();
+        // A crash in the middle of the next write.
+        let path = folder.path().join("askbridge.db-streams").join("s1");
+        let half = encoded(&[text(4, "m", "three ")]);
+        OpenOptions::new().append(true).open(&path).unwrap().write_all(&half[..half.len() - 3]).unwrap();
+
+        let restarted = Arc::new(Journal::beside(&database));
+        assert_eq!(restarted.read_after("s1", 0, 100).await.unwrap(), vec![text(2, "m", "one "), text(3, "m", "two ")]);
+        restarted.append("s1", vec![text(4, "m", "four ")]).await.unwrap();
+        assert_eq!(
+            restarted.read_after("s1", 2, 100).await.unwrap(),
+            vec![text(3, "m", "two "), text(4, "m", "four ")],
+            "the torn record is gone, and what came after it reads"
+        );
+        assert_eq!(restarted.read_after("s1", 0, 1).await.unwrap().len(), 1, "at most the limit");
+    }
+
+    #[tokio::test]
+    async fn a_removed_session_leaves_no_file_and_odd_ids_name_no_path() {
+        let folder = tempfile::tempdir().unwrap();
+        let journal = Arc::new(Journal::beside(&folder.path().join("db")));
+        journal.append("../escape", vec![text(1, "m", "x")]).await.unwrap();
+        let files: Vec<_> =
+            fs::read_dir(folder.path().join("db-streams")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(files, vec![std::ffi::OsString::from("2e2e2f657363617065.x")]);
+        journal.remove("../escape").await.unwrap();
+        assert_eq!(fs::read_dir(folder.path().join("db-streams")).unwrap().count(), 0);
+        assert!(journal.read_after("../escape", 0, 10).await.unwrap().is_empty());
+        journal.remove("never-journaled").await.unwrap();
+    }
+}
