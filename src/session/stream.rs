@@ -1,8 +1,10 @@
-//! Group commit for what an agent streams. Each stored event is a transaction, and each
-//! transaction writes whole pages (two 4 KiB pages and an fsync for a delta of a few bytes: 385
-//! bytes written per byte streamed, `make bench`). So the pieces of text and tool arguments that
-//! arrive while one is being written, or within [`STREAM_INTERVAL`] of the last write, wait
-//! here, and go to the store together, merged into one event per message or tool call.
+//! Group commit for what an agent streams. Each write to the store costs a flush to the disk, and
+//! where servers share Postgres, a transaction of whole pages (two 4 KiB pages and an fsync for a
+//! delta of a few bytes: 385 bytes written per byte streamed, `make bench`; a server alone on
+//! SQLite appends them to a journal instead, `store/journal.rs`). So the pieces of text and tool
+//! arguments that arrive while one is being written, or within [`STREAM_INTERVAL`] of the last
+//! write, wait here, and go to the store together, merged into one piece per message or tool
+//! call: one write and one flush.
 //!
 //! Nothing is shown before it is stored: the merged event is broadcast once written, as every
 //! event is. Any other event of the session is written only after the pieces queued before it
