@@ -230,6 +230,7 @@ async fn a_restart_ends_the_turn_it_interrupted() {
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Abandoned));
     assert_eq!(thread.messages.last().unwrap().role, Role::Notice);
     assert!(!thread.messages[1].streaming, "the cut-short reply no longer streams");
+    assert_eq!(thread.messages[1].text(), "starting", "what streamed before the crash is kept (the journal)");
 }
 
 async fn asking_manager(timeout: Option<Duration>) -> (Arc<SessionManager>, String) {

@@ -113,7 +113,7 @@ impl Journal {
                 .into_iter()
                 .filter(|record| record.seq > after)
                 .take(limit)
-                .map(Record::into_event)
+                .map(|record| record.to_event())
                 .collect())
         })
         .await
@@ -142,7 +142,7 @@ impl Journal {
         let bytes = self.read_all(session)?;
         let (records, valid) = decode(&bytes);
         self.truncate(session, valid as u64)?;
-        tail.last_id = records.last().map(|record| record.id.clone());
+        tail.last_id = records.last().map(|record| record.id.to_string());
         tail.run = records.last().filter(|last| last.seq > db_last_seq).map(|last| (db_last_seq + 1, last.seq));
         tail.checked = true;
         Ok(())
@@ -263,21 +263,23 @@ fn file_name(session: &str) -> String {
     if plain { session.to_string() } else { session.bytes().map(|b| format!("{b:02x}")).collect::<String>() + ".x" }
 }
 
-/// One piece as the file holds it.
+/// One piece as the file holds it, borrowed from the file's bytes: a read builds events only of
+/// the pieces it returns.
 #[derive(Debug, PartialEq)]
-struct Record {
+struct Record<'a> {
     seq: u64,
     at_ms: i64,
     kind: u8,
-    id: String,
-    data: String,
+    id: &'a str,
+    data: &'a str,
 }
 
-impl Record {
-    fn into_event(self) -> SessionEvent {
+impl Record<'_> {
+    fn to_event(&self) -> SessionEvent {
+        let (id, data) = (self.id.to_string(), self.data.to_string());
         let body = match self.kind {
-            TEXT => EventBody::TextDelta { message_id: self.id, text: self.data },
-            _ => EventBody::ToolInputDelta { tool_use_id: self.id, partial_json: self.data },
+            TEXT => EventBody::TextDelta { message_id: id, text: data },
+            _ => EventBody::ToolInputDelta { tool_use_id: id, partial_json: data },
         };
         SessionEvent { seq: self.seq, at_ms: self.at_ms, body }
     }
@@ -313,8 +315,8 @@ fn encode(event: &SessionEvent, last_id: &mut Option<String>, out: &mut Vec<u8>)
 }
 
 /// The records of a file, up to the first that is torn or damaged, and how many bytes they take.
-fn decode(bytes: &[u8]) -> (Vec<Record>, usize) {
-    let mut records: Vec<Record> = Vec::new();
+fn decode(bytes: &[u8]) -> (Vec<Record<'_>>, usize) {
+    let mut records: Vec<Record<'_>> = Vec::new();
     let mut at = 0;
     while let Some(header) = bytes.get(at..at + HEADER) {
         let len = u32::from_le_bytes(header[..4].try_into().expect("four bytes")) as usize;
@@ -326,14 +328,14 @@ fn decode(bytes: &[u8]) -> (Vec<Record>, usize) {
         if crc32fast::hash(payload) != crc {
             break;
         }
-        let Some(record) = parse(payload, records.last().map(|last| last.id.as_str())) else { break };
+        let Some(record) = parse(payload, records.last().map(|last| last.id)) else { break };
         records.push(record);
         at += HEADER + len;
     }
     (records, at)
 }
 
-fn parse(payload: &[u8], last_id: Option<&str>) -> Option<Record> {
+fn parse<'a>(payload: &'a [u8], last_id: Option<&'a str>) -> Option<Record<'a>> {
     let (&kind, mut rest) = payload.split_first()?;
     if kind != TEXT && kind != TOOL_INPUT {
         return None;
@@ -341,15 +343,15 @@ fn parse(payload: &[u8], last_id: Option<&str>) -> Option<Record> {
     let seq = read_varint(&mut rest)?;
     let at_ms = i64::try_from(read_varint(&mut rest)?).ok()?;
     let id = match read_varint(&mut rest)? {
-        0 => last_id?.to_string(),
+        0 => last_id?,
         len => {
             let len = usize::try_from(len - 1).ok()?;
-            let id = std::str::from_utf8(rest.get(..len)?).ok()?.to_string();
+            let id = std::str::from_utf8(rest.get(..len)?).ok()?;
             rest = &rest[len..];
             id
         }
     };
-    let data = std::str::from_utf8(rest).ok()?.to_string();
+    let data = std::str::from_utf8(rest).ok()?;
     Some(Record { seq, at_ms, kind, id, data })
 }
 
@@ -414,7 +416,7 @@ mod tests {
     }
 
     fn events(bytes: &[u8]) -> Vec<SessionEvent> {
-        decode(bytes).0.into_iter().map(Record::into_event).collect()
+        decode(bytes).0.into_iter().map(|record| record.to_event()).collect()
     }
 
     #[test]
