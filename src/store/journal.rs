@@ -26,7 +26,9 @@ use crate::thread::{EventBody, SessionEvent};
 /// Each session's pieces, in a folder next to the database, or in memory for a store in memory.
 pub(super) struct Journal {
     place: Place,
-    sessions: Mutex<HashMap<String, Tail>>,
+    /// Each session's own lock, held over its file's reads and writes: sessions flush their
+    /// files side by side.
+    sessions: Mutex<HashMap<String, Arc<Mutex<Tail>>>>,
 }
 
 enum Place {
@@ -43,6 +45,8 @@ struct Tail {
     /// The id (message or tool call) of the file's last record: a record for the same one names
     /// it again with a single byte.
     last_id: Option<String>,
+    /// The sequence number of the file's last record: a read after it needs no file.
+    last_seq: Option<u64>,
     /// The pieces appended since the session's last event written to the database, as the first
     /// and last sequence numbers: the database's `last_seq` is one before the first.
     run: Option<(u64, u64)>,
@@ -75,8 +79,9 @@ impl Journal {
         let journal = self.clone();
         let session = session.to_string();
         blocking(move || {
-            let mut sessions = journal.sessions.lock().expect("journal lock");
-            let tail = sessions.entry(session.clone()).or_default();
+            let tail = journal.tail(&session);
+            let mut tail = tail.lock().expect("journal lock");
+            let tail = &mut *tail;
             if !tail.checked {
                 // Appended to before its thread was read (which checks): no run is known yet.
                 journal.check(&session, tail, u64::MAX)?;
@@ -92,6 +97,7 @@ impl Journal {
                 return Err(error.into());
             }
             tail.run = Some((tail.run.map_or(first, |(first, _)| first), last));
+            tail.last_seq = Some(last);
             Ok(())
         })
         .await
@@ -106,6 +112,12 @@ impl Journal {
     ) -> StoreResult<Vec<SessionEvent>> {
         let journal = self.clone();
         let session = session.to_string();
+        // Busy only while this session's pieces are written: then the file is read.
+        let known = journal.tail(&session).try_lock().ok().filter(|tail| tail.checked).map(|tail| tail.last_seq);
+        if known.is_some_and(|last| last.is_none_or(|last| last <= after)) {
+            // A tab that has everything (most of those that connect) costs no read.
+            return Ok(Vec::new());
+        }
         blocking(move || {
             let bytes = journal.read_all(&session)?;
             Ok(decode(&bytes)
@@ -126,8 +138,9 @@ impl Journal {
         let journal = self.clone();
         let session = session.to_string();
         blocking(move || {
-            let mut sessions = journal.sessions.lock().expect("journal lock");
-            let tail = sessions.entry(session.clone()).or_default();
+            let tail = journal.tail(&session);
+            let mut tail = tail.lock().expect("journal lock");
+            let tail = &mut *tail;
             if !tail.checked {
                 journal.check(&session, tail, db_last_seq)?;
             }
@@ -143,6 +156,7 @@ impl Journal {
         let (records, valid) = decode(&bytes);
         self.truncate(session, valid as u64)?;
         tail.last_id = records.last().map(|record| record.id.to_string());
+        tail.last_seq = records.last().map(|record| record.seq);
         tail.run = records.last().filter(|last| last.seq > db_last_seq).map(|last| (db_last_seq + 1, last.seq));
         tail.checked = true;
         Ok(())
@@ -152,8 +166,7 @@ impl Journal {
     /// find it: one before the pieces journaled since the database's last event, when the event
     /// numbered `seq` follows them.
     pub(super) fn expected_before(&self, session: &str, seq: u64) -> u64 {
-        let sessions = self.sessions.lock().expect("journal lock");
-        match sessions.get(session).and_then(|tail| tail.run) {
+        match self.tail(session).lock().expect("journal lock").run {
             Some((first, last)) if last + 1 == seq => first - 1,
             _ => seq - 1,
         }
@@ -161,9 +174,7 @@ impl Journal {
 
     /// An event of the session was written to the database: what follows it starts a new run.
     pub(super) fn written(&self, session: &str) {
-        if let Some(tail) = self.sessions.lock().expect("journal lock").get_mut(session) {
-            tail.run = None;
-        }
+        self.tail(session).lock().expect("journal lock").run = None;
     }
 
     /// Forgets a deleted session's pieces.
@@ -184,6 +195,11 @@ impl Journal {
             }
         })
         .await
+    }
+
+    /// The session's lock and what this process knows of its file.
+    fn tail(&self, session: &str) -> Arc<Mutex<Tail>> {
+        self.sessions.lock().expect("journal lock").entry(session.to_string()).or_default().clone()
     }
 
     fn read_all(&self, session: &str) -> std::io::Result<Vec<u8>> {
