@@ -88,7 +88,7 @@ async function main() {
   });
   const created = Date.now() - t0;
   await waitFor("every session to wait, parked", 120_000, async () => {
-    const list = await allSessions(server);
+    const list = await server.sessions();
     return list.filter((s) => s.waiting && !s.working).length === SESSIONS;
   });
   console.log(
@@ -101,7 +101,7 @@ async function main() {
   // What waiting costs: the same data folder after a graceful restart, against the baseline.
   await server.start();
   const started = await server.rss();
-  const list = await allSessions(server);
+  const list = await server.sessions();
   const waiting = list.filter((s) => s.waiting && !s.working).length;
   if (waiting !== SESSIONS) throw new Error(`after the restart ${waiting} of ${SESSIONS} sessions wait`);
   const listed = await server.rss();
@@ -165,15 +165,3 @@ main().then(
     shutDown(1);
   },
 );
-
-/** Every session, read a page at a time (`list_sessions` gives at most 200). */
-async function allSessions(server) {
-  const all = [];
-  for (;;) {
-    const last = all.at(-1);
-    const after = last && { active_at_ms: last.active_at_ms, created_at_ms: last.created_at_ms, id: last.id };
-    const page = await server.api("list_sessions", { after, limit: 200 });
-    all.push(...page);
-    if (page.length < 200) return all;
-  }
-}

@@ -178,6 +178,18 @@ export class AskBridge {
     removeDir(this.dataDir);
   }
 
+  /** Every session, a page of `list_sessions` at a time (it answers 50 unless asked for up to 200). */
+  async sessions() {
+    const all = [];
+    for (;;) {
+      const last = all.at(-1);
+      const after = last && { active_at_ms: last.active_at_ms, created_at_ms: last.created_at_ms, id: last.id };
+      const page = await this.api("list_sessions", { after, limit: 200 });
+      all.push(...page);
+      if (page.length < 200) return all;
+    }
+  }
+
   /** A server function, with the token as a bearer; `raw` gives the status and the text. */
   async api(name, body = {}, { raw = false, base = this.url } = {}) {
     const response = await fetch(`${base}/api/${name}`, {

@@ -128,7 +128,7 @@ async function waitingSessions(server, count) {
   });
   const ids = new Set(sessions.map((s) => s.id));
   await waitFor(`${count} sessions to wait`, 120_000, async () => {
-    const list = await server.api("list_sessions");
+    const list = await server.sessions();
     return list.filter((s) => ids.has(s.id) && s.waiting).length === count;
   }, 500);
   return sessions;
@@ -156,7 +156,7 @@ function answer(server, session, label, options) {
 /** The sessions among `sessions` whose turn has ended (the answer taken, the reply written). */
 async function ended(server, sessions) {
   const wanted = new Set(sessions.map((s) => s.id));
-  const list = await server.api("list_sessions");
+  const list = await server.sessions();
   return list.filter((s) => wanted.has(s.id) && !s.waiting && !s.working);
 }
 
