@@ -14,7 +14,7 @@
 //! Only a server alone on its SQLite file journals: where servers share Postgres, the pieces go
 //! through it, for the other servers to read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,7 +32,9 @@ pub(super) struct Journal {
 }
 
 enum Place {
-    Folder(PathBuf),
+    /// The folder, and the file names in it: most sessions stream nothing (a question, a
+    /// command) and have no file, and reading theirs then needs no trip to the disk.
+    Folder(PathBuf, Mutex<HashSet<String>>),
     Memory(Mutex<HashMap<String, Vec<u8>>>),
 }
 
@@ -64,7 +66,20 @@ impl Journal {
     pub(super) fn beside(database: &Path) -> Self {
         let mut folder = database.as_os_str().to_owned();
         folder.push("-streams");
-        Self { place: Place::Folder(PathBuf::from(folder)), sessions: Mutex::default() }
+        let folder = PathBuf::from(folder);
+        // Read once, at start; the folder is made with its first file.
+        let names = fs::read_dir(&folder)
+            .map(|entries| entries.filter_map(|entry| entry.ok()?.file_name().into_string().ok()).collect())
+            .unwrap_or_default();
+        Self { place: Place::Folder(folder, Mutex::new(names)), sessions: Mutex::default() }
+    }
+
+    /// Whether the session has a file (pieces, or a torn record to cut off).
+    fn has_file(&self, session: &str) -> bool {
+        match &self.place {
+            Place::Folder(_, names) => names.lock().expect("journal lock").contains(&file_name(session)),
+            Place::Memory(files) => files.lock().expect("journal lock").contains_key(session),
+        }
     }
 
     pub(super) fn in_memory() -> Self {
@@ -114,7 +129,7 @@ impl Journal {
         let session = session.to_string();
         // Busy only while this session's pieces are written: then the file is read.
         let known = journal.tail(&session).try_lock().ok().filter(|tail| tail.checked).map(|tail| tail.last_seq);
-        if known.is_some_and(|last| last.is_none_or(|last| last <= after)) {
+        if known.is_some_and(|last| last.is_none_or(|last| last <= after)) || !journal.has_file(&session) {
             // A tab that has everything (most of those that connect) costs no read.
             return Ok(Vec::new());
         }
@@ -135,6 +150,17 @@ impl Journal {
     /// any: pieces a crash left after the last event, or ones streamed since. The first call for
     /// a session after a start reads its file and cuts a torn record off.
     pub(super) async fn run_end(self: &Arc<Self>, session: &str, db_last_seq: u64) -> StoreResult<Option<u64>> {
+        {
+            // Known already, or no file to know it from: no trip to the disk (nor a thread for it).
+            let tail = self.tail(session);
+            let mut tail = tail.lock().expect("journal lock");
+            if !tail.checked && !self.has_file(session) {
+                tail.checked = true;
+            }
+            if tail.checked {
+                return Ok(tail.run.map(|(_, last)| last).filter(|&last| last > db_last_seq));
+            }
+        }
         let journal = self.clone();
         let session = session.to_string();
         blocking(move || {
@@ -188,10 +214,13 @@ impl Journal {
                     files.lock().expect("journal lock").remove(&session);
                     Ok(())
                 }
-                Place::Folder(folder) => match fs::remove_file(folder.join(file_name(&session))) {
-                    Err(error) if error.kind() != ErrorKind::NotFound => Err(error.into()),
-                    _ => Ok(()),
-                },
+                Place::Folder(folder, names) => {
+                    names.lock().expect("journal lock").remove(&file_name(&session));
+                    match fs::remove_file(folder.join(file_name(&session))) {
+                        Err(error) if error.kind() != ErrorKind::NotFound => Err(error.into()),
+                        _ => Ok(()),
+                    }
+                }
             }
         })
         .await
@@ -205,7 +234,7 @@ impl Journal {
     fn read_all(&self, session: &str) -> std::io::Result<Vec<u8>> {
         match &self.place {
             Place::Memory(files) => Ok(files.lock().expect("journal lock").get(session).cloned().unwrap_or_default()),
-            Place::Folder(folder) => match File::open(folder.join(file_name(session))) {
+            Place::Folder(folder, _) => match File::open(folder.join(file_name(session))) {
                 Ok(mut file) => {
                     let mut bytes = Vec::new();
                     file.read_to_end(&mut bytes)?;
@@ -225,7 +254,7 @@ impl Journal {
                 }
                 Ok(())
             }
-            Place::Folder(folder) => match OpenOptions::new().write(true).open(folder.join(file_name(session))) {
+            Place::Folder(folder, _) => match OpenOptions::new().write(true).open(folder.join(file_name(session))) {
                 Ok(file) if file.metadata()?.len() > len => {
                     file.set_len(len)?;
                     file.sync_all()
@@ -243,7 +272,7 @@ impl Journal {
                 files.lock().expect("journal lock").entry(session.to_string()).or_default().extend_from_slice(bytes);
                 Ok(())
             }
-            Place::Folder(folder) => {
+            Place::Folder(folder, names) => {
                 let path = folder.join(file_name(session));
                 let mut file = match OpenOptions::new().append(true).open(&path) {
                     Ok(file) => file,
@@ -252,6 +281,7 @@ impl Journal {
                         fs::create_dir_all(folder)?;
                         let file = OpenOptions::new().append(true).create(true).open(&path)?;
                         File::open(folder)?.sync_all()?;
+                        names.lock().expect("journal lock").insert(file_name(session));
                         file
                     }
                     Err(error) => return Err(error),
