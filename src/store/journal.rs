@@ -91,21 +91,13 @@ impl Journal {
         let (Some(first), Some(last)) = (pieces.first().map(|p| p.seq), pieces.last().map(|p| p.seq)) else {
             return Ok(());
         };
-        let journal = self.clone();
-        let session = session.to_string();
-        blocking(move || {
-            let tail = journal.tail(&session);
-            let mut tail = tail.lock().expect("journal lock");
-            let tail = &mut *tail;
-            if !tail.checked {
-                // Appended to before its thread was read (which checks): no run is known yet.
-                journal.check(&session, tail, u64::MAX)?;
-            }
+        // Appended to before its thread was read (which checks): no run is known yet.
+        self.on_checked_tail(session, u64::MAX, move |journal, session, tail| {
             let mut bytes = Vec::new();
             for piece in &pieces {
                 encode(piece, &mut tail.last_id, &mut bytes)?;
             }
-            if let Err(error) = journal.write(&session, &bytes) {
+            if let Err(error) = journal.write(session, &bytes) {
                 // Part of it may be on the disk: the next access reads the file again and cuts
                 // what was torn.
                 tail.checked = false;
@@ -161,16 +153,29 @@ impl Journal {
                 return Ok(tail.run.map(|(_, last)| last).filter(|&last| last > db_last_seq));
             }
         }
+        self.on_checked_tail(session, db_last_seq, move |_, _, tail| {
+            Ok(tail.run.map(|(_, last)| last).filter(|&last| last > db_last_seq))
+        })
+        .await
+    }
+
+    /// Runs `work` in a blocking thread under the session's lock, its file checked first if this
+    /// process has not yet (`check`, with `db_last_seq`).
+    async fn on_checked_tail<T: Send + 'static>(
+        self: &Arc<Self>,
+        session: &str,
+        db_last_seq: u64,
+        work: impl FnOnce(&Journal, &str, &mut Tail) -> StoreResult<T> + Send + 'static,
+    ) -> StoreResult<T> {
         let journal = self.clone();
         let session = session.to_string();
         blocking(move || {
             let tail = journal.tail(&session);
             let mut tail = tail.lock().expect("journal lock");
-            let tail = &mut *tail;
             if !tail.checked {
-                journal.check(&session, tail, db_last_seq)?;
+                journal.check(&session, &mut tail, db_last_seq)?;
             }
-            Ok(tail.run.map(|(_, last)| last).filter(|&last| last > db_last_seq))
+            work(&journal, &session, &mut tail)
         })
         .await
     }

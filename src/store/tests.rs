@@ -777,12 +777,18 @@ fn database_bytes(path: &std::path::Path) -> u64 {
     [path, wal.as_path()].iter().map(|file| std::fs::metadata(file).map_or(0, |m| m.len())).sum()
 }
 
-#[tokio::test]
-async fn streamed_pieces_go_to_the_journal_not_the_databases_pages_and_read_back_in_the_log() {
+/// A SQLite store in a folder of its own, with the session "s1".
+async fn a_sqlite_file_with_a_session() -> (tempfile::TempDir, std::path::PathBuf, Store) {
     let folder = tempfile::tempdir().unwrap();
     let path = folder.path().join("askbridge.db");
     let store = Store::open(&path).await.unwrap();
     store.create_session(&summary("s1", 1)).await.unwrap();
+    (folder, path, store)
+}
+
+#[tokio::test]
+async fn streamed_pieces_go_to_the_journal_not_the_databases_pages_and_read_back_in_the_log() {
+    let (folder, path, store) = a_sqlite_file_with_a_session().await;
     let mut live = Thread::default();
     let mut turn = a_turn();
     let after = turn.split_off(5);
@@ -827,10 +833,7 @@ async fn streamed_pieces_go_to_the_journal_not_the_databases_pages_and_read_back
 
 #[tokio::test]
 async fn a_crash_mid_stream_keeps_every_stored_piece_and_the_log_goes_on_after_them() {
-    let folder = tempfile::tempdir().unwrap();
-    let path = folder.path().join("askbridge.db");
-    let store = Store::open(&path).await.unwrap();
-    store.create_session(&summary("s1", 1)).await.unwrap();
+    let (folder, path, store) = a_sqlite_file_with_a_session().await;
     let mut live = Thread::default();
     let mut turn = a_turn();
     turn.truncate(5); // two text deltas: the reply still streams
