@@ -67,6 +67,17 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+/// The journal's files (`journal.rs`): a full disk and a read-only one said as the database's are.
+impl From<std::io::Error> for StoreError {
+    fn from(error: std::io::Error) -> Self {
+        match error.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Self::DiskFull,
+            Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM) => Self::ReadOnly,
+            _ => Self::Journal(error),
+        }
+    }
+}
+
 impl From<StoreError> for AppError {
     fn from(error: StoreError) -> Self {
         match error {

@@ -20,7 +20,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::{StoreError, StoreResult};
+use super::StoreResult;
 use crate::thread::{EventBody, SessionEvent};
 
 /// Each session's pieces, in a folder next to the database, or in memory for a store in memory.
@@ -425,16 +425,6 @@ fn read_varint(bytes: &mut &[u8]) -> Option<u64> {
         }
     }
     None
-}
-
-impl From<std::io::Error> for StoreError {
-    fn from(error: std::io::Error) -> Self {
-        match error.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EDQUOT) => Self::DiskFull,
-            Some(libc::EROFS) | Some(libc::EACCES) | Some(libc::EPERM) => Self::ReadOnly,
-            _ => Self::Journal(error),
-        }
-    }
 }
 
 #[cfg(test)]
