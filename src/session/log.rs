@@ -519,19 +519,27 @@ impl SessionRuntime {
             })
             .collect();
         if let Err(error) = store.append_pieces(&self.id, events.clone()).await {
-            // Memory ran ahead of the disk: back to what is stored, as `write_once` does.
-            if let Ok(mut thread) = store.load_thread(&self.id).await {
-                thread.turn.working = state.turn.is_some();
-                state.thread = thread;
-            }
+            self.back_to_stored(store, state).await;
             return Err(error);
         }
-        self.seq.store(state.thread.seq, Ordering::Release);
-        for event in events {
-            self.observed(&event);
-            let _ = self.events.send(Arc::new(event));
-        }
+        events.into_iter().for_each(|event| self.published(event));
         Ok(())
+    }
+
+    /// Memory ran ahead of the disk: back to what is stored — but for whether a turn runs, which
+    /// only this process knows (a turn whose end could not be stored is over).
+    async fn back_to_stored(&self, store: &Store, state: &mut RuntimeState) {
+        if let Ok(mut thread) = store.load_thread(&self.id).await {
+            thread.turn.working = state.turn.is_some();
+            state.thread = thread;
+        }
+    }
+
+    /// An event of this runtime's, stored: to the tabs, and to the observer.
+    fn published(&self, event: SessionEvent) {
+        self.seq.store(event.seq, Ordering::Release);
+        self.observed(&event);
+        let _ = self.events.send(Arc::new(event));
     }
 
     /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
@@ -626,19 +634,11 @@ impl SessionRuntime {
                         turn.cancel();
                     }
                 }
-                // Memory ran ahead of the disk: go back to what is stored — but for whether a
-                // turn runs, which only this process knows (a turn whose end could not be stored
-                // is over).
-                if let Ok(mut thread) = store.load_thread(&self.id).await {
-                    thread.turn.working = state.turn.is_some();
-                    state.thread = thread;
-                }
+                self.back_to_stored(store, state).await;
                 return Err(error);
             }
         }
-        self.seq.store(event.seq, Ordering::Release);
-        self.observed(&event);
-        let _ = self.events.send(Arc::new(event));
+        self.published(event);
         Ok(())
     }
 

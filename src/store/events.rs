@@ -155,8 +155,8 @@ impl Store {
     /// event, or nothing is written. On Postgres, the other servers are told (`Notice::Appended`)
     /// when it commits.
     pub async fn append(&self, append: Append<'_>) -> StoreResult<()> {
-        if let Some(journal) = self.journal.as_ref().filter(|_| append.event.body.is_delta()) {
-            return self.journal_pieces(journal, append.session_id, vec![append.event.clone()]).await;
+        if self.journal.is_some() && append.event.body.is_delta() {
+            return self.append_pieces(append.session_id, vec![append.event.clone()]).await;
         }
         self.check_appendable(&append.event.body)?;
         let Append { session_id, event, messages, turn, interactions, fence } = append;
@@ -334,31 +334,12 @@ impl Store {
     }
 
     /// Stores streamed pieces (text and argument deltas, numbered on from the session's last
-    /// event), in order: in the journal where there is one, otherwise each as an event.
+    /// event), in order, in the journal: only where there is one (`journals`); elsewhere each is
+    /// an event, appended as any other.
     pub async fn append_pieces(&self, session_id: &str, pieces: Vec<SessionEvent>) -> StoreResult<()> {
         let Some(journal) = &self.journal else {
-            for piece in &pieces {
-                let append = Append {
-                    session_id,
-                    event: piece,
-                    messages: Vec::new(),
-                    turn: None,
-                    interactions: Vec::new(),
-                    fence: None,
-                };
-                self.append(append).await?;
-            }
-            return Ok(());
+            return Err(StoreError::Journal(std::io::Error::other("this store keeps no journal")));
         };
-        self.journal_pieces(journal, session_id, pieces).await
-    }
-
-    async fn journal_pieces(
-        &self,
-        journal: &std::sync::Arc<super::journal::Journal>,
-        session_id: &str,
-        pieces: Vec<SessionEvent>,
-    ) -> StoreResult<()> {
         self.check_writable()?;
         if let Some(first) = pieces.first() {
             // A session deleted meanwhile keeps no file; a read, which writes nothing.
