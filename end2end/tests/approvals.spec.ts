@@ -241,3 +241,30 @@ test("the mode is chosen when the session starts", async ({ page }) => {
   await expect(page.getByRole("group", { name: "The agent wants to edit a file" })).toHaveCount(0);
   await expect(page.getByRole("combobox", { name: "Permission mode" })).toHaveValue("acceptEdits");
 });
+
+test("a permission card shows at most four buttons: the scopes in one menu, each once, a long command shortened", async ({ page, request }) => {
+  const session = await startSession(page, "scopes for the build");
+  const approval = commandCard(page);
+  await expect(approval).toHaveAttribute("data-state", "pending");
+  const command = "npm run build -- --watch --mode production --verbose --color";
+  // The card shows the command whole.
+  await expect(approval.locator(".ac-command")).toHaveText(command);
+  await expect(approval.getByRole("button")).toHaveText(["Allow once", "Always allow…", "Deny"]);
+  await approval.getByRole("textbox", { name: "Message for the agent" }).fill("not now");
+  await expect(approval.getByRole("button")).toHaveText(["Allow once", "Always allow…", "Deny with message"]);
+  await approval.getByRole("textbox", { name: "Message for the agent" }).fill("");
+
+  await approval.getByRole("button", { name: "Always allow…" }).click();
+  const menu = approval.getByRole("menu", { name: "Always allow" });
+  await expect(menu.getByRole("menuitem")).toHaveText([
+    "Always allow Bash(npm run build -- --watch --mode…) for this session",
+    "Always allow Bash(npm run build -- --watch --mode…) in this project, on this machine (.claude/settings.local.json)",
+    "Accept every edit without asking for this session",
+  ]);
+  await menu.getByRole("menuitem", { name: /for this session$/ }).first().click();
+  await expect(approval).toHaveAttribute("data-state", "allowed");
+  await expect(approval).toContainText(`You chose: Always allow Bash(${command}) for this session.`);
+  await waitForTurnEnd(page);
+  const [bash] = await approvals(request, session);
+  expect(bash.interaction.outcome).toEqual({ allowed: { always: 0 } });
+});

@@ -81,7 +81,7 @@ test("a question waiting at a restart is still pending after it, and its answer 
   await expect(card(page)).toContainText("The agent is paused until you answer.");
   await expect(page).toHaveTitle(/^● /);
   await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
-  await expect(composerHint(page)).toHaveText(/waiting for your answer above/);
+  await expect(composerHint(page)).toHaveText(/asks you something above/);
   // A message waits until the question is settled.
   const message = await page.request.post("/api/send_message", { data: { session, text: "hello?" } });
   expect(message.status()).toBe(409);

@@ -164,9 +164,13 @@ test("a question answered with the keyboard only", async ({ page, request }) => 
   });
 });
 
-test("Esc skips only the card, and the turn goes on", async ({ page }) => {
+test("Esc twice skips only the card, and the turn goes on", async ({ page }) => {
   await startSession(page, "single once more");
   await expect(card(page).getByRole("radio", { name: "SQLite" })).toBeFocused();
+  // The first Esc says what the second does; the card still waits.
+  await page.keyboard.press("Escape");
+  await expect(card(page).getByText("Esc again to skip the question")).toBeVisible();
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
   await page.keyboard.press("Escape");
   await expect(card(page)).toHaveAttribute("data-state", "declined");
   await expect(agentReplies(page).first()).toContainText("Received nothing: you skipped the question.");

@@ -249,10 +249,55 @@ pub fn word_suggestion(suggestion: &Value) -> String {
     if place.is_empty() { what } else { format!("{what} {place}") }
 }
 
+/// How many characters of a rule's content (a command, a path) a button shows; the card shows it
+/// whole above.
+const RULE_ON_BUTTON: usize = 32;
+
+/// A suggestion's label as a button shows it: a long rule shortened inside its parentheses
+/// ("Always allow Bash(npm run build -- --wat…) for this session").
+pub fn short_label(label: &str) -> String {
+    let (Some(open), Some(close)) = (label.find('('), label.rfind(')')) else { return label.to_string() };
+    let inside = &label[open + 1..close.max(open + 1)];
+    if close <= open || inside.chars().count() <= RULE_ON_BUTTON {
+        return label.to_string();
+    }
+    let cut: String = inside.chars().take(RULE_ON_BUTTON - 1).collect();
+    format!("{}({}…){}", &label[..open], cut.trim_end(), &label[close + 1..])
+}
+
+/// The suggestions worth a choice of their own: one of each label (Claude Code can offer the same
+/// mode twice, for two destinations that read the same), with their indices into `suggestions`.
+pub fn distinct_suggestions(suggestions: &[Suggestion]) -> Vec<(usize, &Suggestion)> {
+    let mut seen = std::collections::HashSet::new();
+    suggestions.iter().enumerate().filter(|(_, s)| seen.insert(s.label.as_str())).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_long_rule_is_shortened_on_its_button_and_a_short_one_kept() {
+        let long = "Always allow Bash(npm run build -- --watch --mode production --verbose) for this session";
+        assert_eq!(short_label(long), "Always allow Bash(npm run build -- --watch --mode…) for this session");
+        let short = "Always allow Bash(touch deployed.txt) for this session";
+        assert_eq!(short_label(short), short);
+        assert_eq!(short_label("Accept every edit without asking"), "Accept every edit without asking");
+        assert_eq!(short_label("odd ) label ("), "odd ) label (");
+    }
+
+    #[test]
+    fn the_same_suggestion_twice_is_offered_once() {
+        let suggestion = |label: &str, at: &str| Suggestion { label: label.into(), value: json!({ "at": at }) };
+        let all = [
+            suggestion("Accept every edit", "a"),
+            suggestion("Always allow X", "b"),
+            suggestion("Accept every edit", "c"),
+        ];
+        let distinct: Vec<usize> = distinct_suggestions(&all).into_iter().map(|(i, _)| i).collect();
+        assert_eq!(distinct, vec![0, 1]);
+    }
 
     #[test]
     fn suggestions_from_the_traces_are_worded_for_people() {

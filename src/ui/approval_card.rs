@@ -3,13 +3,16 @@
 //! or denies it with a message for the agent.
 //!
 //! What the call will do is worded on the server (`approval::Shows`); the card lays it out once,
-//! and only its state changes afterwards. Keys: `y` or Enter allows once, `n` or Esc denies
-//! (with the message, if one is typed; Enter in the message box denies too).
+//! and only its state changes afterwards. At most four buttons: Allow once, one "always" choice
+//! (a menu when the agent offers several scopes), Deny (with the message, when one is typed).
+//! Keys: `y` allows once, `n` or Esc denies (with the message, if one is typed; Enter in the
+//! message box denies too); Enter on a focus the card placed itself decides nothing.
 
 use leptos::html;
 use leptos::prelude::*;
 
-use super::interaction_card::{CardLife, FrameText, Phase, focus_in_place, interaction_frame};
+use super::focus::{bring_into_view, focus_in_place};
+use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
 use super::kept::Kept;
 use super::markdown::markdown;
 use super::server_call::ServerCall;
@@ -38,6 +41,11 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     let phase = life.phase;
     let message = RwSignal::new(String::new());
     let root = NodeRef::<html::Section>::new();
+    // The focus is where the card put it as it opened: Enter there decides nothing (a sentence
+    // typed on from elsewhere ends with one).
+    let placed = StoredValue::new(false);
+    // Letters typed onto the card: a y or n among them is text, not a decision.
+    let sentence = super::focus::Sentence::new();
     let input = NodeRef::<html::Input>::new();
     let suggestions = StoredValue::new(approval.suggestions.iter().map(|s| s.label.clone()).collect::<Vec<_>>());
     let plan = approval.is_plan();
@@ -77,6 +85,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         decide(Decision::Deny { message: (!text.is_empty()).then_some(text) });
     };
     let on_click = move |event: leptos::ev::MouseEvent| {
+        placed.set_value(false);
         let Some(choice) = event
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
@@ -98,9 +107,19 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         let target = event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok());
         let in_message = target.as_ref().is_some_and(|el| el.tag_name() == "INPUT");
         let on_button = target.as_ref().is_some_and(|el| el.tag_name() == "BUTTON");
-        match event.key().as_str() {
+        let key = event.key();
+        if !in_message && sentence.swallows(&key, matches!(key.as_str(), "y" | "Y" | "n" | "N")) {
+            event.prevent_default();
+            return;
+        }
+        let placed_here = placed.get_value();
+        if super::focus::moves_focus(&key) {
+            placed.set_value(false);
+        }
+        match key.as_str() {
             "Escape" => deny(),
             "Enter" if in_message => deny(),
+            "Enter" if placed_here && !on_button => {}
             // A focused button takes Enter itself.
             "Enter" if !on_button => decide(Decision::Allow { always: None }),
             "y" | "Y" if !in_message => decide(Decision::Allow { always: None }),
@@ -109,9 +128,13 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         }
         event.prevent_default();
     };
-    life.take_focus_when_pending(move || {
+    life.take_focus_when_pending(root, move || {
         if let Some(root) = root.try_get_untracked().flatten() {
+            if let Some(at_end) = bring_into_view(&root, None) {
+                thread.following.set_value(at_end);
+            }
             focus_in_place(&root);
+            placed.set_value(true);
         }
     });
     life.let_go_of_focus_when_closed(root);
@@ -141,12 +164,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         _ => None,
     };
     let open = move || phase.with(Phase::is_open);
-    let suggestion_buttons = approval
-        .suggestions
-        .iter()
-        .enumerate()
-        .map(|(index, suggestion)| view! { <button class="button" data-d=index>{suggestion.label.clone()}</button> })
-        .collect_view();
+    let always = always_choice(&approval.suggestions);
     let Approval { description, reason, blocked_path, shows, asked_by, .. } = approval;
 
     let body = view! {
@@ -164,7 +182,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             <button class="button primary" data-d="allow" aria-keyshortcuts="y">
                 {if plan { "Approve plan" } else { "Allow once" }}
             </button>
-            {suggestion_buttons}
+            {always}
             <div class="ac-deny">
                 <input
                     node_ref=input
@@ -179,7 +197,11 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                     }
                 />
                 <button class=if plan { "button" } else { "button danger" } data-d="deny" aria-keyshortcuts="n">
-                    {if plan { "Keep planning" } else { "Deny" }}
+                    {move || match (plan, message.with(|m| m.trim().is_empty())) {
+                        (true, _) => "Keep planning",
+                        (false, true) => "Deny",
+                        (false, false) => "Deny with message",
+                    }}
                 </button>
             </div>
         </fieldset>
@@ -192,6 +214,51 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         sends: "decision",
     };
     interaction_frame(life, text, root, state, status, outcome, retry, on_key, on_click, body, actions)
+}
+
+/// The one "always" choice: the agent's suggestion as a button, or, when it offers several
+/// scopes, a button that opens them as a menu. Each the same suggestion once; a long rule is
+/// shortened on its button (the card shows the call whole, and the title the label whole).
+fn always_choice(suggestions: &[crate::approval::Suggestion]) -> Option<AnyView> {
+    use crate::approval::{distinct_suggestions, short_label};
+    let choices: Vec<(usize, String, String)> = distinct_suggestions(suggestions)
+        .into_iter()
+        .map(|(index, suggestion)| (index, short_label(&suggestion.label), suggestion.label.clone()))
+        .collect();
+    match choices.as_slice() {
+        [] => None,
+        [(index, short, label)] => {
+            Some(view! { <button class="button" data-d=*index title=label.clone()>{short.clone()}</button> }.into_any())
+        }
+        _ => {
+            let open = RwSignal::new(false);
+            let items = choices
+                .into_iter()
+                .map(|(index, short, label)| {
+                    view! { <button class="button ac-always-item" role="menuitem" data-d=index title=label>{short}</button> }
+                })
+                .collect_view();
+            Some(
+                view! {
+                    <div class="ac-always">
+                        <button
+                            type="button"
+                            class="button"
+                            aria-haspopup="menu"
+                            aria-expanded=move || open.get().to_string()
+                            on:click=move |_| open.update(|o| *o = !*o)
+                        >
+                            "Always allow…"
+                        </button>
+                        <div class="ac-always-menu" role="menu" aria-label="Always allow" hidden=move || !open.get()>
+                            {items}
+                        </div>
+                    </div>
+                }
+                .into_any(),
+            )
+        }
+    }
 }
 
 /// The card's heading: what the agent wants, in words.

@@ -8,6 +8,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::attachments::Attachments;
+use super::focus;
 use super::icons;
 use super::kept::Kept;
 
@@ -92,7 +93,7 @@ pub fn Composer(
         } else if gone() && thread().is_some() {
             Some("This session is no longer available.".into())
         } else if waiting() {
-            Some("The agent is waiting for your answer above. Answer it (or skip it, or deny it) to go on.".into())
+            Some(ASKING.into())
         } else if working() {
             Some("The agent is working. Wait for it, or press Stop.".into())
         } else if send_call.pending() {
@@ -154,7 +155,14 @@ pub fn Composer(
                 let kept = Kept::message_draft(Some(&id));
                 let sent_to = Target::Session(id.clone());
                 let input = SendMessage { session: id, text: text.clone(), attachments: attachments.hashes() };
-                send_call.dispatch(input, move |()| {
+                // A card that opens meanwhile may take the focus: this text is no longer being
+                // written (what is typed after it is).
+                focus::sending(&text);
+                send_call.dispatch_then(input, move |result| {
+                    focus::sent();
+                    if result.is_err() {
+                        return;
+                    }
                     attachments.clear();
                     // What was typed after the sent text stays, in the box it was typed in.
                     let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
@@ -184,6 +192,9 @@ pub fn Composer(
             }
         }
     };
+
+    // Where the person types, for the cards to know (`focus`).
+    Effect::new(move |_| focus::watch_typing());
 
     // An example chosen on the welcome page: as if the person had typed it and pressed Enter.
     Effect::new(move |_| {
@@ -239,11 +250,12 @@ pub fn Composer(
         now
     });
 
-    let stop = move |_| {
+    let stop = move |_: ()| {
         if let Some(id) = thread().and_then(|t| t.session()) {
             stop_call.dispatch(InterruptTurn { session: id }, |()| {});
         }
     };
+    let recall = Recall::new();
 
     let problem = move || {
         send_call
@@ -279,6 +291,7 @@ pub fn Composer(
                     rows="1"
                     prop:value=move || draft.get()
                     on:input=move |ev| {
+                        recall.forget();
                         let value = event_target_value(&ev);
                         target.with_untracked(Target::kept).save(&value);
                         draft.set(value);
@@ -299,6 +312,26 @@ pub fn Composer(
                                 if ev.key() == "Enter" && !ev.shift_key() {
                                     ev.prevent_default();
                                     send();
+                                } else if ev.key() == "Escape" && untrack(waiting) {
+                                    // To the card that waits; what was typed stays here.
+                                    ev.prevent_default();
+                                    focus::go_to_waiting_card(None);
+                                } else if ev.key() == "Escape" && untrack(working) {
+                                    ev.prevent_default();
+                                    stop(());
+                                } else if ev.key() == "Tab" && ev.shift_key() {
+                                    // As in Claude Code's terminal: the next permission mode.
+                                    if next_permission_mode() {
+                                        ev.prevent_default();
+                                    }
+                                } else if let Some(older) = match ev.key().as_str() {
+                                    "ArrowUp" => Some(true),
+                                    "ArrowDown" => Some(false),
+                                    _ => None,
+                                } && !ev.shift_key()
+                                    && recall.step(older, input, draft, thread)
+                                {
+                                    ev.prevent_default();
                                 }
                             }
                             Key::Handled => ev.prevent_default(),
@@ -314,7 +347,7 @@ pub fn Composer(
                         type="button"
                         class="button stop"
                         hidden=move || !working()
-                        on:click=stop
+                        on:click=move |_| stop(())
                         disabled=move || stop_call.pending()
                     >
                         {icons::stop()}
@@ -336,6 +369,7 @@ pub fn Composer(
                 class="composer-hint"
                 class:problem=move || problem().is_some()
                 class:idle=move || hint().is_none()
+                class:asking=move || problem().is_none() && waiting()
                 aria-live="polite"
             >
                 {move || hint().unwrap_or_default()}
@@ -343,6 +377,93 @@ pub fn Composer(
         </form>
     }
 }
+
+/// ↑ and ↓ in the message box, as in a terminal: earlier messages of the session come back, when
+/// the box is empty or the caret is on its first line (↑) or last line (↓); past the newest, what
+/// was being typed comes back.
+#[derive(Clone, Copy)]
+struct Recall {
+    /// How far back (1 = the newest message), and what the box held before the first ↑.
+    at: StoredValue<Option<(usize, String)>>,
+}
+
+impl Recall {
+    fn new() -> Self {
+        Self { at: StoredValue::new(None) }
+    }
+
+    /// The person typed: the next ↑ starts again from the newest.
+    fn forget(&self) {
+        self.at.set_value(None);
+    }
+
+    /// One step back (`older`) or forward; false when the key is the caret's to move.
+    fn step(
+        &self,
+        older: bool,
+        input: NodeRef<html::Textarea>,
+        draft: RwSignal<String>,
+        thread: impl Fn() -> Option<ThreadState>,
+    ) -> bool {
+        let Some(el) = input.get_untracked() else { return false };
+        let text = draft.get_untracked();
+        let caret = el.selection_start().ok().flatten().unwrap_or(0) as usize;
+        let before: String = text.chars().take(caret).collect();
+        let edge = if older { !before.contains('\n') } else { !text.chars().skip(caret).any(|c| c == '\n') };
+        if !(text.is_empty() || edge) || (!older && self.at.with_value(Option::is_none)) {
+            return false;
+        }
+        let sent: Vec<String> = thread().map(|t| t.user_texts()).unwrap_or_default();
+        let (back, typed) = self.at.get_value().unwrap_or((0, text));
+        let back = if older { (back + 1).min(sent.len()) } else { back.saturating_sub(1) };
+        if back == 0 {
+            self.at.set_value(None);
+            draft.set(typed);
+        } else {
+            let Some(message) = sent.get(sent.len() - back) else { return false };
+            draft.set(message.clone());
+            self.at.set_value(Some((back, typed)));
+        }
+        true
+    }
+}
+
+/// Switches the page's permission mode (the header's, or the new session's) to the next one
+/// offered, as Shift+Tab does in Claude Code; never to bypass, which is confirmed first and chosen
+/// from the list. False when the page has no mode to switch.
+fn next_permission_mode() -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Some(select) = document()
+            .query_selector("select[aria-label='Permission mode']")
+            .ok()
+            .flatten()
+            .and_then(|el| el.dyn_into::<web_sys::HtmlSelectElement>().ok())
+        else {
+            return false;
+        };
+        let Ok(options) = select.query_selector_all("option") else { return false };
+        let modes: Vec<String> = (0..options.length())
+            .filter_map(|i| options.item(i)?.dyn_into::<web_sys::Element>().ok())
+            .filter_map(|o| o.get_attribute("value"))
+            .filter(|mode| mode != crate::approval::PermissionMode::BypassPermissions.as_str())
+            .collect();
+        let now = modes.iter().position(|m| *m == select.value());
+        let Some(next) = modes.get(now.map_or(0, |at| (at + 1) % modes.len().max(1))) else { return false };
+        select.set_value(next);
+        if let Ok(changed) = web_sys::Event::new("change") {
+            let _ = select.dispatch_event(&changed);
+        }
+        true
+    }
+    #[cfg(not(feature = "hydrate"))]
+    false
+}
+
+/// What the hint says while a card waits: the card may not have taken the focus (the person was
+/// writing here), so it says where the card is and the key that goes to it.
+const ASKING: &str = "The agent asks you something above: press Esc to go to it. What you type here stays here.";
 
 /// `/model` in the box: the page's model switch takes the focus, or, with a name, is switched to
 /// it (as if picked). Says why not when the page has none or does not offer that model.

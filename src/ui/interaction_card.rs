@@ -140,29 +140,34 @@ impl CardLife {
         self.phase.with_untracked(Phase::is_open)
     }
 
-    /// Moves the focus into the card (with `focus`, which should use `focus_in_place`) when it
-    /// turns pending, so that its keys work at once; after the frame in which its controls are
-    /// drawn.
-    pub fn take_focus_when_pending(&self, focus: impl Fn() + Copy + 'static) {
+    /// Moves the focus into the card (with `focus`, which brings it into view and focuses without
+    /// scrolling) when it turns pending, so that its keys work at once; after the frame in which
+    /// its controls are drawn. Not when the person is writing elsewhere or is on another card that
+    /// waits (`focus::may_take_focus`): the message box's hint then says where the card is.
+    pub fn take_focus_when_pending(&self, root: NodeRef<html::Section>, focus: impl Fn() + Copy + 'static) {
         #[cfg(feature = "hydrate")]
         {
             let phase = self.phase;
             Effect::new(move |was_pending: Option<bool>| {
                 let pending = phase.with(|p| *p == Phase::Pending);
                 if pending && was_pending != Some(true) {
-                    request_animation_frame(focus);
+                    request_animation_frame(move || {
+                        if root.try_get_untracked().flatten().is_some_and(|card| super::focus::may_take_focus(&card)) {
+                            focus();
+                        }
+                    });
                 }
                 pending
             });
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = focus;
+        let _ = (root, focus);
     }
 
-    /// Once the card is answered or sent (here or in another tab), the focus leaves it for the
-    /// message box if it was inside, or was lost when the card's controls were disabled (the
-    /// browser then drops it on the page): an answered card kept a focus ring, and its keys no
-    /// longer do anything.
+    /// Once the card is answered or sent (here or in another tab), the focus leaves it if it was
+    /// inside, or was lost when the card's controls were disabled (the browser then drops it on the
+    /// page): for the next card that waits, else the message box. An answered card kept a focus
+    /// ring, and its keys no longer do anything.
     pub fn let_go_of_focus_when_closed(&self, root: NodeRef<html::Section>) {
         #[cfg(feature = "hydrate")]
         {
@@ -172,10 +177,11 @@ impl CardLife {
                 let open = phase.with(Phase::is_open);
                 if was_open == Some(true) && !open {
                     let active = document().active_element();
-                    let in_card =
-                        root.get_untracked().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
+                    let card = root.get_untracked();
+                    let in_card = card.as_ref().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
                     let lost = active.is_none_or(|el| el.tag_name() == "BODY");
                     if (in_card || lost)
+                        && !super::focus::go_to_waiting_card(card.as_deref())
                         && let Some(composer) = document().query_selector(".composer-input").ok().flatten()
                     {
                         _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
@@ -197,20 +203,6 @@ impl CardLife {
             }
         });
     }
-}
-
-/// Focuses `element` without scrolling to it: a card that takes the focus as it opens is at the
-/// end of the thread, which keeps its end in view; scrolling to its first option had left a long
-/// card's Submit row out of view, below the fold.
-pub fn focus_in_place(element: &leptos::web_sys::HtmlElement) {
-    #[cfg(feature = "hydrate")]
-    {
-        let options = web_sys::FocusOptions::new();
-        options.set_prevent_scroll(true);
-        let _ = element.focus_with_options(&options);
-    }
-    #[cfg(not(feature = "hydrate"))]
-    let _ = element;
 }
 
 /// What the frame says about the card, fixed for its life.

@@ -8,10 +8,12 @@ const KEYS: &[(&str, &str)] = &[
     ("1 – 9", "pick an option of the question the focus is in (a single question is then answered)"),
     ("0", "Other: type your own answer (digits and spaces are text there)"),
     ("Enter", "submit the card, or move to the next unanswered question"),
-    ("Esc", "skip the question card (in a text box: leave the box)"),
-    ("y or Enter", "allow a permission request once"),
+    ("Space or ↑ ↓", "choose the option the focus is on (not where the card put the focus itself)"),
+    ("Esc Esc", "skip the question card: the first Esc says what the second skips (in a text box: leave the box)"),
+    ("y", "allow a permission request once (Enter: the button the focus is on)"),
     ("n or Esc", "deny it (with the message, if you typed one)"),
     ("Enter", "in the message box: send; Shift+Enter: a new line"),
+    ("Esc", "in the message box, while a card waits: go to the card (what you typed stays)"),
     ("?", "show these keys"),
 ];
 

@@ -7,6 +7,7 @@ pub mod attachments;
 pub mod chunk;
 pub mod claude_sessions;
 pub mod composer;
+pub mod focus;
 pub mod icons;
 pub mod interaction_card;
 pub mod kept;

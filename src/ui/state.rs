@@ -197,6 +197,9 @@ pub struct ThreadState {
     pub read_only: bool,
     /// The redraws held back while an answer from this tab reaches the agent.
     pub hold: Hold,
+    /// The thread shows its end and follows what comes; false once the person (or a card brought
+    /// into view) scrolled up from it.
+    pub following: StoredValue<bool>,
 }
 
 impl ThreadState {
@@ -211,6 +214,7 @@ impl ThreadState {
             thread: StoredValue::new(thread),
             read_only: false,
             hold: Hold::new(),
+            following: StoredValue::new(true),
         }
     }
 
@@ -230,6 +234,31 @@ impl ThreadState {
     /// The sequence number of the last event applied.
     pub fn seq(&self) -> u64 {
         self.thread.try_with_value(|thread| thread.seq).unwrap_or(0)
+    }
+
+    /// What the person sent in this session, oldest first (the message box's ↑ brings them back).
+    pub fn user_texts(&self) -> Vec<String> {
+        self.thread
+            .try_with_value(|thread| {
+                thread
+                    .messages
+                    .iter()
+                    .filter(|m| m.role == crate::thread::Role::User)
+                    .filter_map(|m| {
+                        let text: String = m
+                            .blocks
+                            .iter()
+                            .filter_map(|b| match b {
+                                crate::thread::Block::Text { text } => Some(text.as_str()),
+                                _ => None,
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n");
+                        (!text.trim().is_empty()).then_some(text)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The session this thread is, unless the pane that showed it is gone.

@@ -17,7 +17,7 @@ use crate::thread::{Block, Message, Role, ToolCall, TurnOutcome};
 #[component]
 pub fn ThreadView(thread: ThreadState) -> impl IntoView {
     let scroller = NodeRef::<html::Div>::new();
-    follow_newest(scroller);
+    follow_newest(scroller, thread.following);
     provide_context(thread);
     let empty = move || thread.messages.with(Vec::is_empty);
     view! {
@@ -43,13 +43,12 @@ pub fn ThreadView(thread: ThreadState) -> impl IntoView {
 /// on the bench's machine, on the path from an event to a card the person can click); following
 /// events missed what grew without one (a card's preview left the thread 37 px above its end).
 #[allow(unused_variables)]
-fn follow_newest(scroller: NodeRef<html::Div>) {
+fn follow_newest(scroller: NodeRef<html::Div>, pinned: StoredValue<bool>) {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
         use wasm_bindgen::closure::Closure;
 
-        let pinned = StoredValue::new(true);
         Effect::new(move |_| {
             let Some(el) = scroller.get() else { return };
             el.set_scroll_top(el.scroll_height());

@@ -5,12 +5,17 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::super::interaction_card::{CardLife, Phase, focus_in_place};
+use super::super::focus::{Sentence, bring_into_view, focus_in_place};
+use super::super::interaction_card::{CardLife, Phase};
 use super::super::kept::Kept;
 use super::super::server_call::ServerCall;
 use crate::api::{DeclineQuestion, SubmitAnswers};
 use crate::interaction::InteractionOutcome;
 use crate::question::{Question, QuestionAnswer};
+
+/// How long a first Esc waits for the second that skips the card.
+#[cfg(feature = "hydrate")]
+const SKIP_ARMED_FOR: std::time::Duration = std::time::Duration::from_secs(4);
 
 /// What the person has chosen so far for one question.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -78,6 +83,13 @@ pub(super) struct Card {
     pub(super) current: StoredValue<Option<usize>>,
     pub(super) controls: StoredValue<Vec<Controls>>,
     pub(super) root: NodeRef<html::Section>,
+    /// The focus is where the card put it when it opened, not where the person moved it: Space
+    /// there chooses nothing, so that a sentence typed on does not pick an option.
+    pub(super) placed: StoredValue<bool>,
+    /// Esc was pressed once: the next Esc skips the card (`SKIP_ARMED_FOR` at most).
+    pub(super) skip_armed: RwSignal<bool>,
+    /// Letters typed onto the card: a digit among them is text, not a pick.
+    pub(super) sentence: Sentence,
     pub(super) answer: ServerCall<SubmitAnswers>,
     pub(super) skip: ServerCall<DeclineQuestion>,
 }
@@ -202,18 +214,28 @@ impl Card {
         self.focus_option(index, chosen.unwrap_or(0));
     }
 
-    /// The card opened: the focus goes to its first question's first option (or the chosen one),
-    /// without scrolling the thread (see `focus_in_place`).
+    /// The card opened: it is brought into view (its first unanswered question at the top when it
+    /// is taller than the thread), and the focus goes to that question's chosen option, or its
+    /// first. That focus chooses nothing (`placed`).
     pub(super) fn take_focus(&self) {
         let index = self.current_question();
         let chosen = self.questions.with_untracked(|q| {
             let labels = self.drafts.with_untracked(|d| d.get(index).map(|d| d.labels.clone()).unwrap_or_default());
             q.get(index).and_then(|q| q.options.iter().position(|o| labels.contains(&o.label)))
         });
-        if let Some(input) = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))
-        {
-            focus_in_place(&input);
+        let Some(input) = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))
+        else {
+            return;
+        };
+        if let Some(root) = self.root.get_untracked() {
+            let question = input.closest("fieldset").ok().flatten();
+            let at_end = bring_into_view(&root, question.as_ref());
+            if let (Some(at_end), Some(thread)) = (at_end, use_context::<super::super::state::ThreadState>()) {
+                thread.following.set_value(at_end);
+            }
         }
+        focus_in_place(&input);
+        self.placed.set_value(true);
     }
 
     pub(super) fn submit(&self) {
@@ -277,15 +299,36 @@ impl Card {
         let typing =
             in_textarea || target.as_ref().is_some_and(|el| el.get_attribute("type").as_deref() == Some("text"));
         let key = event.key();
+        if key != "Escape" {
+            self.skip_armed.set(false);
+        }
+        let digit = key.len() == 1 && key.as_bytes()[0].is_ascii_digit();
+        if !typing && self.sentence.swallows(&key, digit) {
+            event.prevent_default();
+            return;
+        }
+        if key == " " && self.placed.get_value() && !typing {
+            // The card put the focus here: a space typed on from elsewhere picks nothing.
+            event.prevent_default();
+            return;
+        }
+        if super::super::focus::moves_focus(&key) {
+            self.placed.set_value(false);
+        }
         match key.as_str() {
-            // In a text box, Esc leaves the box; elsewhere it skips the card.
+            // In a text box, Esc leaves the box; elsewhere it asks first, and the second Esc skips.
             "Escape" if typing => {
                 event.prevent_default();
                 self.focus_question(self.current_question());
             }
             "Escape" => {
                 event.prevent_default();
-                self.decline();
+                if self.skip_armed.get_untracked() {
+                    self.skip_armed.set(false);
+                    self.decline();
+                } else {
+                    self.arm_skip();
+                }
             }
             "Enter" if !in_textarea && !event.is_composing() => {
                 event.prevent_default();
@@ -311,11 +354,23 @@ impl Card {
         }
     }
 
+    /// The first Esc on a card says what the next one does; it is forgotten after a few seconds,
+    /// or at any other key.
+    fn arm_skip(&self) {
+        self.skip_armed.set(true);
+        #[cfg(feature = "hydrate")]
+        {
+            let armed = self.skip_armed;
+            set_timeout(move || _ = armed.try_set(false), SKIP_ARMED_FOR);
+        }
+    }
+
     /// An option was clicked: `option` is its index, `None` for Other. Only a pointer's click
     /// answers a card by itself: a space or an arrow key on a focused radio clicks it too, and
     /// that must not send an answer the person did not pick.
     pub(super) fn on_option_click(&self, index: usize, option: Option<usize>, pointer: bool) {
         self.current.set_value(Some(index));
+        self.placed.set_value(false);
         // Previews change after the click, not on the press (see `on_option_focus`).
         self.show_preview(index, option);
         match option {

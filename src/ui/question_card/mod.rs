@@ -4,8 +4,9 @@
 //! checkboxes (multi-select) with an "Other" answer and an optional note. A card with one
 //! single-select question submits on a click or on an option's number; every other card says what
 //! is still unanswered and submits once. Number keys pick options (`0` is Other, and puts the
-//! focus in its text box, where digits and spaces are text), Enter submits or moves on, Esc skips
-//! the card (in a text box, Esc only leaves it). What the person has chosen is kept in the
+//! focus in its text box, where digits and spaces are text), Enter submits what was chosen or
+//! moves on, Esc asks once and then skips the card (in a text box, Esc only leaves it). A focus
+//! the card placed itself (`ui::focus`) chooses nothing. What the person has chosen is kept in the
 //! browser until the answer is stored, so a reload loses nothing; the answered card shows what
 //! was chosen, in every tab.
 //!
@@ -79,6 +80,9 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         current: StoredValue::new(None),
         controls: StoredValue::new(Vec::new()),
         root: NodeRef::new(),
+        placed: StoredValue::new(false),
+        skip_armed: RwSignal::new(false),
+        sentence: super::focus::Sentence::new(),
         answer: ServerCall::sharing(life.calls),
         skip: ServerCall::sharing(life.calls),
     };
@@ -90,7 +94,7 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     });
     life.forget_when_closed(card.kept());
     restore(card);
-    life.take_focus_when_pending(move || card.take_focus());
+    life.take_focus_when_pending(card.root, move || card.take_focus());
     life.let_go_of_focus_when_closed(card.root);
     life.retry_when_back(move || card.submit());
 
@@ -143,6 +147,14 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         }}
     };
     let keys = move || {
+        if card.skip_armed.get() {
+            let skipped = match questions.with(Vec::len) {
+                1 => "the question".to_string(),
+                2 => "both questions".to_string(),
+                n => format!("all {n} questions"),
+            };
+            return format!("Esc again to skip {skipped} · any other key to stay");
+        }
         let options = questions.with(|q| q.get(card.current_question()).map_or(0, |q| q.options.len()));
         let enter = if card.auto_submits() { "" } else { " · Enter submit" };
         format!("Keys: 1–{options} pick · 0 Other{enter} · Esc skip · ? all keys")
@@ -158,7 +170,9 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             disabled=move || status.with(|s| s.key == "submitting") || card.life.calls.pending.get()
         >
             <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
-            <span class="qc-keys" hidden=move || !editable.get()>{keys}</span>
+            <span class="qc-keys" class:armed=move || card.skip_armed.get() hidden=move || !editable.get() aria-live="polite">
+                {keys}
+            </span>
             <button class="button" hidden=move || card.is_lost() on:click=move |_| card.decline()>"Skip"</button>
             <button
                 class="button primary"

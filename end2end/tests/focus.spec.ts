@@ -1,0 +1,142 @@
+import { test, expect, type Page } from "@playwright/test";
+import { agentReplies, card, composerHint, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+
+// Keys go only where the person put them: a card that opens while they write in the message box
+// leaves the keyboard there, and says where it is instead.
+
+const QUESTION = "Which authentication method should we use?";
+
+function messageBox(page: Page) {
+  return page.getByRole("textbox", { name: "Message" });
+}
+
+function question(page: Page) {
+  return card(page).getByRole("radiogroup", { name: QUESTION });
+}
+
+/** Two frames: whatever a card does once it opens (it takes the focus in the next frame) is done. */
+async function twoFrames(page: Page) {
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+}
+
+test("a sentence typed on while a card appears stays in the message box, and Enter answers nothing", async ({ page }) => {
+  await startSession(page, "meanwhile: set up auth");
+  await expect(messageBox(page)).toBeFocused();
+  // The person goes on with their next thought while the agent works.
+  await page.keyboard.type("and please keep");
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  await twoFrames(page);
+  await page.keyboard.type(" the old login page working for now");
+  await page.keyboard.press("Enter");
+
+  await expect(messageBox(page)).toBeFocused();
+  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  for (const option of ["JWT", "Sessions", "Other"]) {
+    await expect(question(page).getByRole("radio", { name: option })).not.toBeChecked();
+  }
+  // The card says where it is, and the key that goes to it.
+  await expect(composerHint(page)).toHaveText(/asks you something above: press Esc to go to it/);
+
+  // Esc goes to the card; what was typed stays in the box.
+  await page.keyboard.press("Escape");
+  await expect(question(page).getByRole("radio", { name: "JWT" })).toBeFocused();
+  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+  await page.keyboard.press("2");
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(agentReplies(page).last()).toContainText(`Received "${QUESTION}"="Sessions".`);
+  await waitForTurnEnd(page);
+  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+});
+
+test("0 the moment the card shows, then text and Enter: that text as Other, or nothing yet", async ({ page }) => {
+  await startSession(page, "meanwhile: which auth");
+  await expect(question(page)).toBeVisible();
+  await page.keyboard.press("0");
+  await page.keyboard.type("OAuth 2 via Google");
+  await page.keyboard.press("Enter");
+  await twoFrames(page);
+
+  const state = await card(page).getAttribute("data-state");
+  if (state === "pending") {
+    // The 0 came before the card could take the keyboard: everything stayed in the message box.
+    await expect(messageBox(page)).toHaveValue("0OAuth 2 via Google");
+    for (const option of ["JWT", "Sessions"]) {
+      await expect(question(page).getByRole("radio", { name: option })).not.toBeChecked();
+    }
+  } else {
+    await expect(card(page)).toHaveAttribute("data-state", "answered");
+    await expect(question(page).getByRole("textbox", { name: "Other answer" })).toHaveValue("OAuth 2 via Google");
+    await expect(agentReplies(page).last()).toContainText(`Received "${QUESTION}"="OAuth 2 via Google".`);
+  }
+});
+
+test("a focus the card placed chooses nothing: Space and Enter there leave it waiting", async ({ page }) => {
+  await startSession(page, "ask me a single question");
+  const sqlite = card(page).getByRole("radio", { name: "SQLite" });
+  await expect(sqlite).toBeFocused();
+  await page.keyboard.press(" ");
+  await page.keyboard.press("Enter");
+  await twoFrames(page);
+  await expect(sqlite).not.toBeChecked();
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  // A key the person chose still answers.
+  await page.keyboard.press("2");
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(card(page).getByRole("radio", { name: "Postgres" })).toBeChecked();
+});
+
+test("a permission card that took the focus itself takes no Enter: y allows", async ({ page }) => {
+  await startSession(page, "run the command");
+  const approval = page.getByRole("group", { name: "The agent wants to run a command" });
+  await expect(approval).toBeFocused();
+  await page.keyboard.press("Enter");
+  await twoFrames(page);
+  await expect(approval).toHaveAttribute("data-state", "pending");
+  await page.keyboard.press("y");
+  await expect(approval).toHaveAttribute("data-state", "allowed");
+  await waitForTurnEnd(page);
+});
+
+for (const viewport of [
+  { width: 1280, height: 800 },
+  { width: 375, height: 812 },
+]) {
+  test(`after a reload the card that takes the focus is wholly on screen, above the message box (${viewport.width}×${viewport.height})`, async ({
+    page,
+  }) => {
+    await page.setViewportSize(viewport);
+    // Enough thread above the card that it could open below the fold.
+    await startSession(page, "markdown first");
+    await waitForTurnEnd(page);
+    await messageBox(page).fill("meanwhile: and which auth?");
+    await messageBox(page).press("Enter");
+    await expect(card(page)).toHaveAttribute("data-state", "pending");
+
+    await page.reload();
+    await waitForHydration(page);
+    const jwt = question(page).getByRole("radio", { name: "JWT" });
+    await expect(jwt).toBeFocused();
+    await twoFrames(page);
+    const box = (await card(page).boundingBox())!;
+    const composer = (await page.locator(".composer").boundingBox())!;
+    expect(box.y).toBeGreaterThanOrEqual(0);
+    expect(box.x).toBeGreaterThanOrEqual(0);
+    expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);
+    expect(box.y + box.height).toBeLessThanOrEqual(composer.y);
+  });
+}
+
+test("a two-question card asks before Esc skips both", async ({ page }) => {
+  await startSession(page, "a pair of questions");
+  await expect(card(page).getByRole("checkbox", { name: "Dark mode" })).toBeFocused();
+  await page.keyboard.press("Escape");
+  await expect(card(page).getByText("Esc again to skip both questions")).toBeVisible();
+  // Any other key keeps the card.
+  await page.keyboard.press("1");
+  await expect(card(page).getByText("Esc again to skip both questions")).toBeHidden();
+  await expect(card(page).getByRole("checkbox", { name: "Dark mode" })).toBeChecked();
+  await page.keyboard.press("Escape");
+  await page.keyboard.press("Escape");
+  await expect(card(page)).toHaveAttribute("data-state", "declined");
+});
