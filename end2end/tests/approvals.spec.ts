@@ -23,7 +23,7 @@ test("a command is allowed with a click, runs, and the card says so", async ({ p
   await expect(card.getByText("Mark the deploy")).toBeVisible();
   await expect(card.getByText("Why it asks: Writes a file in the project")).toBeVisible();
   // The composer waits for the decision.
-  await expect(page.locator("#composer-hint")).toContainText("waiting for your answer");
+  await expect(page.locator("#composer-hint")).toContainText("asks you something above");
 
   await card.getByRole("button", { name: "Allow once" }).click();
   await expect(card).toHaveAttribute("data-state", "allowed");

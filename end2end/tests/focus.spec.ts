@@ -119,7 +119,7 @@ for (const viewport of [
     await expect(jwt).toBeFocused();
     await twoFrames(page);
     const box = (await card(page).boundingBox())!;
-    const composer = (await page.locator(".composer").boundingBox())!;
+    const composer = (await page.locator("form.composer").boundingBox())!;
     expect(box.y).toBeGreaterThanOrEqual(0);
     expect(box.x).toBeGreaterThanOrEqual(0);
     expect(box.x + box.width).toBeLessThanOrEqual(viewport.width);

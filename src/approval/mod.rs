@@ -256,9 +256,20 @@ const RULE_ON_BUTTON: usize = 32;
 /// A suggestion's label as a button shows it: a long rule shortened inside its parentheses
 /// ("Always allow Bash(npm run build -- --wat…) for this session").
 pub fn short_label(label: &str) -> String {
-    let (Some(open), Some(close)) = (label.find('('), label.rfind(')')) else { return label.to_string() };
-    let inside = &label[open + 1..close.max(open + 1)];
-    if close <= open || inside.chars().count() <= RULE_ON_BUTTON {
+    let Some(open) = label.find('(') else { return label.to_string() };
+    // The parenthesis that closes the rule (a command may hold its own), not the place's.
+    let mut depth = 0;
+    let close = label[open..].char_indices().find_map(|(at, c)| {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        (depth == 0).then_some(open + at)
+    });
+    let Some(close) = close else { return label.to_string() };
+    let inside = &label[open + 1..close];
+    if inside.chars().count() <= RULE_ON_BUTTON {
         return label.to_string();
     }
     let cut: String = inside.chars().take(RULE_ON_BUTTON - 1).collect();
@@ -285,6 +296,11 @@ mod tests {
         assert_eq!(short_label(short), short);
         assert_eq!(short_label("Accept every edit without asking"), "Accept every edit without asking");
         assert_eq!(short_label("odd ) label ("), "odd ) label (");
+        let placed = "Always allow Bash(echo $(date) and then some more words) in this project, on this machine (.claude/settings.local.json)";
+        assert_eq!(
+            short_label(placed),
+            "Always allow Bash(echo $(date) and then some more…) in this project, on this machine (.claude/settings.local.json)"
+        );
     }
 
     #[test]

@@ -410,7 +410,9 @@ impl Recall {
         let caret = el.selection_start().ok().flatten().unwrap_or(0) as usize;
         let before: String = text.chars().take(caret).collect();
         let edge = if older { !before.contains('\n') } else { !text.chars().skip(caret).any(|c| c == '\n') };
-        if !(text.is_empty() || edge) || (!older && self.at.with_value(Option::is_none)) {
+        // Once recalling, ↑ and ↓ go on through the messages whatever their lines.
+        let recalling = self.at.with_value(Option::is_some);
+        if !(text.is_empty() || edge || recalling) || (!older && !recalling) {
             return false;
         }
         let sent: Vec<String> = thread().map(|t| t.user_texts()).unwrap_or_default();

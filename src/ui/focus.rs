@@ -148,7 +148,8 @@ impl Sentence {
         #[cfg(feature = "hydrate")]
         {
             use leptos::prelude::{GetValue, SetValue};
-            if key.chars().count() != 1 {
+            // Letters and signs make a sentence; a space or a key like Enter alone does not.
+            if key.chars().count() != 1 || key.trim().is_empty() {
                 return false;
             }
             let now = now_ms();
