@@ -14,8 +14,10 @@ test("the welcome page hydrates without the session's chunk, then fetches it whe
   await waitForHydration(page);
   await expect.poll(() => fetched.some((url) => CHUNK.test(url)), { timeout: 10_000 }).toBe(true);
   // Then a new session draws at once, from the chunk already here.
-  await page.getByRole("button", { name: "New session", exact: true }).click();
-  await expect(page.getByText("Send a message to start.")).toBeVisible();
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill("drawn from the chunk");
+  await box.press("Enter");
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("drawn from the chunk");
 });
 
 test("a session page preloads the chunk and hydrates with it", async ({ page, request }) => {
@@ -34,12 +36,18 @@ test("a chunk that cannot be fetched leaves a note, and the page still works", a
   await page.goto("/");
   await waitForHydration(page);
   // The idle prefetch failed already; drawing the session tries again, and fails too.
-  await page.getByRole("button", { name: "New session", exact: true }).click();
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill("a first session");
+  await box.press("Enter");
   await page.waitForURL(/\/s\/[0-9a-f]+$/);
   await expect(page.getByRole("heading", { name: "This session could not be shown" })).toBeVisible();
   const first = page.url();
-  // Not a dead page (a failed fetch must not abort the WASM): another session opens.
+  // Not a dead page (a failed fetch must not abort the WASM): New session, and another opens.
   await page.getByRole("button", { name: "New session", exact: true }).click();
-  await expect.poll(() => page.url()).not.toBe(first);
+  await page.waitForURL((url) => url.pathname === "/");
+  await box.fill("a second session");
+  await box.press("Enter");
+  await expect.poll(() => page.url()).toMatch(/\/s\/[0-9a-f]+$/);
+  expect(page.url()).not.toBe(first);
   await expect(page.getByRole("heading", { name: "This session could not be shown" })).toBeVisible();
 });

@@ -45,13 +45,31 @@ test("sessions can be created, switched, renamed and deleted; most recent first"
   void second;
 });
 
-test("New session opens an empty session", async ({ page }) => {
-  await page.goto("/");
-  await waitForHydration(page);
+test("New session opens the new-session page and leaves no empty session behind", async ({ page }) => {
+  const first = await startSession(page, "a topic before");
+  await waitForTurnEnd(page);
+  const created: string[] = [];
+  page.on("request", (request) => {
+    if (request.url().endsWith("/api/create_session")) created.push(request.url());
+  });
   await page.getByRole("button", { name: "New session", exact: true }).click();
-  await page.waitForURL(/\/s\/[0-9a-f]+$/);
-  await expect(page.getByText("Send a message to start.")).toBeVisible();
+  await page.waitForURL((url) => url.pathname === "/");
+  // Its choices: the folder (with the recent ones), the agent's, the permission mode.
   await expect(page.getByRole("heading", { level: 1 })).toHaveText("New session");
+  await expect(page.getByRole("combobox", { name: "Permission mode" })).toBeVisible();
+  const box = page.getByRole("textbox", { name: "Message" });
+  await expect(box).toBeFocused();
+  // Clicked again, and nothing typed: still no session.
+  await page.getByRole("button", { name: "New session", exact: true }).click();
+  await expect(box).toBeFocused();
+  expect(created).toEqual([]);
+
+  // The session comes with its first message.
+  await box.fill("the new topic");
+  await box.press("Enter");
+  await page.waitForURL((url) => /^\/s\/[0-9a-f]+$/.test(url.pathname) && !url.pathname.endsWith(first));
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("the new topic");
+  expect(created).toHaveLength(1);
 });
 
 test("a message typed at once after New session is never lost", async ({ page }) => {

@@ -145,7 +145,7 @@ pub fn Composer(
             // The session is created first; the message follows once it is open (below).
             Target::NewSession => {
                 queued.set(true);
-                workspace.open_new_session(location, Some(workspace.new_session));
+                workspace.open_new_session(location, workspace.new_session);
             }
             Target::Opening => queued.set(true),
             Target::Session(id) => {

@@ -21,7 +21,15 @@ pub fn SessionList() -> impl IntoView {
     // Renames and deletes say here when they fail.
     let changes = CallState::new();
     let problem = move || workspace.opening.problem().or_else(|| changes.problem.get());
-    let new_session = move |_| workspace.open_new_session(location, None);
+    // To the new-session page, where the folder, agent, model and mode are chosen and the session
+    // is created with its first message: never an empty one.
+    let new_session = move |_| {
+        workspace.drawer_open.set(false);
+        if location.page_untracked() != Page::Home {
+            location.navigate("/");
+        }
+        focus_message_box();
+    };
     let pages = ListPages::new(workspace.sessions);
     // Titles that more than one session has: those items show their folder too.
     let repeated = Memo::new(move |_| {
@@ -81,6 +89,15 @@ pub fn SessionList() -> impl IntoView {
                 {workspace.claude_sessions.then(|| claude_sessions_section(location))}
             </nav>
         </aside>
+    }
+}
+
+/// Puts the focus in the message box, to write the new session's first message.
+fn focus_message_box() {
+    #[cfg(feature = "hydrate")]
+    if let Some(el) = document().get_element_by_id(super::slash::INPUT_ID) {
+        use wasm_bindgen::JsCast;
+        _ = el.unchecked_ref::<web_sys::HtmlElement>().focus();
     }
 }
 

@@ -55,20 +55,20 @@ pub struct NewSessionOptions {
 }
 
 impl Workspace {
-    /// Creates a session and goes to it; with `options`, in the folder and mode chosen on the
-    /// welcome page (otherwise the server's defaults).
-    pub fn open_new_session(&self, location: Location, options: Option<NewSessionOptions>) {
+    /// Creates a session with the folder, agent, model and mode chosen on the new-session page,
+    /// and goes to it. Only with its first message (the composer's), so that no session is empty.
+    pub fn open_new_session(&self, location: Location, options: NewSessionOptions) {
         if self.opening.state().pending.get_untracked() {
             return;
         }
         let this = *self;
         let input = CreateSession {
-            workdir: options.filter(|o| o.works_in_folder.get_untracked()).map(|o| o.workdir.get_untracked()),
-            permission_mode: options.map(|o| o.mode.get_untracked()),
+            workdir: options.works_in_folder.get_untracked().then(|| options.workdir.get_untracked()),
+            permission_mode: Some(options.mode.get_untracked()),
             // The mode select asked the person before bypass could be chosen.
             confirm_bypass: true,
-            agent: options.map(|o| o.agent.get_untracked()),
-            model: options.map(|o| o.model.get_untracked()).filter(|m| !m.is_empty()),
+            agent: Some(options.agent.get_untracked()),
+            model: Some(options.model.get_untracked()).filter(|m| !m.is_empty()),
         };
         self.opening.dispatch(input, move |summary| {
             this.just_opened.set_value(Some(summary.id.clone()));
