@@ -254,8 +254,14 @@ test("a permission card shows at most four buttons: the scopes in one menu, each
   await expect(approval.getByRole("button")).toHaveText(["Allow once", "Always allow…", "Deny with message"]);
   await approval.getByRole("textbox", { name: "Message for the agent" }).fill("");
 
+  // Esc closes the menu and denies nothing.
   await approval.getByRole("button", { name: "Always allow…" }).click();
   const menu = approval.getByRole("menu", { name: "Always allow" });
+  await expect(menu).toBeVisible();
+  await page.keyboard.press("Escape");
+  await expect(menu).toBeHidden();
+  await expect(approval).toHaveAttribute("data-state", "pending");
+  await approval.getByRole("button", { name: "Always allow…" }).click();
   await expect(menu.getByRole("menuitem")).toHaveText([
     "Always allow Bash(npm run build -- --watch --mode…) for this session",
     "Always allow Bash(npm run build -- --watch --mode…) in this project, on this machine (.claude/settings.local.json)",

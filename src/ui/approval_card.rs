@@ -240,7 +240,17 @@ fn always_choice(suggestions: &[crate::approval::Suggestion]) -> Option<AnyView>
                 .collect_view();
             Some(
                 view! {
-                    <div class="ac-always">
+                    // Esc closes the menu, and only the menu (on the card, Esc denies).
+                    <div
+                        class="ac-always"
+                        on:keydown=move |ev| {
+                            if ev.key() == "Escape" && open.get_untracked() {
+                                ev.prevent_default();
+                                ev.stop_propagation();
+                                open.set(false);
+                            }
+                        }
+                    >
                         <button
                             type="button"
                             class="button"

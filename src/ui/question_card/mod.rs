@@ -157,7 +157,7 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         }
         let options = questions.with(|q| q.get(card.current_question()).map_or(0, |q| q.options.len()));
         let enter = if card.auto_submits() { "" } else { " · Enter submit" };
-        format!("Keys: 1–{options} pick · 0 Other{enter} · Esc skip · ? all keys")
+        format!("Keys: 1–{options} pick · 0 Other{enter} · Esc Esc skip · ? all keys")
     };
     let actions = view! {
         <details class="qc-raw" hidden=move || status.with(|s| s.key != "unreadable")>
