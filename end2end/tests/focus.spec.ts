@@ -110,7 +110,9 @@ for (const viewport of [
     await startSession(page, "markdown first");
     await waitForTurnEnd(page);
     await messageBox(page).fill("meanwhile: and which auth?");
+    await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
     await messageBox(page).press("Enter");
+    await expect(page.getByRole("article", { name: "You" }).last()).toHaveText("meanwhile: and which auth?");
     await expect(card(page)).toHaveAttribute("data-state", "pending");
 
     await page.reload();
