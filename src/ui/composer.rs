@@ -255,7 +255,6 @@ pub fn Composer(
             stop_call.dispatch(InterruptTurn { session: id }, |()| {});
         }
     };
-    let recall = Recall::new();
 
     let problem = move || {
         send_call
@@ -291,7 +290,9 @@ pub fn Composer(
                     rows="1"
                     prop:value=move || draft.get()
                     on:input=move |ev| {
-                        recall.forget();
+                        if let Some(keys) = workspace.box_keys.get_value() {
+                            keys.run(BoxKey::typed(draft, input));
+                        }
                         let value = event_target_value(&ev);
                         target.with_untracked(Target::kept).save(&value);
                         draft.set(value);
@@ -312,24 +313,11 @@ pub fn Composer(
                                 if ev.key() == "Enter" && !ev.shift_key() {
                                     ev.prevent_default();
                                     send();
-                                } else if ev.key() == "Escape" && untrack(waiting) {
-                                    // To the card that waits; what was typed stays here.
-                                    ev.prevent_default();
-                                    focus::go_to_waiting_card(None);
-                                } else if ev.key() == "Escape" && untrack(working) {
+                                } else if ev.key() == "Escape" && untrack(working) && !untrack(waiting) {
                                     ev.prevent_default();
                                     stop(());
-                                } else if ev.key() == "Tab" && ev.shift_key() {
-                                    // As in Claude Code's terminal: the next permission mode.
-                                    if next_permission_mode() {
-                                        ev.prevent_default();
-                                    }
-                                } else if let Some(older) = match ev.key().as_str() {
-                                    "ArrowUp" => Some(true),
-                                    "ArrowDown" => Some(false),
-                                    _ => None,
-                                } && !ev.shift_key()
-                                    && recall.step(older, input, draft, thread)
+                                } else if let Some(keys) = workspace.box_keys.get_value()
+                                    && keys.run(BoxKey { event: Some(ev.clone()), draft, input })
                                 {
                                     ev.prevent_default();
                                 }
@@ -378,89 +366,20 @@ pub fn Composer(
     }
 }
 
-/// ↑ and ↓ in the message box, as in a terminal: earlier messages of the session come back, when
-/// the box is empty or the caret is on its first line (↑) or last line (↓); past the newest, what
-/// was being typed comes back.
-#[derive(Clone, Copy)]
-struct Recall {
-    /// How far back (1 = the newest message), and what the box held before the first ↑.
-    at: StoredValue<Option<(usize, String)>>,
+/// A key pressed in the message box, for the keys the session pane's chunk gives it
+/// (`ui::box_keys`: ↑/↓, Shift+Tab, Esc to a waiting card) once it is here: they are not in the
+/// first load of `/` (docs/size.md).
+pub struct BoxKey {
+    /// `None`: the person typed (what ↑ recalls starts again from the newest).
+    pub event: Option<leptos::ev::KeyboardEvent>,
+    pub draft: RwSignal<String>,
+    pub input: NodeRef<html::Textarea>,
 }
 
-impl Recall {
-    fn new() -> Self {
-        Self { at: StoredValue::new(None) }
+impl BoxKey {
+    fn typed(draft: RwSignal<String>, input: NodeRef<html::Textarea>) -> Self {
+        Self { event: None, draft, input }
     }
-
-    /// The person typed: the next ↑ starts again from the newest.
-    fn forget(&self) {
-        self.at.set_value(None);
-    }
-
-    /// One step back (`older`) or forward; false when the key is the caret's to move.
-    fn step(
-        &self,
-        older: bool,
-        input: NodeRef<html::Textarea>,
-        draft: RwSignal<String>,
-        thread: impl Fn() -> Option<ThreadState>,
-    ) -> bool {
-        let Some(el) = input.get_untracked() else { return false };
-        let text = draft.get_untracked();
-        let caret = el.selection_start().ok().flatten().unwrap_or(0) as usize;
-        let before: String = text.chars().take(caret).collect();
-        let edge = if older { !before.contains('\n') } else { !text.chars().skip(caret).any(|c| c == '\n') };
-        // Once recalling, ↑ and ↓ go on through the messages whatever their lines.
-        let recalling = self.at.with_value(Option::is_some);
-        if !(text.is_empty() || edge || recalling) || (!older && !recalling) {
-            return false;
-        }
-        let sent: Vec<String> = thread().map(|t| t.user_texts()).unwrap_or_default();
-        let (back, typed) = self.at.get_value().unwrap_or((0, text));
-        let back = if older { (back + 1).min(sent.len()) } else { back.saturating_sub(1) };
-        if back == 0 {
-            self.at.set_value(None);
-            draft.set(typed);
-        } else {
-            let Some(message) = sent.get(sent.len() - back) else { return false };
-            draft.set(message.clone());
-            self.at.set_value(Some((back, typed)));
-        }
-        true
-    }
-}
-
-/// Switches the page's permission mode (the header's, or the new session's) to the next one
-/// offered, as Shift+Tab does in Claude Code; never to bypass, which is confirmed first and chosen
-/// from the list. False when the page has no mode to switch.
-fn next_permission_mode() -> bool {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        let Some(select) = document()
-            .query_selector("select[aria-label='Permission mode']")
-            .ok()
-            .flatten()
-            .and_then(|el| el.dyn_into::<web_sys::HtmlSelectElement>().ok())
-        else {
-            return false;
-        };
-        let Ok(options) = select.query_selector_all("option") else { return false };
-        let modes: Vec<String> = (0..options.length())
-            .filter_map(|i| options.item(i)?.dyn_into::<web_sys::Element>().ok())
-            .filter_map(|o| o.get_attribute("value"))
-            .filter(|mode| mode != crate::approval::PermissionMode::BypassPermissions.as_str())
-            .collect();
-        let now = modes.iter().position(|m| *m == select.value());
-        let Some(next) = modes.get(now.map_or(0, |at| (at + 1) % modes.len().max(1))) else { return false };
-        select.set_value(next);
-        if let Ok(changed) = web_sys::Event::new("change") {
-            let _ = select.dispatch_event(&changed);
-        }
-        true
-    }
-    #[cfg(not(feature = "hydrate"))]
-    false
 }
 
 /// What the hint says while a card waits: the card may not have taken the focus (the person was

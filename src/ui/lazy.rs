@@ -148,6 +148,7 @@ pub fn new_session_choices(options: NewSessionOptions) -> impl IntoView {
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_new_session_choices(options: NewSessionOptions) -> Result<AnyView, ChunkMissing> {
+    super::box_keys::install();
     Ok(super::agent_choice::new_session_choices(options).into_any())
 }
 

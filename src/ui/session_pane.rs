@@ -41,6 +41,7 @@ pub fn apply_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
 #[component]
 pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     let workspace = use_workspace();
+    super::box_keys::install();
     let id = initial.id.clone();
     // The title and state follow the live session list.
     let summary = Memo::new(move |_| {

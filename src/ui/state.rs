@@ -38,6 +38,9 @@ pub struct Workspace {
     pub claude_sessions: bool,
     /// Where a session's agent works when it chose no folder.
     pub default_workdir: StoredValue<Option<String>>,
+    /// The message box's keys beyond Enter, once the session pane's chunk gave them
+    /// (`box_keys::install`); true: the key was taken.
+    pub box_keys: StoredValue<Option<Callback<super::composer::BoxKey, bool>>>,
 }
 
 #[derive(Clone, Copy)]

@@ -83,6 +83,7 @@ pub fn Workspace() -> impl IntoView {
         examples: StoredValue::new(examples),
         claude_sessions,
         default_workdir: StoredValue::new(default_workdir.clone()),
+        box_keys: StoredValue::new(None),
         new_session: NewSessionOptions {
             works_in_folder: RwSignal::new(default_workdir.is_some()),
             workdir: RwSignal::new(default_workdir.unwrap_or_default()),
