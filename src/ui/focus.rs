@@ -15,7 +15,7 @@ const TYPING_GRACE_MS: f64 = 3_000.0;
 
 #[cfg(feature = "hydrate")]
 thread_local! {
-    /// When the person last typed in a text box (`performance.now()`), by the page's one listener.
+    /// When the person last typed in a text box (ms since the epoch), by the page's one listener.
     static LAST_INPUT_MS: Cell<f64> = const { Cell::new(f64::NEG_INFINITY) };
     /// Text the message box sent and still shows until the server confirms it: it is not being
     /// written any more.
@@ -25,7 +25,7 @@ thread_local! {
 
 #[cfg(feature = "hydrate")]
 fn now_ms() -> f64 {
-    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
+    js_sys::Date::now()
 }
 
 /// Starts noting when the person types in any text box of the page (once per page).
@@ -38,13 +38,8 @@ pub fn watch_typing() {
             return;
         }
         let on_input = Closure::<dyn Fn()>::new(|| LAST_INPUT_MS.set(now_ms()));
-        let options = web_sys::AddEventListenerOptions::new();
-        options.set_capture(true);
-        let _ = document().add_event_listener_with_callback_and_add_event_listener_options(
-            "input",
-            on_input.as_ref().unchecked_ref(),
-            &options,
-        );
+        // Capturing: a box that stops the event still counts.
+        let _ = document().add_event_listener_with_callback_and_bool("input", on_input.as_ref().unchecked_ref(), true);
         on_input.forget();
     }
 }
