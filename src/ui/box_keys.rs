@@ -6,8 +6,7 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use super::composer::BoxKey;
-use super::state::{ThreadState, use_workspace};
+use super::state::{BoxKey, ThreadState, use_workspace};
 
 /// Gives the message box its keys (again: each pane that draws starts the recall afresh).
 pub fn install() {

@@ -15,7 +15,7 @@ use super::kept::Kept;
 use super::navigation::{Page, use_location};
 use super::server_call::ServerCall;
 use super::slash::{INPUT_ID, Key, SlashBox};
-use super::state::{ThreadState, use_workspace};
+use super::state::{BoxKey, ThreadState, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
@@ -363,22 +363,6 @@ pub fn Composer(
                 {move || hint().unwrap_or_default()}
             </p>
         </form>
-    }
-}
-
-/// A key pressed in the message box, for the keys the session pane's chunk gives it
-/// (`ui::box_keys`: ↑/↓, Shift+Tab, Esc to a waiting card) once it is here: they are not in the
-/// first load of `/` (docs/size.md).
-pub struct BoxKey {
-    /// `None`: the person typed (what ↑ recalls starts again from the newest).
-    pub event: Option<leptos::ev::KeyboardEvent>,
-    pub draft: RwSignal<String>,
-    pub input: NodeRef<html::Textarea>,
-}
-
-impl BoxKey {
-    fn typed(draft: RwSignal<String>, input: NodeRef<html::Textarea>) -> Self {
-        Self { event: None, draft, input }
     }
 }
 

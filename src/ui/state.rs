@@ -1,6 +1,7 @@
 //! The page's state: the session list, the open session's thread, the live connection's status.
 //! Everything comes from the server (the snapshot, then live events); the page only folds.
 
+use leptos::html;
 use leptos::prelude::*;
 
 use super::navigation::{Location, session_path};
@@ -40,7 +41,23 @@ pub struct Workspace {
     pub default_workdir: StoredValue<Option<String>>,
     /// The message box's keys beyond Enter, once the session pane's chunk gave them
     /// (`box_keys::install`); true: the key was taken.
-    pub box_keys: StoredValue<Option<Callback<super::composer::BoxKey, bool>>>,
+    pub box_keys: StoredValue<Option<Callback<BoxKey, bool>>>,
+}
+
+/// A key pressed in the message box, for the keys the session pane's chunk gives it
+/// (`ui::box_keys`: ↑/↓, Shift+Tab, Esc to a waiting card) once it is here: they are not in the
+/// first load of `/` (docs/size.md).
+pub struct BoxKey {
+    /// `None`: the person typed (what ↑ recalls starts again from the newest).
+    pub event: Option<leptos::ev::KeyboardEvent>,
+    pub draft: RwSignal<String>,
+    pub input: NodeRef<html::Textarea>,
+}
+
+impl BoxKey {
+    pub fn typed(draft: RwSignal<String>, input: NodeRef<html::Textarea>) -> Self {
+        Self { event: None, draft, input }
+    }
 }
 
 #[derive(Clone, Copy)]
