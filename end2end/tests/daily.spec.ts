@@ -121,7 +121,12 @@ test("/ lists the agent's commands as the box is typed in, the keyboard takes on
     await waitForTurnEnd(page);
     expect(JSON.stringify((await mock.requests()).at(-1).messages)).toContain("TEXT ONLY");
 
-    // /model is the header's model switch.
+    // /model is the header's model switch. The page's models come from the CLI's first start,
+    // which a loaded machine (a full run's two workers) can take longer than the page waits
+    // for (3 s): by now the server knows them, and a reload shows them.
+    await page.reload();
+    await waitForHydration(page);
+    await expect(page.getByRole("combobox", { name: "Model" })).toBeVisible();
     await box.fill("/model");
     await box.press("Escape");
     await box.press("Enter");
