@@ -30,8 +30,8 @@ pub enum AppError {
     InvalidTitle { max: usize },
     #[error("The agent is still working on the last message. Wait for it, or press Stop.")]
     AgentBusy,
-    #[error("The agent is waiting for your answer to its question. Answer it, or skip it, first.")]
-    WaitingForAnswer,
+    #[error("This message was sent to the agent already: it can no longer be changed.")]
+    AlreadySent { id: String },
     #[error("There is no question “{tool_use_id}” in this session.")]
     InteractionNotFound { tool_use_id: String },
     #[error("“{question}”: {detail}.")]
@@ -83,7 +83,7 @@ impl From<AppError> for WireError {
             AppError::MessageTooLong { chars, max } => ("message_too_long", None, None, Some(chars), Some(max)),
             AppError::InvalidTitle { max } => ("invalid_title", None, None, None, Some(max)),
             AppError::AgentBusy => ("agent_busy", None, None, None, None),
-            AppError::WaitingForAnswer => ("waiting_for_answer", None, None, None, None),
+            AppError::AlreadySent { id } => ("already_sent", Some(id), None, None, None),
             AppError::InteractionNotFound { tool_use_id } => {
                 ("interaction_not_found", Some(tool_use_id), None, None, None)
             }
@@ -116,7 +116,7 @@ impl From<WireError> for AppError {
             "message_too_long" => Self::MessageTooLong { chars: wire.chars.unwrap_or_default(), max },
             "invalid_title" => Self::InvalidTitle { max },
             "agent_busy" => Self::AgentBusy,
-            "waiting_for_answer" => Self::WaitingForAnswer,
+            "already_sent" => Self::AlreadySent { id: wire.id.clone().unwrap_or_default() },
             "interaction_not_found" => Self::InteractionNotFound { tool_use_id: wire.id.clone().unwrap_or_default() },
             "invalid_answer" => Self::InvalidAnswer { question: wire.id.clone().unwrap_or_default(), detail: detail() },
             "already_answered" => Self::AlreadyAnswered,
@@ -147,7 +147,7 @@ impl AppError {
                 400
             }
             Self::TooLarge { .. } => 413,
-            Self::AgentBusy | Self::WaitingForAnswer => 409,
+            Self::AgentBusy | Self::AlreadySent { .. } => 409,
             Self::Unauthorized => 401,
             Self::ForbiddenOrigin => 403,
             Self::Unreachable { .. } => 503,
@@ -226,7 +226,7 @@ mod tests {
             AppError::MessageTooLong { chars: 9, max: 8 },
             AppError::InvalidTitle { max: 200 },
             AppError::AgentBusy,
-            AppError::WaitingForAnswer,
+            AppError::AlreadySent { id: "m1".into() },
             AppError::InteractionNotFound { tool_use_id: "t1".into() },
             AppError::InvalidAnswer { question: "Q?".into(), detail: "no".into() },
             AppError::AlreadyAnswered,

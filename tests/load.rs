@@ -109,36 +109,36 @@ async fn check_served(api: &Api, run: &SessionRun) {
 }
 
 /// What one session did: its id, its tab (every event it received), the message taken in each
-/// round and the answer that won it.
+/// round, the messages queued (and taken back) and the answer that won it.
 struct SessionRun {
     id: String,
     tab: Tab,
     messages: Vec<String>,
+    queued: Vec<String>,
     answers: Vec<(String, &'static str)>,
 }
 
 /// One session, as a person with a flaky connection uses it: each round sends two messages at
-/// once (one is taken), answers the question twice at once with different answers (one wins),
+/// once (one is taken, the other typed ahead and taken back), answers the question twice at once with different answers (one wins),
 /// sends both again, and waits for the reply to end. The tab drops its stream now and then, and
 /// in every other round it is away while the answer lands.
 async fn run_session(api: Api, index: usize) -> SessionRun {
     let summary = api.call("create_session", json!({})).await.unwrap();
     let id = summary["id"].as_str().unwrap().to_string();
     let mut tab = Tab::new(api.clone(), &id, Some(index as u64));
-    let (mut messages, mut answers) = (Vec::new(), Vec::new());
+    let (mut messages, mut queued, mut answers) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..ROUNDS {
-        // Two messages at once: exactly one starts the turn; the other finds the agent busy (or,
-        // if it came that late, waiting for the answer), and is not stored.
+        // Two messages at once: exactly one starts the turn; the other is typed ahead (queued
+        // for the next turn), and taken back out of the queue before this turn ends.
         let texts = [format!("session {index} round {round} a"), format!("session {index} round {round} b")];
         let (a, b) = tokio::join!(api.send(&id, &texts[0]), api.send(&id, &texts[1]));
-        let refused =
-            |result: &Result<(), AppError>| matches!(result, Err(AppError::AgentBusy | AppError::WaitingForAnswer));
-        let taken = match (&a, &b) {
-            (Ok(()), b) if refused(b) => 0,
-            (a, Ok(())) if refused(a) => 1,
-            other => panic!("session {id} round {round}: two messages at once gave {other:?}"),
-        };
+        assert_eq!((a, b), (Ok(()), Ok(())), "session {id} round {round}: two messages at once");
+        let [(queued_id, queued_text)] = <[_; 1]>::try_from(api.queue(&id).await)
+            .unwrap_or_else(|queue| panic!("session {id} round {round}: the queue holds {queue:?}"));
+        let taken = usize::from(queued_text == texts[0]);
         messages.push(texts[taken].clone());
+        queued.push(queued_text);
+        api.remove_queued(&id, &queued_id).await.unwrap_or_else(|e| panic!("session {id} round {round}: {e}"));
 
         let tool_use_id = tab
             .until("the question", |event| match &event.body {
@@ -156,8 +156,12 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
                 matches!(&event.body, EventBody::TurnEnded { outcome: TurnOutcome::Parked, .. }).then_some(())
             })
             .await;
-            // Parked, the session takes no message before the answer.
-            assert_eq!(api.send(&id, "overtaking").await.err(), Some(AppError::WaitingForAnswer), "session {id}");
+            // Parked, a message waits for the answer (and is taken back).
+            api.send(&id, "overtaking").await.unwrap_or_else(|e| panic!("session {id}: {e}"));
+            let [(overtaking, _)] = <[_; 1]>::try_from(api.queue(&id).await)
+                .unwrap_or_else(|queue| panic!("session {id}: the queue holds {queue:?}"));
+            queued.push("overtaking".to_string());
+            api.remove_queued(&id, &overtaking).await.unwrap_or_else(|e| panic!("session {id}: {e}"));
         }
         if round % 2 == 1 {
             tab.disconnect();
@@ -194,7 +198,7 @@ async fn run_session(api: Api, index: usize) -> SessionRun {
             "session {id}"
         );
     }
-    SessionRun { id, tab, messages, answers }
+    SessionRun { id, tab, messages, queued, answers }
 }
 
 /// The rules of one session's stored log: each message stored once and in its round's order,
@@ -211,6 +215,16 @@ fn check_log(run: &SessionRun, log: &[SessionEvent]) {
         })
         .collect();
     assert_eq!(messages, run.messages, "session {id}: the messages stored");
+    let queued: Vec<&str> = bodies
+        .iter()
+        .filter_map(|body| match body {
+            EventBody::MessageQueued { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(queued, run.queued, "session {id}: the messages typed ahead");
+    let removed = bodies.iter().filter(|body| matches!(body, EventBody::QueuedMessageRemoved { .. })).count();
+    assert_eq!(removed, run.queued.len(), "session {id}: each taken back once");
     let opened: Vec<&str> = bodies
         .iter()
         .filter_map(|body| match body {

@@ -17,7 +17,7 @@ use server_fn::codec::Json;
 use crate::approval::{Decision, PermissionMode};
 use crate::error::AppError;
 use crate::question::QuestionAnswer;
-use crate::thread::{AgentOffer, SessionCursor, SessionSummary, SlashCommand, Thread};
+use crate::thread::{AgentOffer, QueueChange, SessionCursor, SessionSummary, SlashCommand, Thread};
 
 #[cfg(feature = "ssr")]
 use crate::session::SessionManager;
@@ -192,8 +192,9 @@ pub async fn load_session(id: String) -> Result<SessionView, AppError> {
     Ok(SessionView { summary, thread })
 }
 
-/// Stores the message and starts the agent's turn. Returns once the message is stored: the
-/// reply arrives on the live stream. `attachments`: the hashes of files uploaded before
+/// Stores the message and starts the agent's turn (or, while the agent works or waits for the
+/// person, queues it for its next turn). Returns once the message is stored: the reply arrives
+/// on the live stream. `attachments`: the hashes of files uploaded before
 /// (`POST /api/attachments`), sent with it.
 #[server(input = Json, endpoint = "send_message")]
 pub async fn send_message(
@@ -205,6 +206,14 @@ pub async fn send_message(
     // A terminal's Claude Code takes its messages in the terminal; here it is answered only.
     manager.refuse_messages_to_terminal(&session).await?;
     manager.send_message_with(&session, text, &attachments).await
+}
+
+/// Changes a message the person typed ahead (it waits in the session's queue until the agent's
+/// next turn): edits or removes it, or sends the queue now (after a turn the person stopped).
+/// A message a turn took already is refused (`already_sent`, 409).
+#[server(input = Json, endpoint = "change_queue")]
+pub async fn change_queue(session: String, change: QueueChange) -> Result<(), AppError> {
+    manager()?.change_queue(&session, change).await
 }
 
 #[server(input = Json, endpoint = "interrupt_turn")]

@@ -25,7 +25,8 @@ use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::store::{Notice, Store, StoreResult};
 use crate::thread::{
-    AgentOffer, EventBody, MAX_MODEL_CHARS, Message, Role, SessionSummary, SlashCommand, Thread, is_model_name,
+    AgentOffer, EventBody, MAX_MODEL_CHARS, Message, QueueChange, Role, SessionSummary, SlashCommand, Thread,
+    is_model_name,
 };
 
 pub struct SessionManager {
@@ -289,8 +290,9 @@ impl SessionManager {
     }
 
     /// Stores the person's message and starts the agent's turn; returns once the message is
-    /// stored, before the agent answers. A parked agent whose answers were given takes them first
-    /// (its resume starts now if it has not yet), and the message's turn follows that one.
+    /// stored, before the agent answers. While the agent works or waits for the person (or has
+    /// their answers to take first) the message is typed ahead: it waits in the session's queue,
+    /// and the next turn takes it (`Thread::queues_messages`).
     pub async fn send_message(&self, session_id: &str, text: String) -> Result<(), AppError> {
         self.send_message_with(session_id, text, &[]).await
     }
@@ -304,36 +306,21 @@ impl SessionManager {
         let mut state = runtime.lock().await;
         // Before the message is stored: a turn that cannot start should not leave it behind.
         let placed = self.turns.placement(session_id).await?;
-        if state.thread.turn.working || !self.log.leases().take(session_id).await? {
-            // Running, here or (the lease says) on another server sharing the store.
-            return Err(AppError::AgentBusy);
-        }
         // Judged again when another server appended first (it may have started a turn).
-        let stored = runtime
+        let (first_message, queued) = runtime
             .append_judged(self.store(), &mut state, |thread| {
-                if thread.turn.working {
-                    return Err(AppError::AgentBusy);
-                }
-                // A parked agent takes its answer before anything else (a message would reach it first).
-                if thread.is_waiting() {
-                    return Err(AppError::WaitingForAnswer);
+                let message_id = new_id();
+                let (text, attachments) = (text.clone(), attachments.clone());
+                if thread.queues_messages() {
+                    return Ok::<_, AppError>(Judged::Append(
+                        EventBody::MessageQueued { message_id, text, attachments },
+                        (false, true),
+                    ));
                 }
                 let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
-                let message = EventBody::UserMessage {
-                    message_id: new_id(),
-                    text: text.clone(),
-                    attachments: attachments.clone(),
-                };
-                Ok(Judged::Append(message, first_message))
+                Ok(Judged::Append(EventBody::UserMessage { message_id, text, attachments }, (first_message, false)))
             })
-            .await;
-        let first_message = match stored {
-            Ok(stored) => stored,
-            Err(error) => {
-                self.log.leases().give_back(session_id).await;
-                return Err(error);
-            }
-        };
+            .await?;
         self.mark_active(session_id).await;
         if first_message
             && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
@@ -341,9 +328,42 @@ impl SessionManager {
             // A title is not worth a turn: the message is stored, and the list keeps its old title.
             warn!(session = %session_id, %error, "could not title the session after its first message");
         }
+        if queued {
+            info!(session = %session_id, "message queued for the agent's next turn");
+        }
         // A resume that failed is tried again now, with a short wait again if it fails.
         self.turns.forget_failures(session_id);
-        self.turns.start_owed_locked(&runtime, &mut state, placed).await
+        self.turns.start_requested_locked(&runtime, &mut state, placed).await
+    }
+
+    /// Changes what the session's queue holds (`QueueChange`). A message a turn took already is
+    /// the agent's: it can no longer be changed (`AppError::AlreadySent`).
+    pub async fn change_queue(&self, session_id: &str, change: QueueChange) -> Result<(), AppError> {
+        let runtime = self.runtime(session_id).await?;
+        let (message_id, body) = match change {
+            QueueChange::SendNow => {
+                let placed = self.turns.placement(session_id).await?;
+                let mut state = runtime.lock().await;
+                self.turns.forget_failures(session_id);
+                return self.turns.start_requested_locked(&runtime, &mut state, placed).await;
+            }
+            QueueChange::Edit { message_id, text } => {
+                validate_message(&text)?;
+                (message_id.clone(), EventBody::QueuedMessageEdited { message_id, text })
+            }
+            QueueChange::Remove { message_id } => {
+                (message_id.clone(), EventBody::QueuedMessageRemoved { message_id })
+            }
+        };
+        let mut state = runtime.lock().await;
+        runtime
+            .append_judged(self.store(), &mut state, |thread| {
+                if !thread.turn.queue.iter().any(|queued| queued.id == message_id) {
+                    return Err(AppError::AlreadySent { id: message_id.clone() });
+                }
+                Ok(Judged::Append(body.clone(), ()))
+            })
+            .await
     }
 
     /// Stops the session's running turn. Stopping an idle session does nothing.

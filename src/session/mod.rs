@@ -20,6 +20,8 @@ mod log;
 mod manager;
 mod outside;
 mod policy;
+#[cfg(test)]
+mod queue_tests;
 mod sink;
 mod stream;
 mod team;

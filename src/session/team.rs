@@ -15,7 +15,8 @@ use crate::thread::EventBody;
 
 impl SessionManager {
     /// What other servers sharing the store did, as this server's runtimes take it: an answer
-    /// reaches the agent waiting here (or resumes the session), and a turn started elsewhere
+    /// reaches the agent waiting here (or resumes the session), a message typed ahead elsewhere
+    /// starts its turn here if no turn runs (and no other server took it), and a turn started elsewhere
     /// ends what this server's agent kept of the session (the next turn here starts afresh from
     /// the store, with what the other server's turn left).
     pub(super) fn follow_remote_events(self: &Arc<Self>) {
@@ -31,6 +32,15 @@ impl SessionManager {
                     // Its deadline, for this server's expiry timer too.
                     EventBody::InteractionOpened { .. } => manager.bridge.rearm_deadlines(),
                     EventBody::TurnStarted | EventBody::ResumeStarted => manager.agent.end_session(&session).await,
+                    // Typed ahead through another server, just as this one's turn ended (and gave
+                    // its lease back before it could see it): the queue is taken here now.
+                    EventBody::MessageQueued { .. } => {
+                        tokio::spawn(async move {
+                            if let Err(error) = manager.turns.start_owed(&session).await {
+                                warn!(%session, %error, "could not start the turn of a queued message");
+                            }
+                        });
+                    }
                     _ => {}
                 }
             }

@@ -103,16 +103,16 @@ async fn past_the_limit_idle_sessions_are_let_go_least_recently_used_first_and_r
 }
 
 #[tokio::test]
-async fn a_second_message_during_a_turn_is_refused_and_loses_nothing() {
+async fn a_second_message_during_a_turn_is_queued_and_a_stop_keeps_it() {
     let manager = manager().await;
     let session = manager.create_session(None).await.unwrap();
     manager.send_message(&session.id, "slow".into()).await.unwrap();
-    let refused = manager.send_message(&session.id, "again".into()).await;
-    assert_eq!(refused, Err(AppError::AgentBusy));
+    manager.send_message(&session.id, "again".into()).await.expect("typed ahead");
     manager.interrupt(&session.id).await.unwrap();
     let thread = wait_idle(&manager, &session.id).await;
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Interrupted));
     assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).count(), 1);
+    assert_eq!(thread.turn.queue.iter().map(|q| q.text.as_str()).collect::<Vec<_>>(), ["again"]);
 }
 
 #[tokio::test]
@@ -562,7 +562,6 @@ async fn a_question_parked_at_a_graceful_stop_is_answered_after_the_restart_and_
     manager.recover_unfinished_turns().await.unwrap();
     let (summary, _) = manager.snapshot(&id).await.unwrap();
     assert!(summary.waiting, "the session list still says it waits");
-    assert_eq!(manager.send_message(&id, "hello?".into()).await, Err(AppError::WaitingForAnswer));
     manager.answer_question(&id, &question, jwt()).await.unwrap();
     let thread = wait_until("the resumed turn to end", Duration::from_secs(5), || async {
         let (_, thread) = manager.snapshot(&id).await.unwrap();
@@ -765,7 +764,7 @@ async fn a_message_sent_while_an_answer_waits_for_its_resume_goes_after_the_resu
     assert_eq!(received(&thread, &question), InteractionOutcome::Answered { answers: jwt() }, "the agent took it");
     let kinds = kinds(&manager, &id).await;
     let resumed = kinds.iter().position(|kind| *kind == "resume_started").expect("resumed");
-    let message = kinds.iter().position(|kind| *kind == "user_message" && true).unwrap();
+    let message = kinds.iter().position(|kind| *kind == "message_queued").expect("typed ahead of the resume");
     let after = &kinds[resumed..];
     let message_turn = after.iter().position(|kind| *kind == "turn_started").expect("the message's turn") + resumed;
     assert!(message < resumed, "{kinds:?}");
@@ -882,7 +881,7 @@ async fn a_resume_whose_agent_fails_says_why_and_takes_the_answer_then_the_messa
     agent.failing.store(false, std::sync::atomic::Ordering::SeqCst);
     wait_until("the message's turn to ask again", Duration::from_secs(10), || async {
         let (_, thread) = manager.snapshot(&id).await.unwrap();
-        (thread.is_waiting() && thread.turn.queued_messages.is_empty()).then_some(())
+        (thread.is_waiting() && !thread.has_queued()).then_some(())
     })
     .await;
     let (_, thread) = manager.snapshot(&id).await.unwrap();

@@ -156,18 +156,31 @@ impl Turns {
         self.tasks.spawn(self.clone().run(runtime.clone(), request).instrument(span));
     }
 
-    /// Starts the turn the session owes, if any, with its lease taken (given back when there is
-    /// none): under the session's lock, after the person's message, or after a turn ended.
-    pub(super) async fn start_owed_locked(
+    /// Starts the turn the person asked for (they sent a message, or "Send now"), if none runs
+    /// and one is owed (`Thread::next_turn_on_request`), with the session's lease. Where another
+    /// server holds it, its turn runs there, and takes the queue when it ends.
+    pub(super) async fn start_requested_locked(
         self: &Arc<Self>,
         runtime: &Arc<SessionRuntime>,
         state: &mut RuntimeState,
         placed: Placement,
     ) -> Result<(), AppError> {
-        match state.thread.next_turn() {
+        let session_id = runtime.id();
+        if state.turn.is_some()
+            || state.thread.next_turn_on_request().is_none()
+            || !self.leases().take(session_id).await?
+        {
+            return Ok(());
+        }
+        // The lease taken, the log as it is now: another server may have started it meanwhile.
+        if let Err(error) = runtime.catch_up_locked(self.store(), state).await {
+            self.leases().give_back(session_id).await;
+            return Err(error.into());
+        }
+        match state.thread.next_turn_on_request() {
             Some(next) => self.start(runtime, state, next, placed).await,
             None => {
-                self.leases().give_back(runtime.id()).await;
+                self.leases().give_back(session_id).await;
                 Ok(())
             }
         }
@@ -241,11 +254,14 @@ impl Turns {
             TurnOutcome::Parked => state.thread.next_turn(),
             // The messages sent while the answers waited for this resume (even one whose agent
             // did not take them as told: never resumed again and again).
-            TurnOutcome::Completed if resumed => (!state.thread.turn.queued_messages.is_empty()
-                && !state.thread.is_waiting())
-            .then_some(NextTurn::Messages),
-            // Stopped by the person, or by the server stopping: nothing more now. A resume that
-            // failed is tried again later (below); the messages wait behind it.
+            TurnOutcome::Completed if resumed => {
+                (state.thread.has_queued() && !state.thread.is_waiting()).then_some(NextTurn::Messages)
+            }
+            // The messages typed ahead while it worked.
+            TurnOutcome::Completed | TurnOutcome::Failed { .. } if !resumed => state.thread.next_turn(),
+            // Stopped by the person, or by the server stopping: nothing more now (what was typed
+            // ahead waits for the person's word, or for the next start). A resume that failed is
+            // tried again later (below); the messages wait behind it.
             _ => None,
         };
         if resumed && !matches!(outcome, TurnOutcome::Failed { .. }) {

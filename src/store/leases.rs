@@ -185,7 +185,8 @@ impl Store {
     }
 
     /// Sessions that may owe the person a turn and that no live server holds: no turn runs and
-    /// nothing waits for the person, and a message of theirs has no turn yet, or the last turn
+    /// nothing waits for the person, and a message of theirs has no turn yet (typed ahead or
+    /// not), or the last turn
     /// parked, failed or was cut short (its agent may not have had their answers). The thread
     /// says for sure (`Thread::next_turn`).
     pub async fn sessions_owed_a_turn(&self) -> StoreResult<Vec<String>> {
@@ -194,6 +195,7 @@ impl Store {
                 Sql {
                     sqlite: "SELECT id FROM sessions WHERE json_extract(turn, '$.working') = 0
                              AND (json_extract(turn, '$.queued_messages') IS NOT NULL
+                               OR json_extract(turn, '$.queue') IS NOT NULL
                                OR json_extract(turn, '$.last_outcome') IN ('parked', 'abandoned')
                                OR json_extract(turn, '$.last_outcome.failed') IS NOT NULL)
                              AND NOT EXISTS (SELECT 1 FROM interactions i
@@ -203,6 +205,7 @@ impl Store {
                              ORDER BY id",
                     postgres: "SELECT id FROM sessions WHERE NOT (turn ->> 'working')::boolean
                                AND (turn -> 'queued_messages' IS NOT NULL
+                                 OR turn -> 'queue' IS NOT NULL
                                  OR turn ->> 'last_outcome' IN ('parked', 'abandoned')
                                  OR turn -> 'last_outcome' -> 'failed' IS NOT NULL)
                                AND NOT EXISTS (SELECT 1 FROM interactions i

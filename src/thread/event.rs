@@ -32,6 +32,23 @@ pub enum EventBody {
         message_id: String,
         text: String,
     },
+    /// The person typed a message ahead, while the agent worked or waited for them: it waits
+    /// in the session's queue until the next turn takes it (`TurnState::queue`).
+    MessageQueued {
+        message_id: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        attachments: Vec<super::attachment::AttachmentRef>,
+    },
+    /// The person changed a message that waits in the queue.
+    QueuedMessageEdited {
+        message_id: String,
+        text: String,
+    },
+    /// The person took a message back out of the queue.
+    QueuedMessageRemoved {
+        message_id: String,
+    },
     /// The agent's turn for the person's messages (those queued since the last one).
     TurnStarted,
     /// A conversation the agent had before this session (a Claude Code session continued here):
@@ -146,6 +163,9 @@ impl EventBody {
             | Self::MessageFinished { .. }
             | Self::TurnEnded { .. } => true,
             Self::UserMessage { .. }
+            | Self::MessageQueued { .. }
+            | Self::QueuedMessageEdited { .. }
+            | Self::QueuedMessageRemoved { .. }
             | Self::Notice { .. }
             | Self::HistoryImported { .. }
             | Self::PermissionModeChanged { .. }
@@ -159,6 +179,9 @@ impl EventBody {
         match self {
             Self::UserMessage { .. } => "user_message",
             Self::Notice { .. } => "notice",
+            Self::MessageQueued { .. } => "message_queued",
+            Self::QueuedMessageEdited { .. } => "queued_message_edited",
+            Self::QueuedMessageRemoved { .. } => "queued_message_removed",
             Self::TurnStarted => "turn_started",
             Self::HistoryImported { .. } => "history_imported",
             Self::ResumeStarted => "resume_started",

@@ -32,6 +32,22 @@ pub struct Message {
 }
 
 impl Message {
+    /// What the person wrote, with the files they attached (images shown as such).
+    pub fn from_person(id: &str, text: &str, attachments: &[AttachmentRef], at_ms: i64) -> Self {
+        let files = attachments.iter().map(|file| match file.kind() {
+            Some(super::attachment::Kind::Image(_)) => Block::Image(Image::attached(file)),
+            _ => Block::File(file.clone()),
+        });
+        Self {
+            id: id.to_string(),
+            role: Role::User,
+            blocks: std::iter::once(Block::Text { text: text.to_string() }).chain(files).collect(),
+            streaming: false,
+            created_at_ms: at_ms,
+            usage: None,
+        }
+    }
+
     /// The plain text of the message, tool calls left out.
     pub fn text(&self) -> String {
         self.blocks

@@ -216,6 +216,20 @@ pub struct TurnState {
     /// start of its turn, and while a parked agent's answers are taken first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queued_messages: Vec<String>,
+    /// The messages the person typed ahead, while the agent worked or waited for them: not in
+    /// the thread yet, editable and removable, until the next turn takes them (in this order).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub queue: Vec<QueuedMessage>,
+}
+
+/// A message typed ahead (`TurnState::queue`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedMessage {
+    pub id: String,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentRef>,
+    pub queued_at_ms: i64,
 }
 
 /// A session's thread at a point of its event log.
@@ -225,6 +239,18 @@ pub struct Thread {
     pub turn: TurnState,
     /// The sequence number of the last event applied; live events continue after it.
     pub seq: u64,
+}
+
+/// What the person does to the messages they typed ahead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", rename_all = "snake_case")]
+pub enum QueueChange {
+    /// Says `text` instead.
+    Edit { message_id: String, text: String },
+    /// Is not sent.
+    Remove { message_id: String },
+    /// Sends the queue now: what waits after a turn the person stopped.
+    SendNow,
 }
 
 /// The turn a session's agent owes the person (`Thread::next_turn`).
@@ -282,19 +308,27 @@ impl Thread {
         match body {
             EventBody::UserMessage { message_id, text, attachments } => {
                 self.turn.queued_messages.push(message_id.clone());
-                let files = attachments.iter().map(|file| match file.kind() {
-                    Some(attachment::Kind::Image(_)) => Block::Image(Image::attached(file)),
-                    _ => Block::File(file.clone()),
-                });
-                let change = self.push(Message {
-                    id: message_id.clone(),
-                    role: Role::User,
-                    blocks: std::iter::once(Block::Text { text: text.clone() }).chain(files).collect(),
-                    streaming: false,
-                    created_at_ms: at_ms,
-                    usage: None,
-                });
+                let change = self.push(Message::from_person(message_id, text, attachments, at_ms));
                 Change { turn: true, ..change }
+            }
+            EventBody::MessageQueued { message_id, text, attachments } => {
+                self.turn.queue.push(QueuedMessage {
+                    id: message_id.clone(),
+                    text: text.clone(),
+                    attachments: attachments.clone(),
+                    queued_at_ms: at_ms,
+                });
+                Change::turn()
+            }
+            EventBody::QueuedMessageEdited { message_id, text } => {
+                if let Some(queued) = self.turn.queue.iter_mut().find(|queued| queued.id == *message_id) {
+                    queued.text = text.clone();
+                }
+                Change::turn()
+            }
+            EventBody::QueuedMessageRemoved { message_id } => {
+                self.turn.queue.retain(|queued| queued.id != *message_id);
+                Change::turn()
             }
             EventBody::Notice { message_id, text } => self.push(Message {
                 id: message_id.clone(),
@@ -333,7 +367,13 @@ impl Thread {
                 self.turn.working = true;
                 self.turn.last_outcome = None;
                 self.turn.queued_messages.clear();
-                Change::turn()
+                // What was typed ahead joins the thread where its turn starts.
+                let first = self.messages.len();
+                for queued in std::mem::take(&mut self.turn.queue) {
+                    let QueuedMessage { id, text, attachments, queued_at_ms } = queued;
+                    self.messages.push(Message::from_person(&id, &text, &attachments, queued_at_ms));
+                }
+                Change { messages: (first..self.messages.len()).collect(), ..Change::turn() }
             }
             EventBody::ResumeStarted => {
                 self.turn.working = true;
@@ -513,37 +553,63 @@ impl Thread {
         parked_and_settled && !self.turn.working
     }
 
-    /// What the person's queued messages say, for the turn that takes them (`None`: none queued).
-    pub fn queued_text(&self) -> Option<String> {
+    /// The person's messages no turn has taken yet, in order: those in the thread (sent when the
+    /// agent could take them, their turn not started yet) and those typed ahead.
+    fn waiting_messages(&self) -> impl Iterator<Item = (String, Vec<AttachmentRef>)> + '_ {
         let queued = &self.turn.queued_messages;
-        let texts: Vec<String> = self
+        let sent = self
             .messages
             .iter()
             .filter(|message| message.role == Role::User && queued.contains(&message.id))
-            .map(Message::text)
-            .collect();
+            .map(|message| (message.text(), message.attachments()));
+        let typed_ahead = self.turn.queue.iter().map(|queued| (queued.text.clone(), queued.attachments.clone()));
+        sent.chain(typed_ahead)
+    }
+
+    /// What the person's queued messages say, for the turn that takes them (`None`: none queued).
+    pub fn queued_text(&self) -> Option<String> {
+        let texts: Vec<String> = self.waiting_messages().map(|(text, _)| text).collect();
         (!texts.is_empty()).then(|| texts.join("\n\n"))
     }
 
     /// The files attached to the queued messages, in order: the next turn's.
     pub fn queued_attachments(&self) -> Vec<AttachmentRef> {
-        let queued = &self.turn.queued_messages;
-        self.messages
-            .iter()
-            .filter(|message| message.role == Role::User && queued.contains(&message.id))
-            .flat_map(Message::attachments)
-            .collect()
+        self.waiting_messages().flat_map(|(_, files)| files).collect()
+    }
+
+    /// Whether a message of the person's waits for a turn (sent, or typed ahead).
+    pub fn has_queued(&self) -> bool {
+        !self.turn.queued_messages.is_empty() || !self.turn.queue.is_empty()
+    }
+
+    /// Whether a message sent now waits in the queue rather than starting a turn: the agent
+    /// works, waits for the person, has their answers to take first, or earlier messages wait.
+    pub fn queues_messages(&self) -> bool {
+        self.turn.working || self.is_waiting() || self.is_ready_to_resume() || !self.turn.queue.is_empty()
     }
 
     /// What the session's agent should do next, when no turn runs: take the person's answers
     /// first (a parked agent whose interactions are all settled), then their queued messages
-    /// (unless something waits for the person: the answer goes first).
+    /// (unless something waits for the person: the answer goes first). The messages typed ahead
+    /// of a turn the person stopped wait for their word (`next_turn_on_request`): Stop stops what
+    /// they had lined up too.
     pub fn next_turn(&self) -> Option<NextTurn> {
+        let held = matches!(self.turn.last_outcome, Some(TurnOutcome::Interrupted));
+        self.next_turn_if(!self.turn.queued_messages.is_empty() || (!self.turn.queue.is_empty() && !held))
+    }
+
+    /// `next_turn`, when the person asks for it (a message sent, or "Send now"): what they typed
+    /// ahead goes too.
+    pub fn next_turn_on_request(&self) -> Option<NextTurn> {
+        self.next_turn_if(self.has_queued())
+    }
+
+    fn next_turn_if(&self, messages_wait: bool) -> Option<NextTurn> {
         if self.turn.working {
             None
         } else if self.is_ready_to_resume() {
             Some(NextTurn::Resume)
-        } else if !self.turn.queued_messages.is_empty() && !self.is_waiting() {
+        } else if messages_wait && !self.is_waiting() {
             Some(NextTurn::Messages)
         } else {
             None

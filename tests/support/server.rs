@@ -122,6 +122,19 @@ impl Api {
         self.call("send_message", json!({"session": session, "text": text})).await.map(drop)
     }
 
+    /// The messages typed ahead in the session's queue: their ids and texts.
+    pub async fn queue(&self, session: &str) -> Vec<(String, String)> {
+        let view = self.call("load_session", json!({"id": session})).await.expect("the session loads");
+        let queue = view["thread"]["turn"]["queue"].as_array().cloned().unwrap_or_default();
+        queue.iter().map(|queued| (queued["id"].as_str().unwrap().into(), queued["text"].as_str().unwrap().into())).collect()
+    }
+
+    /// Takes a message typed ahead back out of the queue.
+    pub async fn remove_queued(&self, session: &str, message_id: &str) -> Result<(), AppError> {
+        let change = json!({"change": "remove", "message_id": message_id});
+        self.call("change_queue", json!({"session": session, "change": change})).await.map(drop)
+    }
+
     /// Answers `question` with the option `label`.
     pub async fn answer(&self, session: &str, tool_use_id: &str, question: &str, label: &str) -> Result<(), AppError> {
         let answers = [QuestionAnswer::new(question, &[label], None, None)];
