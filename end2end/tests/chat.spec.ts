@@ -82,13 +82,15 @@ test("Enter sends, Shift+Enter starts a new line, and the composer says why it c
   await expect(box).toHaveValue("");
   await waitForTurnEnd(page);
 
-  // While the agent works, Send is disabled and the reason is given.
+  // While the agent works, Send stays enabled: what is sent now is queued for its next turn.
   await box.fill("a long one");
   await box.press("Enter");
   await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
   await box.fill("next message");
-  await expect(page.getByRole("button", { name: "Send" })).toBeDisabled();
-  await expect(composerHint(page)).toHaveText("The agent is working. Wait for it, or press Stop.");
+  await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+  await expect(composerHint(page)).toHaveText(
+    "The agent is working: what you send now is queued for its next turn. Esc stops it.",
+  );
 });
 
 test("Stop interrupts the turn", async ({ page }) => {

@@ -1,5 +1,5 @@
 import { test, expect, type Page } from "@playwright/test";
-import { call, sessionStatus, startSession, waitForTurnEnd } from "./helpers";
+import { agentReplies, call, card, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
 
 // The message box takes a terminal's keys: ↑/↓ bring back earlier messages, Shift+Tab switches
 // the permission mode, Esc stops the turn.
@@ -60,4 +60,84 @@ test("Esc in the box stops the agent's turn", async ({ page }) => {
   await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
   await messageBox(page).press("Escape");
   await expect(sessionStatus(page)).toContainText("last turn stopped", { timeout: 30_000 });
+});
+
+// Typing ahead: what is sent while the agent works or waits is queued, shown under the thread,
+// editable and removable, and the agent's next turn takes it.
+
+function queued(page: Page) {
+  return page.getByRole("article", { name: "Queued message" });
+}
+
+test("a message sent while the agent works is queued, shown, and is the agent's next turn", async ({ page }) => {
+  await startSession(page, "stream please");
+  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+  await messageBox(page).fill("and then the tests");
+  await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+  await messageBox(page).press("Enter");
+  await expect(queued(page)).toContainText("and then the tests");
+  await expect(queued(page)).toContainText("Queued: sent when the agent's turn ends");
+  await expect(messageBox(page)).toHaveValue("");
+
+  // The turn ends; the queued message is the next one's, in the thread where it starts.
+  await expect(agentReplies(page).last()).toContainText("Echo: and then the tests");
+  await expect(queued(page)).toHaveCount(0);
+  await expect(page.getByRole("article", { name: "You" }).last()).toHaveText("and then the tests");
+  await expect(agentReplies(page).first()).toContainText("All done.");
+  await waitForTurnEnd(page);
+});
+
+test("a message sent while a card waits is queued, can be edited and removed, survives a reload, and goes after the answer", async ({
+  page,
+}) => {
+  const session = await startSession(page, "ask me a single question");
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+  await messageBox(page).click();
+  await messageBox(page).fill("use migrations too");
+  await messageBox(page).press("Enter");
+  await expect(queued(page)).toHaveCount(1);
+  await messageBox(page).fill("never mind this one");
+  await messageBox(page).press("Enter");
+  await expect(queued(page)).toHaveCount(2);
+  await expect(queued(page).first()).toContainText("Queued: sent once you have answered above");
+  await expect(card(page)).toHaveAttribute("data-state", "pending");
+
+  // Edited: Enter saves; removed: gone.
+  await queued(page).first().getByRole("button", { name: "Edit" }).click();
+  const editor = queued(page).first().getByRole("textbox", { name: "Edit the queued message" });
+  await expect(editor).toBeFocused();
+  await editor.fill("use migrations too, with sqlx");
+  await editor.press("Enter");
+  await expect(queued(page).first()).toContainText("use migrations too, with sqlx");
+  await queued(page).nth(1).getByRole("button", { name: "Remove" }).click();
+  await expect(queued(page)).toHaveCount(1);
+
+  // A reload shows it as it is: the server keeps the queue.
+  await page.reload();
+  await waitForHydration(page);
+  await expect(queued(page)).toHaveCount(1);
+  await expect(queued(page)).toContainText("use migrations too, with sqlx");
+
+  await card(page).getByRole("radio", { name: "Postgres" }).click();
+  await expect(page.getByText('Received "Which database should we use?"="Postgres".')).toBeVisible();
+  await expect(agentReplies(page).last()).toContainText("Echo: use migrations too, with sqlx");
+  await expect(queued(page)).toHaveCount(0);
+  await waitForTurnEnd(page);
+  const thread = (await call<any>(page.request, "load_session", { id: session })).thread;
+  const mine = thread.messages.filter((m: any) => m.role === "user").map((m: any) => m.blocks[0].text.text);
+  expect(mine).toEqual(["ask me a single question", "use migrations too, with sqlx"]);
+});
+
+test("after Stop, what was queued waits for Send now", async ({ page }) => {
+  await startSession(page, "a long one please");
+  await expect(agentReplies(page).first()).toContainText("w005");
+  await messageBox(page).fill("then summarise");
+  await messageBox(page).press("Enter");
+  await expect(queued(page)).toHaveCount(1);
+  await page.getByRole("button", { name: "Stop" }).click();
+  await expect(queued(page)).toContainText("Not sent: you stopped the agent");
+  await page.getByRole("button", { name: "Send now" }).click();
+  await expect(agentReplies(page).last()).toContainText("Echo: then summarise");
+  await expect(queued(page)).toHaveCount(0);
+  await waitForTurnEnd(page);
 });

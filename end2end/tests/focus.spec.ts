@@ -19,7 +19,7 @@ async function twoFrames(page: Page) {
   await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
 }
 
-test("a sentence typed on while a card appears stays in the message box, and Enter answers nothing", async ({ page }) => {
+test("a sentence typed on while a card appears stays in the message box, and Enter queues it: it answers nothing", async ({ page }) => {
   await startSession(page, "meanwhile: set up auth");
   await expect(messageBox(page)).toBeFocused();
   // The person goes on with their next thought while the agent works.
@@ -29,8 +29,12 @@ test("a sentence typed on while a card appears stays in the message box, and Ent
   await page.keyboard.type(" the old login page working for now");
   await page.keyboard.press("Enter");
 
+  // The whole sentence is a message, typed ahead: it waits for the answer.
+  const queued = page.getByRole("article", { name: "Queued message" });
+  await expect(queued).toContainText("and please keep the old login page working for now");
+  await expect(queued).toContainText("Queued: sent once you have answered above");
   await expect(messageBox(page)).toBeFocused();
-  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+  await expect(messageBox(page)).toHaveValue("");
   await expect(card(page)).toHaveAttribute("data-state", "pending");
   for (const option of ["JWT", "Sessions", "Other"]) {
     await expect(question(page).getByRole("radio", { name: option })).not.toBeChecked();
@@ -38,15 +42,19 @@ test("a sentence typed on while a card appears stays in the message box, and Ent
   // The card says where it is, and the key that goes to it.
   await expect(composerHint(page)).toHaveText(/asks you something above: press Esc to go to it/);
 
-  // Esc goes to the card; what was typed stays in the box.
+  // Text typed and not sent stays in the box; Esc goes to the card.
+  await page.keyboard.type("draft");
   await page.keyboard.press("Escape");
   await expect(question(page).getByRole("radio", { name: "JWT" })).toBeFocused();
-  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+  await expect(messageBox(page)).toHaveValue("draft");
   await page.keyboard.press("2");
   await expect(card(page)).toHaveAttribute("data-state", "answered");
-  await expect(agentReplies(page).last()).toContainText(`Received "${QUESTION}"="Sessions".`);
+  await expect(page.getByText(`Received "${QUESTION}"="Sessions".`)).toBeVisible();
+  // Then the queued message gets the next turn, as the person wrote it.
+  await expect(agentReplies(page).last()).toContainText("Echo: and please keep the old login page working for now");
+  await expect(queued).toHaveCount(0);
   await waitForTurnEnd(page);
-  await expect(messageBox(page)).toHaveValue("and please keep the old login page working for now");
+  await expect(messageBox(page)).toHaveValue("draft");
 });
 
 test("0 the moment the card shows, then text and Enter: that text as Other, or nothing yet", async ({ page }) => {
@@ -59,8 +67,9 @@ test("0 the moment the card shows, then text and Enter: that text as Other, or n
 
   const state = await card(page).getAttribute("data-state");
   if (state === "pending") {
-    // The 0 came before the card could take the keyboard: everything stayed in the message box.
-    await expect(messageBox(page)).toHaveValue("0OAuth 2 via Google");
+    // The 0 came before the card could take the keyboard: everything went to the message box, and
+    // Enter queued it as a message for after the answer.
+    await expect(page.getByRole("article", { name: "Queued message" })).toContainText("0OAuth 2 via Google");
     for (const option of ["JWT", "Sessions"]) {
       await expect(question(page).getByRole("radio", { name: option })).not.toBeChecked();
     }

@@ -216,6 +216,19 @@ pub async fn change_queue(session: String, change: QueueChange) -> Result<(), Ap
     manager()?.change_queue(&session, change).await
 }
 
+/// The files of a session's folder (or, on the new-session page, of the folder and agent chosen
+/// there) that best match `query`, for the message box's `@` list: at most 50, best first, as
+/// paths relative to the folder. Where the folder is a git repository, git's own list.
+#[server(input = Json, endpoint = "folder_files")]
+pub async fn folder_files(
+    #[server(default)] session: Option<String>,
+    #[server(default)] workdir: Option<String>,
+    #[server(default)] agent: Option<String>,
+    #[server(default)] query: String,
+) -> Result<Vec<String>, AppError> {
+    manager()?.folder_files(session.as_deref(), workdir.as_deref(), agent.as_deref(), &query).await
+}
+
 #[server(input = Json, endpoint = "interrupt_turn")]
 pub async fn interrupt_turn(session: String) -> Result<(), AppError> {
     manager()?.interrupt(&session).await

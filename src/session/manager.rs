@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
+use super::files::FileLists;
 use super::log::{Judged, SessionLog, SessionRuntime};
 use super::policy::SessionPolicy;
 use super::title::title_from_message;
@@ -35,6 +36,8 @@ pub struct SessionManager {
     pub(super) agent: Arc<dyn AgentBackend>,
     pub(super) turns: Arc<Turns>,
     pub(super) shutdown: CancellationToken,
+    /// The folders' files the `@` list asked for lately.
+    files: FileLists,
 }
 
 impl SessionManager {
@@ -68,7 +71,7 @@ impl SessionManager {
             retry_after: timeouts.resume_retry(),
             failures: Default::default(),
         });
-        let manager = Arc::new(Self { log, bridge, agent, turns, shutdown });
+        let manager = Arc::new(Self { log, bridge, agent, turns, shutdown, files: FileLists::default() });
         manager.follow_remote_events();
         // A parked interaction was settled: its session's agent may go on. Each session resumes
         // on its own task: one after the other, under load, the last of many parked sessions
@@ -351,9 +354,7 @@ impl SessionManager {
                 validate_message(&text)?;
                 (message_id.clone(), EventBody::QueuedMessageEdited { message_id, text })
             }
-            QueueChange::Remove { message_id } => {
-                (message_id.clone(), EventBody::QueuedMessageRemoved { message_id })
-            }
+            QueueChange::Remove { message_id } => (message_id.clone(), EventBody::QueuedMessageRemoved { message_id }),
         };
         let mut state = runtime.lock().await;
         runtime
@@ -364,6 +365,40 @@ impl SessionManager {
                 Ok(Judged::Append(body.clone(), ()))
             })
             .await
+    }
+
+    /// The files of a session's folder that best match `query`, for the message box's `@` list;
+    /// before the session exists, those of the folder chosen for it (`workdir`, else the folder
+    /// `agent` works in by default). Checked as a session's folder is: inside the allowed root.
+    pub async fn folder_files(
+        &self,
+        session: Option<&str>,
+        workdir: Option<&str>,
+        agent: Option<&str>,
+        query: &str,
+    ) -> Result<Vec<String>, AppError> {
+        let (folder, agent) = match session {
+            Some(id) => {
+                let placed = self.turns.placement(id).await?;
+                (placed.workdir, placed.agent)
+            }
+            None => {
+                let chosen = workdir.map(str::trim).filter(|dir| !dir.is_empty());
+                let folder = chosen.map(|dir| self.turns.policy.check_workdir(dir)).transpose()?;
+                (folder, agent.unwrap_or_default().to_string())
+            }
+        };
+        let folder = match folder {
+            Some(folder) => folder,
+            None => {
+                let backend = self.agent.backend(&agent).unwrap_or(&*self.agent);
+                let default = backend.default_workdir().ok_or_else(|| AppError::BadRequest {
+                    detail: "this session works in no folder, so there are no files to list".into(),
+                })?;
+                self.turns.policy.check_workdir(&default.display().to_string())?
+            }
+        };
+        Ok(self.files.matching(&folder, query).await)
     }
 
     /// Stops the session's running turn. Stopping an idle session does nothing.

@@ -1,6 +1,6 @@
 //! The message box's keys beyond Enter, as in Claude Code's terminal: ↑/↓ bring back the
 //! session's earlier messages, Shift+Tab switches the permission mode, Esc goes to the card that
-//! waits. The session pane's chunk gives them to the box (`install`, from the session pane and the
+//! waits, `@` opens the list of the folder's files (`file_list`). The session pane's chunk gives them to the box (`install`, from the session pane and the
 //! new-session choices), so that the first load of `/` carries none of them (docs/size.md).
 
 use leptos::html;
@@ -13,9 +13,16 @@ pub fn install() {
     let workspace = use_workspace();
     let recall = Recall::new();
     let keys = Callback::new(move |key: BoxKey| {
-        let BoxKey { event, draft, input } = key;
+        let BoxKey { event, draft, input, files } = key;
         let Some(event) = event else {
             recall.forget();
+            // `@` at the start of a word: the folder's files (`file_list`).
+            if let Some(el) = input.get_untracked() {
+                let caret = el.selection_start().ok().flatten().unwrap_or(0) as usize;
+                if super::file_list::at_word(&el.value(), caret).is_some() {
+                    files.set(true);
+                }
+            }
             return false;
         };
         let thread = workspace.thread.get_untracked();

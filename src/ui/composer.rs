@@ -2,7 +2,8 @@
 //! between sessions, so that what they type is never lost: text typed while a new session opens
 //! lands in that session's box, and Enter pressed meanwhile sends it there once it is open.
 //! Enter sends, Shift+Enter starts a new line; it says why it cannot send when it cannot; Stop
-//! interrupts the agent's turn. Each session's draft survives a reload and a failed send.
+//! interrupts the agent's turn. While the agent works or waits for an answer, a message sent is
+//! typed ahead: the server queues it for the next turn, and the thread shows it as queued. Each session's draft survives a reload and a failed send.
 
 use leptos::html;
 use leptos::prelude::*;
@@ -14,7 +15,7 @@ use super::kept::Kept;
 
 use super::navigation::{Page, use_location};
 use super::server_call::ServerCall;
-use super::slash::{INPUT_ID, Key, SlashBox};
+use super::slash::{BoxList, INPUT_ID, Key};
 use super::state::{BoxKey, ThreadState, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
@@ -72,6 +73,9 @@ pub fn Composer(
     // The `/` list's keys, while the chunk draws it.
     let slash_keys = StoredValue::new(None::<Callback<String, Key>>);
     let slashing = Memo::new(move |_| draft.with(|d| d.starts_with('/')));
+    // The `@` list is open (opened by the chunk's keys as an `@` word is typed).
+    let files = RwSignal::new(false);
+    let listing = Memo::new(move |_| slashing.get() || files.get());
     // The thread of the session the box writes to, once the pane shows it (not while it loads).
     let thread = move || -> Option<ThreadState> {
         let shown = workspace.thread.get()?;
@@ -92,10 +96,6 @@ pub fn Composer(
             Some("Signed out: open the new sign-in link.".into())
         } else if gone() && thread().is_some() {
             Some("This session is no longer available.".into())
-        } else if waiting() {
-            Some(ASKING.into())
-        } else if working() {
-            Some("The agent is working. Wait for it, or press Stop.".into())
         } else if send_call.pending() {
             Some("Sending…".into())
         } else if attachments.uploading() {
@@ -262,7 +262,17 @@ pub fn Composer(
             .or_else(|| stop_call.problem())
             .or_else(|| target.with(|t| *t == Target::NewSession).then(|| workspace.opening.problem()).flatten())
     };
-    let hint = move || problem().or_else(blocked);
+    // What the agent is doing, when it cannot take a message now: what is sent waits for it.
+    let status = move || {
+        if waiting() {
+            Some(ASKING)
+        } else if working() {
+            Some(WORKING)
+        } else {
+            None
+        }
+    };
+    let hint = move || problem().or_else(blocked).or_else(|| status().map(String::from));
     view! {
         <form
             class="composer"
@@ -274,9 +284,10 @@ pub fn Composer(
         >
             // Drawn by the session pane's chunk, once there is something to list.
             {move || {
-                slashing.get().then(|| {
-                    let bound = SlashBox { draft, whose, keys: slash_keys, take: Callback::new(take) };
-                    super::lazy::slash_list(bound)
+                listing.get().then(|| {
+                    let take = Callback::new(take);
+                    let bound = BoxList { draft, input, whose, keys: slash_keys, take, files };
+                    super::lazy::box_list(bound)
                 })
             }}
             <div class="composer-box">
@@ -291,7 +302,7 @@ pub fn Composer(
                     prop:value=move || draft.get()
                     on:input=move |ev| {
                         if let Some(keys) = workspace.box_keys.get_value() {
-                            keys.run(BoxKey::typed(draft, input));
+                            keys.run(BoxKey { event: None, draft, input, files });
                         }
                         let value = event_target_value(&ev);
                         target.with_untracked(Target::kept).save(&value);
@@ -317,7 +328,7 @@ pub fn Composer(
                                     ev.prevent_default();
                                     stop(());
                                 } else if let Some(keys) = workspace.box_keys.get_value()
-                                    && keys.run(BoxKey { event: Some(ev.clone()), draft, input })
+                                    && keys.run(BoxKey { event: Some(ev.clone()), draft, input, files })
                                 {
                                     ev.prevent_default();
                                 }
@@ -357,7 +368,7 @@ pub fn Composer(
                 class="composer-hint"
                 class:problem=move || problem().is_some()
                 class:idle=move || hint().is_none()
-                class:asking=move || problem().is_none() && waiting()
+                class:asking=move || problem().is_none() && blocked().is_none() && waiting()
                 aria-live="polite"
             >
                 {move || hint().unwrap_or_default()}
@@ -368,7 +379,11 @@ pub fn Composer(
 
 /// What the hint says while a card waits: the card may not have taken the focus (the person was
 /// writing here), so it says where the card is and the key that goes to it.
-const ASKING: &str = "The agent asks you something above: press Esc to go to it. What you type here stays here.";
+const ASKING: &str =
+    "The agent asks you something above: press Esc to go to it. What you send here waits for your answer.";
+
+/// What the hint says while the agent works: a message is typed ahead (queued) for its next turn.
+const WORKING: &str = "The agent is working: what you send now is queued for its next turn. Esc stops it.";
 
 /// `/model` in the box: the page's model switch takes the focus, or, with a name, is switched to
 /// it (as if picked). Says why not when the page has none or does not offer that model.

@@ -14,6 +14,10 @@ const KEYS: &[(&str, &str)] = &[
     ("n or Esc", "deny it (with the message, if you typed one)"),
     ("Enter", "in the message box: send; Shift+Enter: a new line"),
     ("Esc", "in the message box, while a card waits: go to the card (what you typed stays)"),
+    ("Esc", "in the message box, while the agent works and nothing waits: stop it"),
+    ("↑ ↓", "in the message box, empty or on its first line: bring back your earlier messages"),
+    ("Shift+Tab", "in the message box: switch the permission mode (never to bypass)"),
+    ("@", "in the message box: pick a file of the session's folder by name, as a path"),
     ("?", "show these keys"),
 ];
 

@@ -22,7 +22,7 @@ pub use super::chunk::ChunkMissing;
 use super::claude_sessions::{ClaudeSessionsList, TranscriptPane};
 use super::notify::Bell;
 use super::session_pane::SessionPane;
-use super::slash::{SlashBox, SlashMenu};
+use super::slash::{BoxList, SlashMenu};
 use super::state::{NewSessionOptions, ThreadState};
 use crate::api::SessionView;
 use crate::error::AppError;
@@ -152,13 +152,14 @@ fn draw_new_session_choices(options: NewSessionOptions) -> Result<AnyView, Chunk
     Ok(super::agent_choice::new_session_choices(options).into_any())
 }
 
-/// The message box's `/` list, drawn by the chunk while the box starts with `/`.
-pub fn slash_list(bound: SlashBox) -> impl IntoView {
+/// The message box's lists, drawn by the chunk: the `/` commands while the box starts with `/`,
+/// the folder's files while an `@` word is typed.
+pub fn box_list(bound: BoxList) -> impl IntoView {
     Suspend::new(async move {
         #[cfg(not(feature = "hydrate"))]
-        let drawn = draw_slash_list(bound);
+        let drawn = draw_box_list(bound);
         #[cfg(feature = "hydrate")]
-        let drawn = draw_slash_list(bound).await;
+        let drawn = draw_box_list(bound).await;
         drawn.unwrap_or_else(|ChunkMissing| ().into_any())
     })
 }
@@ -168,9 +169,13 @@ pub fn slash_list(bound: SlashBox) -> impl IntoView {
     leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
-fn draw_slash_list(bound: SlashBox) -> Result<AnyView, ChunkMissing> {
-    let SlashBox { draft, whose, keys, take } = bound;
-    Ok(SlashMenu::new(draft, whose).view(keys, take).into_any())
+fn draw_box_list(bound: BoxList) -> Result<AnyView, ChunkMissing> {
+    let BoxList { draft, input, whose, keys, take, files } = bound;
+    let list = move || match files.get() {
+        true => super::file_list::file_list(draft, input, whose, keys, take, files).into_any(),
+        false => SlashMenu::new(draft, whose).view(keys, take).into_any(),
+    };
+    Ok(list.into_any())
 }
 
 /// The sidebar's list of Claude Code's sessions, drawn by the chunk when it is first opened.

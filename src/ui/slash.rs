@@ -2,8 +2,8 @@
 //! takes (for Claude Code, what the CLI itself lists: built-in commands, the user's and the
 //! project's `.claude/commands`, skills), filtered as the name is typed. ↑/↓ move, Tab fills the
 //! command in (for its arguments), Enter sends it, Esc closes the list. The list is asked for once
-//! per session (or, on the welcome page, per agent). All of it but `Key` and `SlashBox` is the
-//! session pane chunk's (`lazy::slash_list`): the box, on the first load, only knows to draw it
+//! per session (or, on the welcome page, per agent). All of it but `Key` and `BoxList` is the
+//! session pane chunk's (`lazy::box_list`): the box, on the first load, only knows to draw it
 //! once `/` is typed.
 
 use leptos::prelude::*;
@@ -158,13 +158,16 @@ impl SlashMenu {
     }
 }
 
-/// What the `/` list needs of the message box: its text, whose commands to list, where the
-/// box's keys go while the list is drawn, and what takes a command.
-pub struct SlashBox {
+/// What the box's lists (the `/` commands, the `@` files) need of the message box: its text and
+/// its element, whose commands or folder to list, where the box's keys go while a list is drawn,
+/// what takes a command or a path, and whether the `@` list is open.
+pub struct BoxList {
     pub draft: RwSignal<String>,
+    pub input: leptos::prelude::NodeRef<leptos::html::Textarea>,
     pub whose: Signal<(Option<String>, String)>,
     pub keys: StoredValue<Option<Callback<String, Key>>>,
     pub take: Callback<Key>,
+    pub files: RwSignal<bool>,
 }
 
 fn option_id(i: usize) -> String {

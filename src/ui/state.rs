@@ -48,16 +48,13 @@ pub struct Workspace {
 /// (`ui::box_keys`: ↑/↓, Shift+Tab, Esc to a waiting card) once it is here: they are not in the
 /// first load of `/` (docs/size.md).
 pub struct BoxKey {
-    /// `None`: the person typed (what ↑ recalls starts again from the newest).
+    /// `None`: the person typed (what ↑ recalls starts again from the newest, and an `@` word
+    /// opens the file list).
     pub event: Option<leptos::ev::KeyboardEvent>,
     pub draft: RwSignal<String>,
     pub input: NodeRef<html::Textarea>,
-}
-
-impl BoxKey {
-    pub fn typed(draft: RwSignal<String>, input: NodeRef<html::Textarea>) -> Self {
-        Self { event: None, draft, input }
-    }
+    /// The `@` list is open.
+    pub files: RwSignal<bool>,
 }
 
 #[derive(Clone, Copy)]

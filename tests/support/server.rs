@@ -126,7 +126,10 @@ impl Api {
     pub async fn queue(&self, session: &str) -> Vec<(String, String)> {
         let view = self.call("load_session", json!({"id": session})).await.expect("the session loads");
         let queue = view["thread"]["turn"]["queue"].as_array().cloned().unwrap_or_default();
-        queue.iter().map(|queued| (queued["id"].as_str().unwrap().into(), queued["text"].as_str().unwrap().into())).collect()
+        queue
+            .iter()
+            .map(|queued| (queued["id"].as_str().unwrap().into(), queued["text"].as_str().unwrap().into()))
+            .collect()
     }
 
     /// Takes a message typed ahead back out of the queue.

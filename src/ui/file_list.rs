@@ -1,0 +1,203 @@
+//! The message box's `@` list: `@` at the start of a word lists the files of the session's folder
+//! (git's own list where it is a repository), matched fuzzily as the rest of the word is typed, on
+//! the server (`folder_files`). ↑/↓ move, Enter or Tab put the path in place of the word, Esc
+//! closes the list. All of it is the session pane chunk's (`lazy::box_list`): the box, on the
+//! first load, only knows to draw it.
+
+use leptos::html;
+use leptos::prelude::*;
+
+#[cfg(feature = "hydrate")]
+use super::slash::INPUT_ID;
+use super::slash::Key;
+use super::state::use_workspace;
+
+/// The word being typed at the caret, when it starts with `@`: where the `@` is (a byte offset
+/// in `text`) and what follows it up to the caret. `caret` counts UTF-16 units, as the browser
+/// does.
+pub fn at_word(text: &str, caret: usize) -> Option<(usize, String)> {
+    let mut units = 0;
+    let end = text.char_indices().find_map(|(at, c)| {
+        let here = (units >= caret).then_some(at);
+        units += c.len_utf16();
+        here
+    });
+    let before = &text[..end.unwrap_or(text.len())];
+    let start =
+        before.rfind(char::is_whitespace).map_or(0, |at| at + before[at..].chars().next().map_or(1, char::len_utf8));
+    let word = &before[start..];
+    word.strip_prefix('@').filter(|rest| !rest.contains('@')).map(|rest| (start, rest.to_string()))
+}
+
+/// `text` with the `@` word at `start` (as far as the caret, `typed` after the `@`) made `@path `;
+/// and where the caret goes (in UTF-16 units): after the space.
+fn with_path(text: &str, start: usize, typed: &str, path: &str) -> (String, usize) {
+    let end = start + 1 + typed.len();
+    let inserted = format!("@{path} ");
+    let rest = text[end..].trim_start_matches(|c: char| !c.is_whitespace());
+    let rest = rest.strip_prefix(' ').unwrap_or(rest);
+    let caret = text[..start].encode_utf16().count() + inserted.encode_utf16().count();
+    (format!("{}{inserted}{rest}", &text[..start]), caret)
+}
+
+/// The list, above the box, while `open`; the box's keys go through `keys` first.
+pub fn file_list(
+    draft: RwSignal<String>,
+    input: NodeRef<html::Textarea>,
+    whose: Signal<(Option<String>, String)>,
+    keys: StoredValue<Option<Callback<String, Key>>>,
+    take: Callback<Key>,
+    open: RwSignal<bool>,
+) -> impl IntoView {
+    let workspace = use_workspace();
+    // The `@` word at the caret, read again as the box's text changes.
+    let word = Memo::new(move |_| {
+        let text = draft.get();
+        let caret = input
+            .get_untracked()
+            .and_then(|el| el.selection_start().ok().flatten())
+            .map_or(text.encode_utf16().count(), |at| at as usize);
+        at_word(&text, caret)
+    });
+    let found = RwSignal::new(Vec::<String>::new());
+    let problem = RwSignal::new(None::<String>);
+    let active = RwSignal::new(0_usize);
+    // Asked for at every change of the word; an answer to a word no longer typed is dropped.
+    Effect::new(move |_| {
+        let Some((_, query)) = word.get() else {
+            open.set(false);
+            return;
+        };
+        active.set(0);
+        let (session, agent) = whose.get_untracked();
+        let workdir = session.is_none().then(|| workspace.new_session.workdir.get_untracked());
+        let agent = session.is_none().then_some(agent);
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            let listed = crate::api::folder_files(session, workdir, agent, query.clone()).await;
+            if word.with_untracked(|w| w.as_ref().map(|(_, q)| q) != Some(&query)) {
+                return;
+            }
+            match listed {
+                Ok(files) => {
+                    problem.set(None);
+                    found.set(files);
+                }
+                Err(error) => {
+                    found.set(Vec::new());
+                    problem.set(Some(error.to_string()));
+                }
+            }
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (session, workdir, agent, query);
+    });
+    let choose = move |index: usize| -> Key {
+        let Some((start, typed)) = word.get_untracked() else { return Key::Pass };
+        let Some(path) = found.with_untracked(|files| files.get(index).cloned()) else { return Key::Pass };
+        let (text, caret) = with_path(&draft.get_untracked(), start, &typed, &path);
+        open.set(false);
+        // Once the box holds the new text, the caret goes after the path.
+        request_animation_frame(move || {
+            if let Some(el) = input.get_untracked() {
+                let _ = el.set_selection_range(caret as u32, caret as u32);
+            }
+        });
+        Key::Take { text, send: false }
+    };
+    let on_key = move |key: String| -> Key {
+        let count = found.with_untracked(Vec::len);
+        match key.as_str() {
+            "Escape" => open.set(false),
+            "ArrowDown" if count > 0 => active.update(|a| *a = (*a + 1) % count),
+            "ArrowUp" if count > 0 => active.update(|a| *a = (*a + count - 1) % count),
+            "Enter" | "Tab" if count > 0 => return choose(active.get_untracked()),
+            _ => return Key::Pass,
+        }
+        Key::Handled
+    };
+    keys.set_value(Some(Callback::new(on_key)));
+    on_cleanup(move || keys.set_value(None));
+    #[cfg(feature = "hydrate")]
+    {
+        Effect::new(move |_| {
+            let active = (!found.with(Vec::is_empty)).then(|| option_id(active.get()));
+            if let Some(input) = document().get_element_by_id(INPUT_ID) {
+                let _ = input.set_attribute("aria-controls", "file-list");
+                let _ = match active {
+                    Some(id) => input.set_attribute("aria-activedescendant", &id),
+                    None => input.remove_attribute("aria-activedescendant"),
+                };
+            }
+        });
+        on_cleanup(|| {
+            if let Some(input) = document().get_element_by_id(INPUT_ID) {
+                let _ = input.set_attribute("aria-controls", "slash-list");
+                let _ = input.remove_attribute("aria-activedescendant");
+            }
+        });
+    }
+    let options = move || {
+        found
+            .get()
+            .into_iter()
+            .enumerate()
+            .map(|(i, path)| {
+                let (folder, name) = match path.rsplit_once('/') {
+                    Some((folder, name)) => (format!("{folder}/"), name.to_string()),
+                    None => (String::new(), path.clone()),
+                };
+                view! {
+                    <li
+                        id=option_id(i)
+                        role="option"
+                        class="slash-option file-option"
+                        aria-selected=move || (active.get() == i).to_string()
+                        // The box keeps the focus (and the keyboard) while an option is clicked.
+                        on:mousedown=|ev| ev.prevent_default()
+                        on:click=move |_| take.run(choose(i))
+                    >
+                        <span class="slash-name">{name}</span>
+                        <span class="slash-hint">{folder}</span>
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <ul id="file-list" class="slash-list" role="listbox" aria-label="Files">
+            {options}
+            <li class="file-list-note" role="presentation" hidden=move || problem.with(Option::is_none) && !found.with(Vec::is_empty)>
+                {move || problem.get().unwrap_or_else(|| "No file matches".into())}
+            </li>
+        </ul>
+    }
+}
+
+fn option_id(i: usize) -> String {
+    format!("file-option-{i}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_at_sign_opens_a_word_only_at_its_start() {
+        assert_eq!(at_word("@", 1), Some((0, String::new())));
+        assert_eq!(at_word("look at @src/ma", 15), Some((8, "src/ma".into())));
+        assert_eq!(at_word("look at @src/ma and more", 15), Some((8, "src/ma".into())), "the word as far as the caret");
+        assert_eq!(at_word("mail me@example.com", 19), None, "inside a word");
+        assert_eq!(at_word("@src done", 9), None, "the caret left the word");
+        assert_eq!(at_word("line\n@rea", 9), Some((5, "rea".into())));
+        // The caret counts UTF-16 units: an emoji is two.
+        assert_eq!(at_word("😀 @ab", 6), Some((5, "ab".into())));
+    }
+
+    #[test]
+    fn a_path_taken_replaces_the_word_and_the_caret_follows_it() {
+        assert_eq!(with_path("see @ma", 4, "ma", "src/main.rs"), ("see @src/main.rs ".into(), 17));
+        assert_eq!(with_path("see @ma please", 4, "ma", "src/main.rs"), ("see @src/main.rs please".into(), 17));
+        assert_eq!(with_path("@mai and", 0, "ma", "src/main.rs"), ("@src/main.rs and".into(), 13));
+    }
+}

@@ -1,0 +1,169 @@
+//! The messages the person typed ahead (`TurnState::queue`), under the thread: each says when it
+//! will be sent, and can be edited or removed until then; after a turn the person stopped, they
+//! wait for "Send now" (or go with the next message).
+
+use leptos::html;
+use leptos::prelude::*;
+
+use super::attachments::{attached_file, attached_image};
+use super::server_call::ServerCall;
+use super::state::ThreadState;
+use crate::api::ChangeQueue;
+use crate::error::validate_message;
+use crate::thread::{AttachmentRef, Image, QueueChange, QueuedMessage, TurnOutcome};
+
+/// Why the queue waits, in words (the queue waits for this, then goes).
+fn waits_for(thread: ThreadState) -> &'static str {
+    let held = thread.turn.with(|turn| !turn.working && turn.last_outcome == Some(TurnOutcome::Interrupted));
+    if thread.waiting.get() {
+        "Queued: sent once you have answered above"
+    } else if held {
+        "Not sent: you stopped the agent"
+    } else {
+        "Queued: sent when the agent's turn ends"
+    }
+}
+
+pub fn queued_messages(thread: ThreadState) -> impl IntoView {
+    let call = ServerCall::<ChangeQueue>::new();
+    let queue = Memo::new(move |_| thread.turn.with(|turn| turn.queue.clone()));
+    let held = Memo::new(move |_| {
+        thread.turn.with(|turn| !turn.working && turn.last_outcome == Some(TurnOutcome::Interrupted))
+            && !thread.waiting.get()
+    });
+    let send_now = move |_| {
+        if let Some(session) = thread.session() {
+            call.dispatch(ChangeQueue { session, change: QueueChange::SendNow }, |()| {});
+        }
+    };
+    view! {
+        <For each=move || queue.get() key=|queued| (queued.id.clone(), queued.text.clone()) let:queued>
+            {queued_message(thread, call, queued)}
+        </For>
+        <div class="queued-actions" hidden=move || queue.with(Vec::is_empty) || !held.get()>
+            <button type="button" class="button small primary" on:click=send_now disabled=move || call.pending()>
+                "Send now"
+            </button>
+        </div>
+        <p class="queued-problem" role="alert" hidden=move || call.problem().is_none()>
+            {move || call.problem().unwrap_or_default()}
+        </p>
+    }
+}
+
+fn queued_message(thread: ThreadState, call: ServerCall<ChangeQueue>, queued: QueuedMessage) -> impl IntoView {
+    let QueuedMessage { id, text, attachments, .. } = queued;
+    let editing = RwSignal::new(false);
+    let editor = NodeRef::<html::Textarea>::new();
+    let change = move |change: QueueChange| {
+        if let Some(session) = thread.session() {
+            call.dispatch(ChangeQueue { session, change }, move |()| editing.set(false));
+        }
+    };
+    let (remove_id, save_id) = (id.clone(), id);
+    let remove = move |_| change(QueueChange::Remove { message_id: remove_id.clone() });
+    let save = move || {
+        let Some(text) = editor.get_untracked().map(|el| el.value()) else { return };
+        if let Err(error) = validate_message(&text) {
+            call.state().problem.set(Some(error.to_string()));
+            return;
+        }
+        change(QueueChange::Edit { message_id: save_id.clone(), text });
+    };
+    let save_on_click = {
+        let save = save.clone();
+        move |_| save()
+    };
+    let original = text.clone();
+    let files: Vec<AnyView> = attachments.iter().map(attachment).collect();
+    // The editor takes the focus as it opens.
+    Effect::new(move |_| {
+        if editing.get()
+            && let Some(el) = editor.get()
+        {
+            let _ = el.focus();
+        }
+    });
+    view! {
+        <article class="message queued" data-role="user" aria-label="Queued message">
+            {move || {
+                if editing.get() {
+                    let save = save.clone();
+                    view! {
+                        <textarea
+                            node_ref=editor
+                            class="queued-editor"
+                            aria-label="Edit the queued message"
+                            rows="3"
+                            prop:value=original.clone()
+                            on:keydown=move |ev| {
+                                if ev.is_composing() {
+                                    return;
+                                }
+                                if ev.key() == "Enter" && !ev.shift_key() {
+                                    ev.prevent_default();
+                                    save();
+                                } else if ev.key() == "Escape" {
+                                    ev.prevent_default();
+                                    ev.stop_propagation();
+                                    editing.set(false);
+                                }
+                            }
+                        ></textarea>
+                    }
+                    .into_any()
+                } else {
+                    view! { <p class="plain-text">{text.clone()}</p> }.into_any()
+                }
+            }}
+            {files}
+            <p class="queued-note">
+                <span class="queued-when">{move || waits_for(thread)}</span>
+                <span class="queued-buttons">
+                    <button
+                        type="button"
+                        class="link-button"
+                        hidden=move || editing.get()
+                        disabled=move || call.pending()
+                        on:click=move |_| editing.set(true)
+                    >
+                        "Edit"
+                    </button>
+                    <button
+                        type="button"
+                        class="link-button"
+                        hidden=move || !editing.get()
+                        disabled=move || call.pending()
+                        on:click=save_on_click
+                    >
+                        "Save"
+                    </button>
+                    <button
+                        type="button"
+                        class="link-button"
+                        hidden=move || !editing.get()
+                        on:click=move |_| editing.set(false)
+                    >
+                        "Cancel"
+                    </button>
+                    <button
+                        type="button"
+                        class="link-button"
+                        hidden=move || editing.get()
+                        disabled=move || call.pending()
+                        on:click=remove
+                    >
+                        "Remove"
+                    </button>
+                </span>
+            </p>
+        </article>
+    }
+}
+
+fn attachment(file: &AttachmentRef) -> AnyView {
+    match file.kind() {
+        Some(crate::thread::attachment::Kind::Image(_)) => attached_image(&Image::attached(file)).into_any(),
+        _ => attached_file(file).into_any(),
+    }
+}
