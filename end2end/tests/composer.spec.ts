@@ -1,4 +1,7 @@
 import { test, expect, type Page } from "@playwright/test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
 import { agentReplies, call, card, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
 
 // The message box takes a terminal's keys: ↑/↓ bring back earlier messages, Shift+Tab switches
@@ -140,4 +143,40 @@ test("after Stop, what was queued waits for Send now", async ({ page }) => {
   await expect(agentReplies(page).last()).toContainText("Echo: then summarise");
   await expect(queued(page)).toHaveCount(0);
   await waitForTurnEnd(page);
+});
+
+test("@ lists the session folder's files, filtered as typed; Enter puts the path in the box, Esc closes the list", async ({
+  page,
+}) => {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-at-"));
+  for (const file of ["src/session/manager.rs", "src/main.rs", "README.md"]) {
+    fs.mkdirSync(path.dirname(path.join(folder, file)), { recursive: true });
+    fs.writeFileSync(path.join(folder, file), "");
+  }
+  try {
+    const summary = await call<any>(page.request, "create_session", { workdir: folder });
+    await page.goto(`/s/${summary.id}`);
+    await waitForHydration(page);
+    const box = messageBox(page);
+    await box.click();
+    await box.pressSequentially("look at @");
+    const list = page.getByRole("listbox", { name: "Files" });
+    await expect(list.getByRole("option")).toHaveCount(3);
+    await box.pressSequentially("mana");
+    await expect(list.getByRole("option")).toHaveCount(1);
+    await expect(list.getByRole("option").first()).toHaveAttribute("aria-selected", "true");
+    await expect(box).toHaveAttribute("aria-activedescendant", "file-option-0");
+    await box.press("Enter");
+    await expect(box).toHaveValue("look at @src/session/manager.rs ");
+    await expect(list).toHaveCount(0);
+    await box.pressSequentially("and @READ");
+    await expect(list.getByRole("option").first()).toContainText("README.md");
+    await box.press("Escape");
+    await expect(list).toHaveCount(0);
+    await expect(box).toHaveValue("look at @src/session/manager.rs and @READ");
+    // Esc closed the list and nothing else: no turn ran.
+    await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
 });

@@ -129,13 +129,11 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         event.prevent_default();
     };
     life.take_focus_when_pending(root, move || {
-        if let Some(root) = root.try_get_untracked().flatten() {
-            if let Some(at_end) = bring_into_view(&root, None) {
-                thread.following.set_value(at_end);
-            }
-            focus_in_place(&root);
-            placed.set_value(true);
-        }
+        let root = root.try_get_untracked().flatten()?;
+        let at_end = bring_into_view(&root, None);
+        focus_in_place(&root);
+        placed.set_value(true);
+        at_end
     });
     life.let_go_of_focus_when_closed(root);
     life.retry_when_back(retry);

@@ -28,10 +28,16 @@ pub fn install() {
         let thread = workspace.thread.get_untracked();
         match event.key().as_str() {
             // To the card that waits; what was typed stays in the box.
-            "Escape" => {
-                thread.is_some_and(|t| t.waiting.try_get_untracked().unwrap_or(false))
-                    && super::focus::go_to_waiting_card(None)
-            }
+            "Escape" => match thread.filter(|t| t.waiting.try_get_untracked().unwrap_or(false)) {
+                Some(thread) => match super::focus::go_to_waiting_card(None) {
+                    Some(at_end) => {
+                        thread.following.try_set_value(at_end);
+                        true
+                    }
+                    None => false,
+                },
+                None => false,
+            },
             "Tab" if event.shift_key() => next_permission_mode(),
             "ArrowUp" | "ArrowDown" if !event.shift_key() => {
                 recall.step(event.key() == "ArrowUp", input, draft, thread)

@@ -213,26 +213,27 @@ fn waiting_card(but: Option<&web_sys::Element>) -> Option<web_sys::HtmlElement> 
 
 /// Moves the focus to the first card that waits (other than `but`), brought into view: Esc in the
 /// message box, or the card before it was answered. Its first unanswered question's option gets
-/// the focus on a question card, the card itself on a permission card. Says whether there was one.
-pub fn go_to_waiting_card(but: Option<&leptos::web_sys::Element>) -> bool {
+/// the focus on a question card, the card itself on a permission card. `None` when no card waits;
+/// else whether the thread's end is in view (`bring_into_view`), for the thread to follow it or not.
+pub fn go_to_waiting_card(but: Option<&leptos::web_sys::Element>) -> Option<bool> {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
-        let Some(card) = waiting_card(but) else { return false };
+        let card = waiting_card(but)?;
         let question = card.query_selector(".qc-question.unanswered").ok().flatten();
-        let _ = bring_into_view(&card, question.as_ref());
+        let at_end = bring_into_view(&card, question.as_ref()).unwrap_or(true);
         let target = question
             .as_ref()
             .and_then(|q| q.query_selector("input:checked, input").ok().flatten())
             .and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
             .unwrap_or(card);
         focus_in_place(&target);
-        true
+        Some(at_end)
     }
     #[cfg(not(feature = "hydrate"))]
     {
         let _ = but;
-        false
+        None
     }
 }
 

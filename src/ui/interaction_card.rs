@@ -54,6 +54,9 @@ pub struct CardLife {
     unreachable: RwSignal<bool>,
     /// The thread's redraws, held while an answer from here reaches the agent.
     hold: Option<super::state::Hold>,
+    /// Whether the thread follows its end: a card brought into view above it stops that.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    following: Option<StoredValue<bool>>,
 }
 
 impl CardLife {
@@ -63,6 +66,7 @@ impl CardLife {
         let thread = use_context::<super::state::ThreadState>();
         let read_only = thread.is_some_and(|t| t.read_only);
         let hold = thread.map(|t| t.hold);
+        let following = thread.map(|t| t.following);
         let phase = Memo::new(move |_| {
             call.with(|c| match &c.interaction {
                 None => Phase::Streaming,
@@ -81,7 +85,7 @@ impl CardLife {
         let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
         let parked =
             Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked)));
-        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false), hold }
+        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false), hold, following }
     }
 
     /// Sends an answer, a decision or a skip with `call`: until it lands, the page redraws only
@@ -140,20 +144,28 @@ impl CardLife {
         self.phase.with_untracked(Phase::is_open)
     }
 
-    /// Moves the focus into the card (with `focus`, which brings it into view and focuses without
-    /// scrolling) when it turns pending, so that its keys work at once; after the frame in which
-    /// its controls are drawn. Not when the person is writing elsewhere or is on another card that
-    /// waits (`focus::may_take_focus`): the message box's hint then says where the card is.
-    pub fn take_focus_when_pending(&self, root: NodeRef<html::Section>, focus: impl Fn() + Copy + 'static) {
+    /// Moves the focus into the card (with `focus`, which brings it into view, focuses without
+    /// scrolling and says whether the thread's end is in view) when it turns pending, so that its
+    /// keys work at once; after the frame in which its controls are drawn. Not when the person is
+    /// writing elsewhere or is on another card that waits (`focus::may_take_focus`): the message
+    /// box's hint then says where the card is. A card brought into view above the thread's end
+    /// stops the thread following its end (which would scroll it away again).
+    pub fn take_focus_when_pending(
+        &self,
+        root: NodeRef<html::Section>,
+        focus: impl Fn() -> Option<bool> + Copy + 'static,
+    ) {
         #[cfg(feature = "hydrate")]
         {
-            let phase = self.phase;
+            let (phase, following) = (self.phase, self.following);
             Effect::new(move |was_pending: Option<bool>| {
                 let pending = phase.with(|p| *p == Phase::Pending);
                 if pending && was_pending != Some(true) {
                     request_animation_frame(move || {
-                        if root.try_get_untracked().flatten().is_some_and(|card| super::focus::may_take_focus(&card)) {
-                            focus();
+                        if root.try_get_untracked().flatten().is_some_and(|card| super::focus::may_take_focus(&card))
+                            && let (Some(at_end), Some(following)) = (focus(), following)
+                        {
+                            following.try_set_value(at_end);
                         }
                     });
                 }
@@ -172,7 +184,7 @@ impl CardLife {
         #[cfg(feature = "hydrate")]
         {
             use wasm_bindgen::JsCast;
-            let phase = self.phase;
+            let (phase, following) = (self.phase, self.following);
             Effect::new(move |was_open: Option<bool>| {
                 let open = phase.with(Phase::is_open);
                 if was_open == Some(true) && !open {
@@ -180,11 +192,19 @@ impl CardLife {
                     let card = root.get_untracked();
                     let in_card = card.as_ref().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
                     let lost = active.is_none_or(|el| el.tag_name() == "BODY");
-                    if (in_card || lost)
-                        && !super::focus::go_to_waiting_card(card.as_deref())
-                        && let Some(composer) = document().query_selector(".composer-input").ok().flatten()
-                    {
-                        _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
+                    if in_card || lost {
+                        match super::focus::go_to_waiting_card(card.as_deref()) {
+                            Some(at_end) => {
+                                if let Some(following) = following {
+                                    following.try_set_value(at_end);
+                                }
+                            }
+                            None => {
+                                if let Some(composer) = document().query_selector(".composer-input").ok().flatten() {
+                                    _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
+                                }
+                            }
+                        }
                     }
                 }
                 open

@@ -216,26 +216,21 @@ impl Card {
 
     /// The card opened: it is brought into view (its first unanswered question at the top when it
     /// is taller than the thread), and the focus goes to that question's chosen option, or its
-    /// first. That focus chooses nothing (`placed`).
-    pub(super) fn take_focus(&self) {
+    /// first. That focus chooses nothing (`placed`). Says whether the thread's end is in view.
+    pub(super) fn take_focus(&self) -> Option<bool> {
         let index = self.current_question();
         let chosen = self.questions.with_untracked(|q| {
             let labels = self.drafts.with_untracked(|d| d.get(index).map(|d| d.labels.clone()).unwrap_or_default());
             q.get(index).and_then(|q| q.options.iter().position(|o| labels.contains(&o.label)))
         });
-        let Some(input) = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))
-        else {
-            return;
-        };
-        if let Some(root) = self.root.get_untracked() {
+        let input = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))?;
+        let at_end = self.root.get_untracked().and_then(|root| {
             let question = input.closest("fieldset").ok().flatten();
-            let at_end = bring_into_view(&root, question.as_ref());
-            if let (Some(at_end), Some(thread)) = (at_end, use_context::<super::super::state::ThreadState>()) {
-                thread.following.set_value(at_end);
-            }
-        }
+            bring_into_view(&root, question.as_ref())
+        });
         focus_in_place(&input);
         self.placed.set_value(true);
+        at_end
     }
 
     pub(super) fn submit(&self) {
