@@ -31,6 +31,9 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
         thread.turn.with(|turn| !turn.working && turn.last_outcome == Some(TurnOutcome::Interrupted))
             && !thread.waiting.get()
     });
+    // What was queued before the page showed it (a reload) stays where the person scrolled; what
+    // is queued from now on is shown (`queued_message`).
+    let shown_at_start: Vec<String> = queue.with_untracked(|q| q.iter().map(|m| m.id.clone()).collect());
     let send_now = move |_| {
         if let Some(session) = thread.session() {
             call.dispatch(ChangeQueue { session, change: QueueChange::SendNow }, |()| {});
@@ -38,7 +41,10 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
     };
     view! {
         <For each=move || queue.get() key=|queued| (queued.id.clone(), queued.text.clone()) let:queued>
-            {queued_message(thread, call, queued)}
+            {
+                let fresh = !shown_at_start.contains(&queued.id);
+                queued_message(thread, call, queued, fresh)
+            }
         </For>
         <div class="queued-actions" hidden=move || queue.with(Vec::is_empty) || !held.get()>
             <button type="button" class="button small primary" on:click=send_now disabled=move || call.pending()>
@@ -51,8 +57,25 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
     }
 }
 
-fn queued_message(thread: ThreadState, call: ServerCall<ChangeQueue>, queued: QueuedMessage) -> impl IntoView {
+/// One queued message; `fresh`: queued while this page showed the thread, so it is scrolled into
+/// view (the queue is the thread's end: the thread follows it again).
+fn queued_message(
+    thread: ThreadState,
+    call: ServerCall<ChangeQueue>,
+    queued: QueuedMessage,
+    fresh: bool,
+) -> impl IntoView {
     let QueuedMessage { id, text, attachments, .. } = queued;
+    let article = NodeRef::<html::Article>::new();
+    if fresh {
+        request_animation_frame(move || {
+            let Some(scroller) = article.get_untracked().and_then(|el| el.closest(".thread").ok().flatten()) else {
+                return;
+            };
+            thread.following.try_set_value(true);
+            scroller.set_scroll_top(scroller.scroll_height());
+        });
+    }
     let editing = RwSignal::new(false);
     let editor = NodeRef::<html::Textarea>::new();
     let change = move |change: QueueChange| {
@@ -85,7 +108,7 @@ fn queued_message(thread: ThreadState, call: ServerCall<ChangeQueue>, queued: Qu
         }
     });
     view! {
-        <article class="message queued" data-role="user" aria-label="Queued message">
+        <article class="message queued" data-role="user" aria-label="Queued message" node_ref=article>
             {move || {
                 if editing.get() {
                     let save = save.clone();

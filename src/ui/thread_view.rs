@@ -69,10 +69,13 @@ fn follow_newest(scroller: NodeRef<html::Div>, pinned: StoredValue<bool>) {
                     el.set_scroll_top(el.scroll_height());
                 }
             });
+            // The content, as it grows; and the thread itself, as the message box below it grows
+            // or shrinks (its hint's lines, the text being written): the end stays in view.
             if let (Some(content), Ok(observer)) =
                 (el.first_element_child(), web_sys::ResizeObserver::new(on_resize.as_ref().unchecked_ref()))
             {
                 observer.observe(&content);
+                observer.observe(&el);
             }
             on_resize.forget();
         });
@@ -170,6 +173,9 @@ fn turn_footer(thread: ThreadState) -> impl IntoView {
             _ if turn.working && thread.waiting.get() => ("waiting", "Waiting for you: answer above".to_string()),
             _ if turn.working => ("working", "Working…".to_string()),
             _ if thread.waiting.get() => ("paused", "Paused until you answer above".to_string()),
+            Some(TurnOutcome::Interrupted) if !turn.queue.is_empty() => {
+                ("stopped", "Stopped. What you queued waits below: Send now, or write on.".to_string())
+            }
             Some(TurnOutcome::Interrupted) => ("stopped", "Stopped. Send a message to go on.".to_string()),
             Some(TurnOutcome::Failed { error }) => ("failed", format!("The agent failed: {error}")),
             _ => ("", String::new()),
