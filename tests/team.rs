@@ -289,7 +289,8 @@ async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_tur
     api_a.send(&id, "Set up auth").await.unwrap();
     // A's agent waits for the answer, running (not parked): its turn holds A's lease.
     tab_b.until("the question, on B's tab", opened).await;
-    assert_eq!(api_b.send(&id, "overtaking").await, Err(AppError::AgentBusy), "the agent runs on A");
+    // Typed ahead through B while the agent runs on A: queued, for after that turn.
+    api_b.send(&id, "and then the tests").await.expect("queued");
 
     a.start_kill().unwrap();
     a.wait().await.unwrap();
@@ -306,9 +307,10 @@ async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_tur
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Abandoned));
     assert!(!thread.turn.working);
 
-    // The session goes on through B.
-    api_b.send(&id, "Once more").await.unwrap();
-    let asked = tab_b.until("B's own question", opened).await;
+    // The session goes on through B, with the message that waited for the turn A left.
+    let asked = tab_b.until("the queued message's question, on B", opened).await;
+    let thread = fold(&tab_b.log);
+    assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).last().unwrap().text(), "and then the tests");
     api_b.answer(&id, &asked, QUESTION, "Sessions").await.unwrap();
     tab_b.until("B's reply", ended(TurnOutcome::Completed)).await;
     assert_eq!(last_reply(&fold(&tab_b.log)), "got \"Which auth?\"=\"Sessions\"");

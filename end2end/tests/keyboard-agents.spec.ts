@@ -35,6 +35,26 @@ async function serverFor(agent: Agent, mock: OwnMock, files: Record<string, stri
   return OwnServer.start(["--agent", "claude", "--claude-bin", claudeBin, "--workdir", project], env);
 }
 
+/** Runs `use` with a mock playing `replies` and the agent's server against it; both killed after. */
+async function withAgent(
+  agent: Agent,
+  replies: unknown[],
+  use: (server: OwnServer, mock: OwnMock) => Promise<void>,
+  files: Record<string, string> = {},
+) {
+  const mock = await OwnMock.start(replies);
+  try {
+    const server = await serverFor(agent, mock, files);
+    try {
+      await use(server, mock);
+    } finally {
+      await server.kill();
+    }
+  } finally {
+    await mock.kill();
+  }
+}
+
 /** The model's question, after `delay_ms`: time to be typing the next thought when it comes. */
 function asking(when: string, delay_ms = 1500) {
   return {
@@ -97,13 +117,11 @@ for (const [agent, name] of AGENTS) {
     test("a sentence typed on while the card appears is queued, never an answer; the model gets the answer, then the sentence", async ({
       page,
     }) => {
-      const mock = await OwnMock.start([
+      await withAgent(agent, [
         asking("set up auth"),
         { content: ["Sessions it is."], when: "Sessions" },
         { content: ["Keeping the old login page."], when: "old login page" },
-      ]);
-      const server = await serverFor(agent, mock);
-      try {
+      ], async (server, mock) => {
         await start(page, server, "set up auth");
         await expect(messageBox(page)).toBeFocused();
         await page.keyboard.type("and please keep");
@@ -135,16 +153,11 @@ for (const [agent, name] of AGENTS) {
         expect(answer).toContain("Sessions");
         expect(JSON.stringify(requests[1].messages)).not.toContain("old login page");
         expect(userTexts(requests[2]).join("\n")).toContain(SENTENCE);
-      } finally {
-        await server.kill();
-        await mock.kill();
-      }
+      });
     });
 
     test("0 the moment the card shows, then text and Enter: that text as Other, or nothing yet", async ({ page }) => {
-      const mock = await OwnMock.start([asking("which auth", 500), { content: ["Noted."] }, { content: ["Noted too."] }]);
-      const server = await serverFor(agent, mock);
-      try {
+      await withAgent(agent, [asking("which auth", 500), { content: ["Noted."] }, { content: ["Noted too."] }], async (server, mock) => {
         await start(page, server, "which auth");
         await expect(question(page)).toBeVisible({ timeout: 30_000 });
         await page.keyboard.press("0");
@@ -162,19 +175,14 @@ for (const [agent, name] of AGENTS) {
           await expect(question(page).getByRole("textbox", { name: "Other answer" })).toHaveValue("OAuth 2 via Google");
           await expect.poll(async () => JSON.stringify((await turnRequests(mock))[1]?.messages ?? [])).toContain("OAuth 2 via Google");
         }
-      } finally {
-        await server.kill();
-        await mock.kill();
-      }
+      });
     });
 
     test("a message sent while the agent works is queued, shown, and is the model's next request", async ({ page }) => {
-      const mock = await OwnMock.start([
+      await withAgent(agent, [
         { content: ["Working on the first task."], when: "first task", delay_ms: 4000 },
         { content: ["On the second thought now."], when: "second thought" },
-      ]);
-      const server = await serverFor(agent, mock);
-      try {
+      ], async (server, mock) => {
         await start(page, server, "the first task");
         await expect(page.getByRole("button", { name: "Stop" })).toBeVisible({ timeout: 30_000 });
         await messageBox(page).fill("a second thought");
@@ -190,19 +198,14 @@ for (const [agent, name] of AGENTS) {
         expect(requests).toHaveLength(2);
         expect(userTexts(requests[0]).join("\n")).not.toContain("second thought");
         expect(userTexts(requests[1]).join("\n")).toContain("a second thought");
-      } finally {
-        await server.kill();
-        await mock.kill();
-      }
+      });
     });
 
     test("the message box's keys: ↑ brings back the last message, Esc stops the turn", async ({ page }) => {
-      const mock = await OwnMock.start([
+      await withAgent(agent, [
         { content: ["Hello there."], when: "hello" },
         { content: ["This takes a while."], when: "slowly", delay_ms: 60_000 },
-      ]);
-      const server = await serverFor(agent, mock);
-      try {
+      ], async (server, mock) => {
         await start(page, server, "hello");
         await expect(agentReplies(page).last()).toContainText("Hello there.", { timeout: 60_000 });
         await waitForTurnEnd(page);
@@ -214,10 +217,7 @@ for (const [agent, name] of AGENTS) {
         await expect.poll(async () => (await turnRequests(mock)).length, { timeout: 30_000 }).toBe(2);
         await messageBox(page).press("Escape");
         await expect(sessionStatus(page)).toContainText("last turn stopped", { timeout: 30_000 });
-      } finally {
-        await server.kill();
-        await mock.kill();
-      }
+      });
     });
   });
 }
@@ -225,13 +225,12 @@ for (const [agent, name] of AGENTS) {
 test("with Claude Code, Shift+Tab switches to plan mode and the next request to the model is in it; @ lists the folder's files", async ({
   page,
 }) => {
-  const mock = await OwnMock.start([
+  const replies = [
     { content: ["Hello there."], when: "hello" },
     { content: ["A plan, then."], when: "make a plan" },
-  ]);
+  ];
   const files = { "src/session/manager.rs": "", "src/main.rs": "", "README.md": "" };
-  const server = await serverFor("claude", mock, files);
-  try {
+  await withAgent("claude", replies, async (server, mock) => {
     await start(page, server, "hello");
     await expect(agentReplies(page).last()).toContainText("Hello there.", { timeout: 60_000 });
     await waitForTurnEnd(page);
@@ -260,16 +259,11 @@ test("with Claude Code, Shift+Tab switches to plan mode and the next request to 
     expect(last).toContain("make a plan for @src/session/manager.rs");
     expect(last.toLowerCase()).toContain("plan mode");
     expect(JSON.stringify(requests[0].messages).toLowerCase()).not.toContain("plan mode is active");
-  } finally {
-    await server.kill();
-    await mock.kill();
-  }
+  }, files);
 });
 
 test("with Claude Code, New session opens the new-session page and leaves no empty session behind", async ({ page }) => {
-  const mock = await OwnMock.start([{ content: ["First."], when: "a topic" }, { content: ["Second."], when: "the new topic" }]);
-  const server = await serverFor("claude", mock);
-  try {
+  await withAgent("claude", [{ content: ["First."], when: "a topic" }, { content: ["Second."], when: "the new topic" }], async (server) => {
     await start(page, server, "a topic before");
     await expect(agentReplies(page).last()).toContainText("First.", { timeout: 60_000 });
     const sessions = async () => (await (await page.request.post(`${server.url}/api/list_sessions`, { data: {} })).json()).length;
@@ -286,10 +280,7 @@ test("with Claude Code, New session opens the new-session page and leaves no emp
     await messageBox(page).press("Enter");
     await expect(agentReplies(page).last()).toContainText("Second.", { timeout: 60_000 });
     expect(await sessions()).toBe(2);
-  } finally {
-    await server.kill();
-    await mock.kill();
-  }
+  });
 });
 
 for (const viewport of [
@@ -319,7 +310,7 @@ for (const viewport of [
         ],
       },
     });
-    const mock = await OwnMock.start([
+    await withAgent("anthropic", [
       {
         content: [
           { type: "text", text: long },
@@ -327,9 +318,7 @@ for (const viewport of [
           ask("toolu_second", "Where should the logs go?", "Files", "Journald"),
         ],
       },
-    ]);
-    const server = await serverFor("anthropic", mock);
-    try {
+    ], async (server) => {
       await start(page, server, "plan it, and ask me two things");
       await expect(page.getByRole("group", { name: "The agent asks you" })).toHaveCount(2, { timeout: 30_000 });
 
@@ -353,9 +342,6 @@ for (const viewport of [
       const next = (await second.boundingBox())!;
       expect(next.y).toBeGreaterThanOrEqual(0);
       expect(next.y + next.height).toBeLessThanOrEqual((await page.locator("form.composer").boundingBox())!.y);
-    } finally {
-      await server.kill();
-      await mock.kill();
-    }
+    });
   });
 }

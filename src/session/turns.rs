@@ -516,7 +516,8 @@ impl Turns {
         // A resume cut short did not give the agent the person's answers: it starts again.
         let then = match state.thread.next_turn() {
             Some(NextTurn::Resume) => "The agent starts again with your answer.",
-            _ => "Send a message to continue.",
+            Some(NextTurn::Messages) => "What you queued goes to the agent now.",
+            None => "Send a message to continue.",
         };
         let text = format!("{what} while the agent was working, so that turn was cut short. {then}");
         let notice = EventBody::Notice { message_id: new_id(), text };
