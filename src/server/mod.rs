@@ -69,7 +69,7 @@ pub async fn serve_until(
     if let Some(listener) = &listener {
         args.addr = listener.local_addr()?;
     }
-    std::fs::create_dir_all(&args.data_dir)
+    crate::store::private::create_dir(&args.data_dir)
         .map_err(|error| format!("cannot create the data folder {}: {error}", args.data_dir.display()))?;
     let (token, token_source) =
         access_token::resolve(args.token.as_deref(), args.no_token, &args.addr, &args.data_dir)?;

@@ -20,7 +20,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::StoreResult;
+use super::{StoreResult, private};
 use crate::thread::{EventBody, SessionEvent};
 
 /// Each session's pieces, in a folder next to the database, or in memory for a store in memory.
@@ -283,8 +283,9 @@ impl Journal {
                     Ok(file) => file,
                     Err(error) if error.kind() == ErrorKind::NotFound => {
                         // A new file: its name must survive a power cut as its first record does.
-                        fs::create_dir_all(folder)?;
-                        let file = OpenOptions::new().append(true).create(true).open(&path)?;
+                        // The folder and its files are the person's only (what the agent wrote).
+                        private::create_dir(folder)?;
+                        let file = private::options().append(true).create(true).open(&path)?;
                         File::open(folder)?.sync_all()?;
                         names.lock().expect("journal lock").insert(file_name(session));
                         file

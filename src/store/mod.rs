@@ -49,6 +49,7 @@ mod events;
 mod journal;
 mod leases;
 mod list;
+pub mod private;
 mod push;
 mod sessions;
 mod terminals;
@@ -160,6 +161,9 @@ impl Store {
     }
 
     async fn open_sqlite(path: &Path, pages: Option<u32>, synchronous: SqliteSynchronous) -> StoreResult<Self> {
+        // Made private before SQLite opens it: SQLite gives its -wal and -shm files the database
+        // file's mode, whatever the umask.
+        private::database_files(path)?;
         let mut options = SqliteConnectOptions::from_str("sqlite://")?
             .filename(path)
             .create_if_missing(true)

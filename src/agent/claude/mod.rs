@@ -10,6 +10,7 @@
 mod catalog;
 mod config;
 mod environment;
+mod plan_file;
 mod process;
 mod process_tree;
 pub mod protocol;

@@ -659,18 +659,17 @@ fn known_mode(name: Option<&str>) -> Option<PermissionMode> {
 
 /// The plan an `ExitPlanMode` request is about. Claude Code fills in `plan` from its plan file
 /// and drops what the model wrote when there is none, so look in the request, then in the plan
-/// file it names, then in what the model wrote.
+/// file it names (only inside Claude Code's plans folder: `plan_file`), then in what the model
+/// wrote.
 async fn plan_text(input: &Value, written: Option<&Value>) -> Option<String> {
-    const MAX_PLAN_BYTES: u64 = 256 * 1024;
     let text = |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_string);
     if let Some(plan) = text(input, "plan") {
         return Some(plan);
     }
-    if let Some(path) = text(input, "planFilePath") {
-        let readable = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file() && m.len() <= MAX_PLAN_BYTES);
-        if readable && let Ok(plan) = tokio::fs::read_to_string(&path).await {
-            return Some(plan);
-        }
+    if let (Some(path), Some(plans)) = (text(input, "planFilePath"), super::plan_file::plans_dir())
+        && let Some(plan) = super::plan_file::read_plan(&path, &plans).await
+    {
+        return Some(plan);
     }
     written.and_then(|written| text(written, "plan"))
 }
