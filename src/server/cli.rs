@@ -257,6 +257,14 @@ pub struct ServeArgs {
     pub site_root: Option<PathBuf>,
 }
 
+impl ServeArgs {
+    /// The sign-in cookie is `Secure` for every request: `--secure-cookies`, or a public address
+    /// that is https (the browser reaches the server over TLS, whatever the proxy in front says).
+    pub fn cookies_always_secure(&self) -> bool {
+        self.secure_cookies || self.public_url.as_deref().is_some_and(|url| url.starts_with("https://"))
+    }
+}
+
 fn parse_mode(name: &str) -> Result<PermissionMode, String> {
     name.parse()
 }
@@ -338,6 +346,19 @@ mod tests {
         assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "me"]).is_err());
         assert!(Cli::try_parse_from(["askbridge", "serve", "--push-contact", "mailto:me@example.com"]).is_ok());
         assert!(Cli::try_parse_from(["askbridge", "serve", "--public-url", "ab.example.com"]).is_err());
+    }
+
+    #[test]
+    fn an_https_public_address_makes_the_sign_in_cookie_secure() {
+        let serve = |flags: &[&str]| {
+            let cli = Cli::try_parse_from([&["askbridge", "serve"], flags].concat()).unwrap();
+            let Command::Serve(args) = cli.command else { panic!("serve") };
+            args.cookies_always_secure()
+        };
+        assert!(serve(&["--public-url", "https://ab.example.com"]));
+        assert!(serve(&["--secure-cookies"]));
+        assert!(!serve(&["--public-url", "http://10.0.0.5:3000"]));
+        assert!(!serve(&[]));
     }
 
     #[test]

@@ -466,7 +466,7 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
     if !site.root.join("pkg").is_dir() {
         warn!(site_root = %site.root.display(), "no built site here: pages will not hydrate (run `make run`)");
     }
-    let access = Access::new(args.token.clone()).with_cookies(args.secure_cookies, args.trusted_proxy.clone());
+    let access = Access::new(args.token.clone()).with_cookies(args.cookies_always_secure(), args.trusted_proxy.clone());
     let state = AppState { leptos_options: leptos_options.clone(), manager: manager.clone(), access: access.clone() };
 
     // What pages and server functions find in their context.
