@@ -11,15 +11,18 @@ use std::time::Duration;
 
 use askbridge::agent::scripted::{Scenario, ScriptedAgent};
 use askbridge::approval::Decision;
+use askbridge::error::AppError;
 use askbridge::notify::notifier::{NotifyConfig, Report, Reported};
+use askbridge::notify::outbound::PushHosts;
 use askbridge::notify::webhook::WebhookSender;
 use askbridge::notify::{Detail, Notifier, RetryPolicy, Subscription, VapidKey, Webhook};
 use askbridge::question::QuestionAnswer;
 use askbridge::session::{SessionManager, Timeouts};
-use askbridge::store::{NoticeKind, Store};
+use askbridge::store::{NoticeKind, PushSubscriptionRow, Store};
 use askbridge::testing::postgres::TestPostgres;
 use askbridge::testing::wait_until;
 use askbridge::thread::{Block, EventBody};
+use futures::FutureExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use support::push_service::{Answer, BrowserKeys, PushService, WebhookReceiver};
@@ -53,6 +56,8 @@ fn config(grace_ms: u64) -> NotifyConfig {
     };
     config.push_retry = quick;
     config.webhook_retry = quick;
+    // The test's push service, on loopback, as an operator would add one (--push-host).
+    config.push_hosts = PushHosts::with(["127.0.0.1"]);
     config
 }
 
@@ -490,6 +495,9 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
         "100ms",
         "--public-url",
         "https://ab.example.com",
+        // The test's push service, on loopback.
+        "--push-host",
+        "127.0.0.1",
     ];
     let server = support::server::Server::start(dir.path(), &flags).await;
     let api = server.api();
@@ -510,7 +518,7 @@ async fn through_the_server_a_browser_subscribes_is_told_of_a_question_and_unsub
     let phone = service.browser("phone").await;
     let to_json = |endpoint: &str| json!({"endpoint": endpoint, "expirationTime": null, "keys": {"p256dh": phone.p256dh, "auth": phone.auth}});
     api.call("push_subscribe", to_json(&phone.endpoint)).await.unwrap();
-    for refused in ["http://push.example.com/x", "not a url"] {
+    for refused in ["http://push.example.com/x", "not a url", "https://169.254.169.254/latest"] {
         let error = api.call("push_subscribe", to_json(refused)).await.unwrap_err();
         assert!(matches!(error, askbridge::error::AppError::BadRequest { .. }), "{refused}: {error:?}");
     }
@@ -537,4 +545,50 @@ async fn alone_on_sqlite_a_server_signs_with_its_own_key_file() {
     let dir = tempfile::tempdir().unwrap();
     let own = VapidKey::load_or_create(dir.path()).unwrap();
     assert_eq!(VapidKey::of_team(&store, dir.path()).await.unwrap().public_key(), own.public_key());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscriptions_to_internal_addresses_are_refused_and_nothing_reaches_them() {
+    // What a subscription could point the server at: a listener on this machine's loopback.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (service, vapid) = push_service().await;
+    let keys = service.browser("any").await;
+    let store = Store::open_in_memory().await.unwrap();
+    let mut defaults = config(100);
+    defaults.push_hosts = PushHosts::default();
+    let server = Server::start(&store, ASK_AND_QUOTE, timeouts(), defaults, vapid);
+    let internal = [
+        format!("http://127.0.0.1:{port}/push"),
+        format!("http://2130706433:{port}/push"),
+        format!("http://localhost:{port}/push"),
+        format!("https://127.0.0.1:{port}/push"),
+        "https://169.254.169.254/latest/meta-data".to_string(),
+        "https://10.0.0.1/push".to_string(),
+        "https://192.168.1.1/push".to_string(),
+        "https://[fd00::1]/push".to_string(),
+        "https://internal.example.com/push".to_string(),
+    ];
+    for endpoint in &internal {
+        let subscription = Subscription::parse(endpoint, &keys.p256dh, &keys.auth).unwrap();
+        let refused = server.notifier.subscribe(&subscription, None).await;
+        assert!(matches!(refused, Err(AppError::BadRequest { .. })), "{endpoint}: {refused:?}");
+    }
+    assert!(store.push_subscriptions().await.unwrap().is_empty());
+
+    // One stored before the check (an older version took it) is forgotten, never posted to.
+    let row = PushSubscriptionRow {
+        endpoint: format!("http://127.0.0.1:{port}/push/old"),
+        p256dh: keys.p256dh.clone(),
+        auth: keys.auth.clone(),
+        user_agent: None,
+        created_at_ms: 0,
+    };
+    store.save_push_subscription(&row).await.unwrap();
+    let mut reports = server.notifier.reports();
+    let (_, tool_use_id) = server.ask().await;
+    assert_eq!(report(&mut reports, &tool_use_id, NoticeKind::PushOpened).await, Reported::Sent { to: 0 });
+    assert!(store.push_subscriptions().await.unwrap().is_empty(), "forgotten");
+    assert!(listener.accept().now_or_never().is_none(), "nothing connected to the listener");
+    assert!(service.received().is_empty());
 }

@@ -65,7 +65,8 @@ class PushService {
 
 const test = base.extend<{ server: OwnServer; pushService: PushService }>({
   server: async ({}, use) => {
-    const server = await OwnServer.start(["--notify-after", "1s"]);
+    // The test's push service is on loopback: added as an operator would add one.
+    const server = await OwnServer.start(["--notify-after", "1s", "--push-host", "127.0.0.1"]);
     try {
       await use(server);
     } finally {

@@ -27,6 +27,7 @@
 pub mod ece;
 pub mod notice;
 pub mod notifier;
+pub mod outbound;
 pub mod presence;
 pub mod vapid;
 pub mod web_push;
@@ -55,13 +56,22 @@ pub enum Detail {
 
 /// The HTTPS client of every push and webhook, made at the first one: a server that sends none
 /// never loads the TLS roots (idle memory is budgeted at 16 MiB). rustls on ring, as the Messages
-/// API agent's; each request sets its own timeout.
+/// API agent's; each request sets its own timeout. It follows no redirect, and reaches no
+/// internal address through a name but those the operator named (`outbound`).
 #[derive(Default)]
-pub(crate) struct LazyClient(OnceLock<Result<reqwest::Client, String>>);
+pub(crate) struct LazyClient {
+    client: OnceLock<Result<reqwest::Client, String>>,
+    /// The hosts the operator named (`--push-host`, `--notify-url`), resolved as they are.
+    named: Vec<String>,
+}
 
 impl LazyClient {
+    pub(crate) fn reaching(named: Vec<String>) -> Self {
+        Self { client: OnceLock::new(), named }
+    }
+
     fn get(&self) -> Result<&reqwest::Client, String> {
-        self.0
+        self.client
             .get_or_init(|| {
                 // reqwest is built without a default crypto provider: install ring's, unless the
                 // process has one already.
@@ -69,6 +79,8 @@ impl LazyClient {
                 reqwest::Client::builder()
                     .connect_timeout(Duration::from_secs(10))
                     .user_agent(concat!("askbridge/", env!("CARGO_PKG_VERSION")))
+                    .redirect(reqwest::redirect::Policy::none())
+                    .dns_resolver(std::sync::Arc::new(outbound::PublicOnly::new(self.named.clone())))
                     .build()
                     .map_err(|error| format!("cannot set up HTTPS: {error}"))
             })

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 use super::notice::{Ask, AskEvent, close_payload, tag_of};
+use super::outbound::PushHosts;
 use super::presence::Presence;
 use super::vapid::LazyVapidKey;
 use super::web_push::{Delivery, PushMessage, PushSender, RetryPolicy, Subscription, Urgency};
@@ -62,6 +63,8 @@ pub struct NotifyConfig {
     pub push_ttl: Duration,
     pub push_retry: RetryPolicy,
     pub webhook_retry: RetryPolicy,
+    /// The push services subscriptions may name (`--push-host` adds to the browsers').
+    pub push_hosts: PushHosts,
 }
 
 impl NotifyConfig {
@@ -81,6 +84,7 @@ impl NotifyConfig {
             push_ttl: Duration::from_secs(24 * 60 * 60),
             push_retry: RetryPolicy::default(),
             webhook_retry: RetryPolicy { timeout: DEFAULT_TIMEOUT, attempts: 3, ..RetryPolicy::default() },
+            push_hosts: PushHosts::default(),
         }
     }
 }
@@ -139,7 +143,9 @@ struct Open {
 impl Notifier {
     /// `vapid`: the server's key, or where it is kept (`LazyVapidKey::in_folder`).
     pub fn new(store: Store, vapid: impl Into<LazyVapidKey>, config: NotifyConfig) -> Self {
-        let http = Arc::new(LazyClient::default());
+        let named = config.push_hosts.added().iter().cloned();
+        let http =
+            Arc::new(LazyClient::reaching(named.chain(config.webhooks.iter().filter_map(Webhook::host)).collect()));
         let push = PushSender::with_client(http.clone(), Arc::new(vapid.into()), &config.contact, config.push_retry);
         let webhooks = WebhookSender::with_client(http, config.webhook_retry);
         for hook in &config.webhooks {
@@ -216,6 +222,10 @@ impl Notifier {
 
     /// Keeps a browser's subscription (the page's `PushSubscription.toJSON()`, checked).
     pub async fn subscribe(&self, subscription: &Subscription, user_agent: Option<&str>) -> Result<(), AppError> {
+        if let Err(refused) = self.inner.config.push_hosts.check(subscription.url()) {
+            warn!(push_service = %subscription.push_service(), %refused, "refused a push subscription");
+            return Err(AppError::BadRequest { detail: format!("{refused}.") });
+        }
         let store = &self.inner.store;
         let existing = store.push_subscriptions().await?;
         if existing.len() >= MAX_SUBSCRIPTIONS && !existing.iter().any(|row| row.endpoint == subscription.endpoint()) {
@@ -423,6 +433,15 @@ impl Notifier {
                     continue;
                 }
             };
+            // Stored before the push services were checked, or before --push-host changed:
+            // nothing is sent there, and it is forgotten.
+            if let Err(refused) = self.inner.config.push_hosts.check(subscription.url()) {
+                warn!(push_service = %subscription.push_service(), %refused, "forgot a stored push subscription");
+                if let Err(error) = self.inner.store.delete_push_subscription(subscription.endpoint()).await {
+                    warn!(%error, "could not forget a push subscription");
+                }
+                continue;
+            }
             sent += 1;
             let (this, message) = (self.clone(), message.clone());
             detach(async move {

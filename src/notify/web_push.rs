@@ -90,6 +90,10 @@ impl Subscription {
         self.endpoint.as_str()
     }
 
+    pub fn url(&self) -> &reqwest::Url {
+        &self.endpoint
+    }
+
     /// The keys as stored: base64url without padding.
     pub fn p256dh_base64(&self) -> String {
         URL_SAFE_NO_PAD.encode(&self.p256dh)

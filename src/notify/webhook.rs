@@ -104,6 +104,11 @@ impl Webhook {
     }
 
     /// The receiver, for logs: its kind and host, never its path or query.
+    /// Its host: the operator named it, so the server's requests may reach it wherever it is.
+    pub fn host(&self) -> Option<String> {
+        self.url.host_str().map(str::to_string)
+    }
+
     pub fn describe(&self) -> String {
         format!("{:?} webhook at {}", self.kind, self.url.host_str().unwrap_or_default()).to_lowercase()
     }

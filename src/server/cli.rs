@@ -182,6 +182,12 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_NO_TOKEN", conflicts_with = "token")]
     pub no_token: bool,
 
+    /// A push service subscriptions may name besides the browsers' (Google's, Mozilla's, Apple's,
+    /// Microsoft's): a host name or IP address (repeat the flag or separate with commas). The
+    /// server posts to it wherever it is, over http too.
+    #[arg(long = "push-host", env = "ASKBRIDGE_PUSH_HOSTS", value_delimiter = ',')]
+    pub push_host: Vec<String>,
+
     /// Mark the sign-in cookie Secure whatever the request came over (behind a TLS proxy that is
     /// not a --trusted-proxy).
     #[arg(long, env = "ASKBRIDGE_SECURE_COOKIES")]

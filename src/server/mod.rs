@@ -162,6 +162,7 @@ async fn notifier(
     config.detail = args.notify_detail;
     config.webhooks = args.notify_url.clone();
     config.grace = args.notify_after;
+    config.push_hosts = crate::notify::outbound::PushHosts::with(args.push_host.clone());
     if let Some(contact) = &args.push_contact {
         config.contact = contact.clone();
     }
