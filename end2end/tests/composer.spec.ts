@@ -73,20 +73,21 @@ function queued(page: Page) {
 }
 
 test("a message sent while the agent works is queued, shown, and is the agent's next turn", async ({ page }) => {
-  await startSession(page, "stream please");
-  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
+  // Three hundred words at the scenario's pace: a turn long enough to look at its queue, however
+  // busy the machine.
+  await startSession(page, "a long one please");
+  await expect(agentReplies(page).first()).toContainText("w001");
   await messageBox(page).fill("and then the tests");
   await expect(page.getByRole("button", { name: "Send" })).toBeEnabled();
   await messageBox(page).press("Enter");
-  await expect(queued(page)).toContainText("and then the tests");
-  await expect(queued(page)).toContainText("Queued: sent when the agent's turn ends");
+  await expect(queued(page)).toContainText(/and then the tests[\s\S]*Queued: sent when the agent's turn ends/);
   await expect(messageBox(page)).toHaveValue("");
 
   // The turn ends; the queued message is the next one's, in the thread where it starts.
-  await expect(agentReplies(page).last()).toContainText("Echo: and then the tests");
+  await expect(agentReplies(page).last()).toContainText("Echo: and then the tests", { timeout: 30_000 });
   await expect(queued(page)).toHaveCount(0);
   await expect(page.getByRole("article", { name: "You" }).last()).toHaveText("and then the tests");
-  await expect(agentReplies(page).first()).toContainText("All done.");
+  await expect(agentReplies(page).first()).toContainText("w300");
   await waitForTurnEnd(page);
 });
 

@@ -180,7 +180,7 @@ for (const [agent, name] of AGENTS) {
 
     test("a message sent while the agent works is queued, shown, and is the model's next request", async ({ page }) => {
       await withAgent(agent, [
-        { content: ["Working on the first task."], when: "first task", delay_ms: 4000 },
+        { content: ["Working on the first task."], when: "first task", delay_ms: 8000 },
         { content: ["On the second thought now."], when: "second thought" },
       ], async (server, mock) => {
         await start(page, server, "the first task");
@@ -188,8 +188,7 @@ for (const [agent, name] of AGENTS) {
         await messageBox(page).fill("a second thought");
         await messageBox(page).press("Enter");
         const queued = page.getByRole("article", { name: "Queued message" });
-        await expect(queued).toContainText("a second thought");
-        await expect(queued).toContainText("Queued: sent when the agent's turn ends");
+        await expect(queued).toContainText(/a second thought[\s\S]*Queued: sent when the agent's turn ends/);
 
         await expect(agentReplies(page).last()).toContainText("On the second thought now.", { timeout: 60_000 });
         await expect(queued).toHaveCount(0);
