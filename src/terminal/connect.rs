@@ -55,15 +55,7 @@ impl Connection {
     }
 }
 
-/// Claude Code's config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
-pub fn claude_config_dir() -> Option<PathBuf> {
-    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => {
-            std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".claude"))
-        }
-    }
-}
+pub use crate::agent::claude::claude_config_dir;
 
 /// What `connect` is given.
 #[derive(Debug, Clone)]

@@ -7,6 +7,16 @@ use std::time::Duration;
 
 use crate::approval::PermissionMode;
 
+/// Claude Code's config folder, as it finds it: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Option<PathBuf> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|dir| !dir.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => {
+            std::env::var_os("HOME").filter(|home| !home.is_empty()).map(|home| PathBuf::from(home).join(".claude"))
+        }
+    }
+}
+
 /// How the person's answer reaches the CLI (`../shared/DESIGN.md` §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AnswerPath {

@@ -38,7 +38,7 @@ use crate::approval::{PermissionMode, Shows};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, ModelChoice, SlashCommand, Usage};
 
-pub use self::config::{AnswerPath, ClaudeConfig};
+pub use self::config::{AnswerPath, ClaudeConfig, claude_config_dir};
 pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use self::reply::{approval_reply, question_reply};
 

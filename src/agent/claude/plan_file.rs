@@ -14,11 +14,7 @@ pub const MAX_PLAN_BYTES: u64 = 256 * 1024;
 
 /// Where Claude Code writes its plans by default, as it finds its configuration folder.
 pub fn plans_dir() -> Option<PathBuf> {
-    let config = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".claude"),
-    };
-    Some(config.join("plans"))
+    Some(super::claude_config_dir()?.join("plans"))
 }
 
 /// The plan in `path`, if it is a regular file inside `plans` (links resolved) of at most

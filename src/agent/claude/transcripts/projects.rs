@@ -30,11 +30,7 @@ pub struct TranscriptFile {
 impl ProjectsDir {
     /// `$CLAUDE_CONFIG_DIR/projects` if set, else `~/.claude/projects`, as Claude Code does.
     pub fn from_env() -> Option<Self> {
-        let config = match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-            Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".claude"),
-        };
-        Some(Self::new(config.join("projects")))
+        Some(Self::new(super::super::claude_config_dir()?.join("projects")))
     }
 
     pub fn new(root: impl Into<PathBuf>) -> Self {
