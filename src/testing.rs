@@ -2,6 +2,7 @@
 //! deadline and a message that says what never happened; a private Postgres server (`postgres`).
 
 pub mod postgres;
+pub mod small_disk;
 
 use std::future::Future;
 use std::time::Duration;

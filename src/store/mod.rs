@@ -181,8 +181,12 @@ impl Store {
             StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
             other => other,
         };
-        let pool =
-            SqlitePoolOptions::new().max_connections(8).connect_with(options).await.map_err(|e| named(e.into()))?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .after_release(|connection, _| Box::pin(Self::out_of_transaction(connection)))
+            .connect_with(options)
+            .await
+            .map_err(|e| named(e.into()))?;
         // Tables, but none of ours: someone else's database, which the migrations would change.
         let tables: Vec<String> =
             sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
@@ -206,6 +210,33 @@ impl Store {
             .connect_with(options)
             .await?;
         Self::migrated_sqlite(pool, journal::Journal::in_memory()).await
+    }
+
+    /// Whether a SQLite connection going back to the pool holds nothing: no transaction open, in
+    /// SQLite's view or in sqlx's. When a write fails (a full disk, an I/O error), SQLite may roll
+    /// the transaction back by itself; sqlx's ROLLBACK then fails and sqlx still counts a
+    /// transaction, so the connection's next `begin` is a SAVEPOINT, whose failure rolls back to
+    /// it and leaves a transaction open holding the write lock: every other writer then waits
+    /// out the busy timeout and fails "database is locked", until a restart. A connection found
+    /// so is closed instead of kept (SQLite rolls back and frees its locks on close), and the pool
+    /// opens a fresh one when it needs it.
+    async fn out_of_transaction(connection: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+        use sqlx::Connection;
+        // After the rollback a dropped transaction queued on the connection.
+        connection.ping().await?;
+        if connection.is_in_transaction() {
+            tracing::warn!("a store connection was left inside a transaction after a failed write: closed");
+            return Ok(false);
+        }
+        let mut handle = connection.lock_handle().await?;
+        // SAFETY: the handle is this connection's open `sqlite3`, locked for our use while `handle`
+        // lives; sqlite3_get_autocommit only reads its state. Hand-written because sqlx has no
+        // safe way to ask SQLite itself, and its own count is what goes wrong here.
+        let autocommit = unsafe { libsqlite3_sys::sqlite3_get_autocommit(handle.as_raw_handle().as_ptr()) };
+        if autocommit == 0 {
+            tracing::warn!("a store connection was left inside a transaction SQLite kept open: closed");
+        }
+        Ok(autocommit != 0)
     }
 
     async fn migrated_sqlite(pool: SqlitePool, journal: journal::Journal) -> StoreResult<Self> {
