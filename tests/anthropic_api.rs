@@ -132,7 +132,9 @@ async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() 
         .unwrap()
         .into_iter()
         .filter_map(|event| match event.body {
-            EventBody::ToolInputPreview { tool_use_id, questions } if tool_use_id == "toolu_ask" => Some(questions),
+            EventBody::ToolInputPreview { tool_use_id, from: 0, questions } if tool_use_id == "toolu_ask" => {
+                Some(questions)
+            }
             _ => None,
         })
         .collect();

@@ -273,7 +273,7 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
         .iter()
         .enumerate()
         .filter_map(|(at, event)| match &event.body {
-            EventBody::ToolInputPreview { tool_use_id, questions } if tool_use_id == "toolu_ask" => {
+            EventBody::ToolInputPreview { tool_use_id, from: 0, questions } if tool_use_id == "toolu_ask" => {
                 Some((at, questions))
             }
             _ => None,

@@ -9,6 +9,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::AgentError;
+
+/// How much of a question's streaming arguments a preview reads, in bytes: far more than the
+/// questions one card asks (`question::MAX_QUESTIONS`) take to write.
+const MAX_PREVIEW_INPUT_BYTES: usize = 64 * 1024;
 use crate::approval::{Approval, PermissionMode};
 use crate::ids::new_id;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
@@ -106,11 +110,19 @@ impl dyn TurnSink + '_ {
         json: &str,
         shown: &mut Vec<Question>,
     ) -> Result<(), AgentError> {
+        // Past this, the arguments are read no more until they are complete: each delta would
+        // read them all again (their size squared, for a call of thousands of questions).
+        if json.len() > MAX_PREVIEW_INPUT_BYTES {
+            return Ok(());
+        }
         let now = normalize_partial(tool, without_open_string(json));
         if now.is_empty() || now == *shown {
             return Ok(());
         }
-        self.emit(EventBody::ToolInputPreview { tool_use_id: tool_use_id.to_string(), questions: now.clone() }).await?;
+        // Only what changed is stored: the questions before the first that differs stay.
+        let from = shown.iter().zip(&now).take_while(|(before, after)| before == after).count();
+        let questions = now[from..].to_vec();
+        self.emit(EventBody::ToolInputPreview { tool_use_id: tool_use_id.to_string(), from, questions }).await?;
         *shown = now;
         Ok(())
     }

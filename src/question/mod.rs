@@ -16,6 +16,18 @@ use crate::error::AppError;
 
 /// The longest free text ("Other", notes) an answer may carry, in characters.
 pub const MAX_ANSWER_CHARS: usize = 4000;
+/// What one card asks at most: a call over a limit opens a card that says which one, and the agent
+/// is told the same (a tool error), so it can ask again in smaller pieces. Claude Code's own
+/// `AskUserQuestion` stays well inside them (1 to 4 questions of 2 to 4 options); they bound what
+/// any agent can make the server store and the page draw.
+pub const MAX_QUESTIONS: usize = 10;
+pub const MAX_OPTIONS: usize = 12;
+/// A question's text, or a choice's description, in characters.
+pub const MAX_TEXT_CHARS: usize = 4000;
+/// A choice's label, or a question's header, in characters.
+pub const MAX_LABEL_CHARS: usize = 200;
+/// A choice's markdown preview, in characters.
+pub const MAX_PREVIEW_CHARS: usize = 20_000;
 /// The label of the free-text choice every question offers.
 pub const OTHER: &str = "Other";
 

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Choice, Question};
+use super::{Choice, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PREVIEW_CHARS, MAX_QUESTIONS, MAX_TEXT_CHARS, Question};
 
 /// The tools whose calls are questions for the person.
 pub fn is_question_tool(name: &str) -> bool {
@@ -26,6 +26,8 @@ pub enum QuestionError {
     NoQuestion,
     #[error("`questions` is empty")]
     EmptyQuestions,
+    #[error("there are {count} questions, and one card asks at most {MAX_QUESTIONS}: ask them a few at a time")]
+    TooManyQuestions { count: usize },
     #[error("question {index}: {problem}")]
     BadQuestion { index: usize, problem: String },
 }
@@ -47,6 +49,9 @@ pub fn normalize_question_args(tool: &str, args: &Value) -> Result<Vec<Question>
             };
             if items.is_empty() {
                 return Err(QuestionError::EmptyQuestions);
+            }
+            if items.len() > MAX_QUESTIONS {
+                return Err(QuestionError::TooManyQuestions { count: items.len() });
             }
             items
                 .iter()
@@ -84,13 +89,19 @@ pub fn normalize_partial(tool: &str, partial: &str) -> Vec<Question> {
     if let Ok(questions) = normalize_question_args(tool, &value) {
         return questions;
     }
-    // Lenient: keep each question that has its text, skip the rest.
-    let items: Vec<Value> = match value.get("questions") {
-        Some(Value::Array(items)) => items.clone(),
-        _ => vec![value],
+    within_limits(lenient_partial(&value))
+}
+
+/// Each question of `value` (arguments still streaming) that has its text, the rest skipped.
+fn lenient_partial(value: &Value) -> Vec<Question> {
+    let items: &[Value] = match value.get("questions") {
+        Some(Value::Array(items)) => items,
+        _ => std::slice::from_ref(value),
     };
     items
         .iter()
+        // A question past the limit is not shown.
+        .take(MAX_QUESTIONS)
         .filter_map(|item| item.as_object())
         .filter_map(|question| {
             let text = question.get("question")?.as_str()?.trim();
@@ -222,6 +233,7 @@ fn question_from(object: &Map<String, Value>, text: Option<&str>) -> Result<Ques
     if question.is_empty() {
         return Err("its `question` text is empty".into());
     }
+    too_long("its text", &question, MAX_TEXT_CHARS)?;
     let raw_options = ["options", "choices", "suggestions", "follow_up", "followUp"]
         .iter()
         .find_map(|key| object.get(*key))
@@ -237,20 +249,66 @@ fn question_from(object: &Map<String, Value>, text: Option<&str>) -> Result<Ques
     let Value::Array(items) = raw_options else {
         return Err(format!("its options are {}, not a list", kind(&raw_options)));
     };
+    if items.len() > MAX_OPTIONS {
+        return Err(format!("it has {} options, and a card shows at most {MAX_OPTIONS}", items.len()));
+    }
     let mut options: Vec<Choice> = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let choice = choice_from(item).map_err(|p| format!("option {}: {p}", index + 1))?;
+        let within = || {
+            too_long("its label", &choice.label, MAX_LABEL_CHARS)?;
+            too_long("its description", choice.description.as_deref().unwrap_or_default(), MAX_TEXT_CHARS)?;
+            too_long("its preview", choice.preview.as_deref().unwrap_or_default(), MAX_PREVIEW_CHARS)
+        };
+        within().map_err(|p| format!("option {}: {p}", index + 1))?;
         if options.iter().any(|o| o.label == choice.label) {
             return Err(format!("two options are labelled “{}”", choice.label));
         }
         options.push(choice);
     }
-    Ok(Question {
-        header: string_field(object, &["header", "title"]).unwrap_or_default(),
-        question,
-        options,
-        multi_select: multi_select(object),
-    })
+    let header = string_field(object, &["header", "title"]).unwrap_or_default();
+    too_long("its header", &header, MAX_LABEL_CHARS)?;
+    Ok(Question { header, question, options, multi_select: multi_select(object) })
+}
+
+/// The limit a text is over, said as `what` is longer than it.
+fn too_long(what: &str, text: &str, max: usize) -> Result<(), String> {
+    // Bytes bound characters from above: most texts need no count.
+    if text.len() > max && text.chars().count() > max {
+        return Err(format!("{what} is longer than {max} characters"));
+    }
+    Ok(())
+}
+
+/// A text cut to `max` characters, for a preview, which shows what fits rather than refuse.
+fn cut(text: &mut String, max: usize) {
+    if text.len() > max
+        && let Some((at, _)) = text.char_indices().nth(max)
+    {
+        text.truncate(at);
+        text.push('…');
+    }
+}
+
+/// What a preview shows of `questions`: the first the card would ask, each within the limits
+/// (the card that opens says what went over).
+fn within_limits(mut questions: Vec<Question>) -> Vec<Question> {
+    questions.truncate(MAX_QUESTIONS);
+    for question in &mut questions {
+        cut(&mut question.question, MAX_TEXT_CHARS);
+        cut(&mut question.header, MAX_LABEL_CHARS);
+        question.options.truncate(MAX_OPTIONS);
+        for choice in &mut question.options {
+            cut(&mut choice.label, MAX_LABEL_CHARS);
+            if let Some(description) = &mut choice.description {
+                cut(description, MAX_TEXT_CHARS);
+            }
+            if let Some(preview) = &mut choice.preview {
+                cut(preview, MAX_PREVIEW_CHARS);
+            }
+        }
+    }
+    questions
 }
 
 fn choice_from(item: &Value) -> Result<Choice, String> {
@@ -671,5 +729,48 @@ mod tests {
                 let _ = normalize_partial("AskUserQuestion", &text[..cut]);
             }
         }
+    }
+
+    #[test]
+    fn a_call_over_a_cards_limits_says_which_limit() {
+        let with_options = |count: usize| {
+            let options: Vec<String> = (1..=count).map(|n| format!("Option {n}")).collect();
+            serde_json::json!({"question": "Which?", "options": options})
+        };
+        assert!(normalize_question_args("AskFollowupQuestion", &with_options(MAX_OPTIONS)).is_ok());
+        let error = normalize_question_args("AskFollowupQuestion", &with_options(MAX_OPTIONS + 1)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("question 1: it has {} options, and a card shows at most {MAX_OPTIONS}", MAX_OPTIONS + 1)
+        );
+
+        let long = "x".repeat(MAX_TEXT_CHARS + 1);
+        let error = normalize_question_args("AskFollowupQuestion", &serde_json::json!({"question": long})).unwrap_err();
+        assert_eq!(error.to_string(), format!("question 1: its text is longer than {MAX_TEXT_CHARS} characters"));
+        let label = "y".repeat(MAX_LABEL_CHARS + 1);
+        let error =
+            normalize_question_args("AskFollowupQuestion", &serde_json::json!({"question": "Q?", "options": [label]}))
+                .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("question 1: option 1: its label is longer than {MAX_LABEL_CHARS} characters")
+        );
+
+        let many: Vec<_> = (0..=MAX_QUESTIONS).map(|n| serde_json::json!({"question": format!("Q{n}?")})).collect();
+        let error = normalize_question_args("AskUserQuestion", &serde_json::json!({"questions": many})).unwrap_err();
+        assert_eq!(error, QuestionError::TooManyQuestions { count: MAX_QUESTIONS + 1 });
+    }
+
+    #[test]
+    fn a_preview_shows_what_fits_in_one_card() {
+        let options: Vec<String> = (0..MAX_OPTIONS + 5).map(|n| format!("O{n}")).collect();
+        let questions: Vec<_> = (0..MAX_QUESTIONS + 5)
+            .map(|n| serde_json::json!({"question": format!("{n} {}", "w".repeat(MAX_TEXT_CHARS)), "options": options}))
+            .collect();
+        let json = serde_json::json!({"questions": questions}).to_string();
+        let preview = normalize_partial("AskUserQuestion", &json[..json.len() - 10]);
+        assert_eq!(preview.len(), MAX_QUESTIONS);
+        assert!(preview.iter().all(|q| q.options.len() == MAX_OPTIONS));
+        assert!(preview.iter().all(|q| q.question.chars().count() == MAX_TEXT_CHARS + 1 && q.question.ends_with('…')));
     }
 }

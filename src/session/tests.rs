@@ -947,3 +947,79 @@ async fn words_streamed_faster_than_the_store_writes_are_stored_together_and_who
         .count();
     assert!(pieces < WORDS / 10, "{pieces} stored pieces for {WORDS} words");
 }
+
+/// An agent that asks 10,000 questions in one call (issue 33): the card's preview stores only
+/// what changed, and stops at the most one card asks; the card that opens says what went over,
+/// and so is the agent told; deleting the session gives its space back to the file system.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_questions_cost_bounded_storage_and_a_card_that_says_why() {
+    use crate::question::{MAX_OPTIONS, MAX_QUESTIONS};
+    use crate::thread::EventBody;
+    const ASKED: usize = 10_000;
+    let questions: Vec<serde_json::Value> = (1..=ASKED)
+        .map(|n| {
+            let options: Vec<serde_json::Value> =
+                ["Yes", "No"].iter().map(|label| serde_json::json!({"label": label})).collect();
+            serde_json::json!({"question": format!("Question {n}?"), "header": format!("Q{n}"), "options": options})
+        })
+        .collect();
+    let input = serde_json::json!({ "questions": questions }).to_string();
+    let scenario = Scenario::parse(
+        &format!(
+            "pace = 1000000\nargument_chunk = 1024\n[[turn]]\n[[turn.step]]\nask = \"AskUserQuestion\"\ninput = '''{input}'''\n\
+             [[turn.step]]\nsay = \"got {{{{answer}}}}\"\n"
+        ),
+        "t",
+    )
+    .unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let database = folder.path().join("askbridge.db");
+    let store = Store::open(&database).await.unwrap();
+    let manager = SessionManager::new(store, Arc::new(ScriptedAgent::new(scenario)));
+    let session = manager.create_session(None).await.unwrap();
+    manager.send_message(&session.id, "ask me everything".into()).await.unwrap();
+    let thread = wait_until("the turn to end", Duration::from_secs(120), || async {
+        let (_, thread) = manager.snapshot(&session.id).await.unwrap();
+        (!thread.turn.working).then_some(thread)
+    })
+    .await;
+
+    // The card says what went over, and the agent was told the same.
+    let call = thread.messages[1]
+        .blocks
+        .iter()
+        .find_map(|block| match block {
+            Block::ToolCall(call) => Some(call),
+            _ => None,
+        })
+        .expect("the question's call");
+    let interaction = call.interaction.as_ref().expect("its card");
+    let said = format!("there are {ASKED} questions, and one card asks at most {MAX_QUESTIONS}");
+    assert!(
+        matches!(&interaction.request, InteractionRequest::Unreadable { error } if error.contains(&said)),
+        "{:?}",
+        interaction.request
+    );
+    assert!(thread.messages.last().unwrap().text().contains(&said), "the agent is told why");
+
+    // The preview: only what changed, and never more than one card's worth.
+    let previews: Vec<_> = manager
+        .store()
+        .events_after(&session.id, 0, u32::MAX)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|event| matches!(event.body, EventBody::ToolInputPreview { .. }))
+        .collect();
+    let stored: usize = previews.iter().map(|event| serde_json::to_string(&event.body).unwrap().len()).sum();
+    assert!(!previews.is_empty(), "the card filled in while the agent wrote");
+    assert!(previews.len() <= MAX_QUESTIONS * (MAX_OPTIONS + 2), "{} preview events", previews.len());
+    assert!(stored < 256 * 1024, "{stored} bytes of preview stored");
+
+    // Deleting the session gives its space back.
+    let size = || std::fs::metadata(&database).unwrap().len();
+    let before = size();
+    manager.delete_session(&session.id).await.unwrap();
+    let after = size();
+    assert!(after + input.len() as u64 / 2 < before, "the database file went from {before} to {after} bytes");
+}

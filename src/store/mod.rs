@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use sqlx::SqlitePool;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::types::Json;
 
 /// Runs `$body` with `$pool` bound to the store's pool and `$dialect` to its database: one code
@@ -173,7 +173,14 @@ impl Store {
             // loss. What it costs per event: BENCHMARKS.md, "Store durability".
             .synchronous(synchronous)
             .foreign_keys(true)
-            .busy_timeout(std::time::Duration::from_secs(10));
+            .busy_timeout(std::time::Duration::from_secs(10))
+            // A deleted session's pages go back to the file system (`give_back_space`), not to a
+            // free list that only this file can use again: set before the first table, on a new
+            // file (an older one is converted below).
+            .auto_vacuum(SqliteAutoVacuum::Incremental)
+            // The write-ahead log is cut back to this after a checkpoint, rather than staying at
+            // its largest size for good.
+            .pragma("journal_size_limit", (64 << 20).to_string());
         if let Some(pages) = pages {
             options = options.pragma("max_page_count", pages.to_string());
         }
@@ -196,7 +203,38 @@ impl Store {
         if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
             return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
         }
+        Self::converted_to_incremental_vacuum(&pool).await;
         Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
+    }
+
+    /// A file made before deleted sessions gave their space back keeps its pages until it is
+    /// rewritten once, here (VACUUM, which needs about the file's size free on the disk). A file
+    /// that cannot be converted now is used as it is, and converted at a later start.
+    async fn converted_to_incremental_vacuum(pool: &SqlitePool) {
+        const INCREMENTAL: i64 = 2;
+        let mode: Result<i64, _> = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(pool).await;
+        if mode.is_ok_and(|mode| mode != INCREMENTAL) {
+            tracing::info!("rewriting the database once, so that deleted sessions give their space back");
+            if let Err(error) = sqlx::query("VACUUM").execute(pool).await {
+                tracing::warn!(%error, "the database could not be rewritten now: deleted sessions keep their space");
+            }
+        }
+    }
+
+    /// After a delete: the pages it freed go back to the file system. SQLite only, best effort (a
+    /// failure leaves them free inside the file, used again by later writes). Postgres reuses a
+    /// deleted row's space after its own autovacuum.
+    pub(crate) async fn give_back_space(&self) {
+        let Pool::Sqlite(pool) = &self.pool else { return };
+        let freed = async {
+            sqlx::query("PRAGMA incremental_vacuum").execute(pool).await?;
+            // The file shrinks when the write-ahead log is copied into it; PASSIVE never waits
+            // for a reader (a tab's stream), and the next automatic checkpoint finishes the rest.
+            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(pool).await
+        };
+        if let Err(error) = freed.await {
+            tracing::warn!(%error, "a deleted session's space stays inside the database file for now");
+        }
     }
 
     /// A private SQLite database that lives as long as the store: for tests.

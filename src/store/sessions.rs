@@ -132,6 +132,7 @@ impl Store {
         {
             tracing::warn!(session = id, %error, "a deleted session's streamed pieces could not be removed");
         }
+        self.give_back_space().await;
         Ok(())
     }
 }

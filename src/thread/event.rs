@@ -97,8 +97,14 @@ pub enum EventBody {
     /// The questions readable so far in a question tool's streaming arguments, options included,
     /// worked out on the server (`question::normalize_partial`) so that the card fills in as the
     /// agent writes without the browser parsing partial JSON.
+    ///
+    /// Stored as what changed: the preview keeps its first `from` questions and `questions`
+    /// follow them (a question grows at the end; those before it are whole). An event written
+    /// before this had no `from`: it replaced the whole preview, as `from: 0` does.
     ToolInputPreview {
         tool_use_id: String,
+        #[serde(default)]
+        from: usize,
         questions: Vec<Question>,
     },
     ToolCallReady {

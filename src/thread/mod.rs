@@ -409,9 +409,10 @@ impl Thread {
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
                 self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
             }
-            EventBody::ToolInputPreview { tool_use_id, questions } => {
-                self.with_tool_call(tool_use_id, |call| call.preview = questions.clone())
-            }
+            EventBody::ToolInputPreview { tool_use_id, from, questions } => self.with_tool_call(tool_use_id, |call| {
+                call.preview.truncate(*from);
+                call.preview.extend(questions.iter().cloned());
+            }),
             // A question's preview stays until its card opens: the card keeps showing the options
             // it has, and opening it (with the same questions, read from the same arguments) then
             // changes only its state.

@@ -27,9 +27,6 @@ use crate::interaction::InteractionOutcome;
 use crate::question::is_question_tool;
 use crate::thread::Usage;
 
-/// Tool arguments stream in pieces of about this many bytes.
-const ARGUMENT_CHUNK: usize = 16;
-
 /// Tools that only change files: what `acceptEdits` lets through.
 const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 
@@ -178,7 +175,10 @@ impl ScriptedAgent {
             // The call a resumed turn answers was streamed before the pause.
             let mut call = async |name: &str, input: &Value| match parked_call.take() {
                 Some(tool_use_id) => Ok(tool_use_id),
-                None => stream_tool_call(sink, &message_id, name, input, word_pause, cancel).await,
+                None => {
+                    let pace = Pace { pause: word_pause, chunk: self.scenario.argument_chunk };
+                    stream_tool_call(sink, &message_id, name, input, pace, cancel).await
+                }
             };
             match step {
                 Step::Say { text } => {
@@ -289,13 +289,20 @@ fn tool_step(steps: &[Step], n: usize) -> Option<usize> {
         .map(|(index, _)| index)
 }
 
+/// How a tool call's arguments stream: a pause, then a piece of about `chunk` bytes.
+#[derive(Clone, Copy)]
+struct Pace {
+    pause: Duration,
+    chunk: usize,
+}
+
 /// Streams a tool call's arguments the way a model writes them, then marks them complete.
 async fn stream_tool_call(
     sink: &dyn TurnSink,
     message_id: &str,
     name: &str,
     input: &Value,
-    pause: Duration,
+    pace: Pace,
     cancel: &CancellationToken,
 ) -> Result<String, AgentError> {
     let tool_use_id = format!("toolu_scripted_{}", crate::ids::new_id());
@@ -307,8 +314,8 @@ async fn stream_tool_call(
     };
     // A question's card fills in as it is written, options included, as with a real agent.
     let (mut written, mut shown) = (String::new(), Vec::new());
-    for piece in split_at_char_boundaries(&json, ARGUMENT_CHUNK) {
-        wait(pause, cancel).await?;
+    for piece in split_at_char_boundaries(&json, pace.chunk) {
+        wait(pace.pause, cancel).await?;
         sink.tool_input_delta(&tool_use_id, piece).await?;
         if is_question_tool(name) {
             written.push_str(piece);

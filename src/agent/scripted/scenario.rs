@@ -20,6 +20,9 @@ pub struct Scenario {
     pub name: String,
     /// Words per second for streamed text.
     pub pace: f64,
+    /// Tool arguments stream in pieces of about this many bytes (16, as a model writes them,
+    /// unless the scenario says otherwise: a test of a very long call need not stream it so).
+    pub argument_chunk: usize,
     /// Messages to try, offered as buttons on the welcome page.
     pub examples: Vec<String>,
     pub turns: Vec<Turn>,
@@ -101,6 +104,10 @@ impl Scenario {
         if !(pace.is_finite() && pace > 0.0) {
             return Err(invalid(0..0, format!("`pace` must be a positive number of words per second, not {pace}")));
         }
+        let argument_chunk = raw.argument_chunk.unwrap_or(16);
+        if argument_chunk == 0 {
+            return Err(invalid(0..0, "`argument_chunk` must be a positive number of bytes".to_string()));
+        }
         if raw.turn.is_empty() {
             return Err(invalid(0..0, "a scenario needs at least one [[turn]]".to_string()));
         }
@@ -130,7 +137,7 @@ impl Scenario {
         if examples.iter().any(String::is_empty) {
             return Err(invalid(0..0, "`examples` holds an empty message".to_string()));
         }
-        Ok(Self { name: raw.name.unwrap_or_else(|| source_name.to_string()), pace, examples, turns })
+        Ok(Self { name: raw.name.unwrap_or_else(|| source_name.to_string()), pace, argument_chunk, examples, turns })
     }
 
     /// The turn that answers `message`: the first with a `when` word (or phrase) among the
@@ -164,6 +171,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 struct RawScenario {
     name: Option<String>,
     pace: Option<f64>,
+    argument_chunk: Option<usize>,
     #[serde(default)]
     examples: Vec<String>,
     #[serde(default)]
