@@ -135,3 +135,112 @@ async fn no_token_opens_loopback_only_and_a_network_address_refuses_it() {
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("--no-token is for loopback addresses only"), "{said}");
 }
+
+/// A raw connection to the server from `from` (any 127/8 address reaches a loopback server).
+async fn connect_from(from: &str, url: &str) -> tokio::net::TcpStream {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+    socket.connect(url.trim_start_matches("http://").parse().unwrap()).await.unwrap()
+}
+
+/// Waits until the server closes `stream` (a read gives its end, or the connection is reset),
+/// reading and dropping whatever it answers first.
+async fn closed_by_server(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_slow_and_idle_connections_are_closed_and_one_address_cannot_hold_the_rest() {
+    use askbridge::server::connections::{HEADER_DEADLINE, MAX_UNPROVEN_PER_CLIENT};
+    use tokio::io::AsyncWriteExt;
+    let home = tempfile::tempdir().unwrap();
+    let (data, log) = (home.path().join("data"), home.path().join("server.log"));
+    let mut server = start(&data, &log, &["--token", "connections-test-token-0123456789"]).await;
+
+    // From one address: 200 that send nothing, 200 that never finish their headers, and one
+    // that sends a request and then sits idle on its kept-alive connection.
+    let mut held = Vec::new();
+    for n in 0..400 {
+        let mut stream = connect_from("127.0.0.1", &server.url).await;
+        if n % 2 == 1 {
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").await.unwrap();
+        }
+        held.push(stream);
+    }
+    let mut idle = connect_from("127.0.0.2", &server.url).await;
+    idle.write_all(
+        b"GET /api/ping HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer connections-test-token-0123456789\r\n\r\n",
+    )
+    .await
+    .unwrap();
+
+    // Another address is served meanwhile, at once: the limit is per address.
+    let http =
+        reqwest::Client::builder().local_address("127.0.0.3".parse::<std::net::IpAddr>().unwrap()).build().unwrap();
+    let ping = http
+        .get(format!("{}/api/ping", server.url))
+        .bearer_auth("connections-test-token-0123456789")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ping.status(), StatusCode::NO_CONTENT);
+
+    // Every one of them is closed by the server: those past the address's limit at once (long
+    // before any deadline), the rest at the header deadline (the idle one too, after its answer).
+    let closed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let all = futures::future::join_all(held.into_iter().chain([idle]).map(|stream| {
+        let closed = closed.clone();
+        async move {
+            closed_by_server(stream).await;
+            closed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }));
+    let all = tokio::spawn(all);
+    let past_the_limit = 400 - MAX_UNPROVEN_PER_CLIENT;
+    askbridge::testing::wait_until("the connections past the limit to be closed", HEADER_DEADLINE / 2, || async {
+        (closed.load(std::sync::atomic::Ordering::SeqCst) >= past_the_limit).then_some(())
+    })
+    .await;
+    tokio::time::timeout(HEADER_DEADLINE * 3, all).await.expect("the server closed every connection").unwrap();
+    server.child.kill().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_tokens_are_slowed_per_address_logged_once_per_burst_and_never_delay_the_right_one() {
+    use askbridge::server::security::limit::{GUESS_PACE, MAX_WRONG_TOKENS};
+    const TOKEN: &str = "guessing-test-token-0123456789";
+    let home = tempfile::tempdir().unwrap();
+    let (data, log) = (home.path().join("data"), home.path().join("server.log"));
+    let mut server = start(&data, &log, &["--token", TOKEN]).await;
+    let http = client();
+    let guess = |token: String| {
+        let (http, url) = (http.clone(), server.url.clone());
+        async move { http.get(format!("{url}/api/ping")).bearer_auth(token).send().await.unwrap().status() }
+    };
+    for n in 0..MAX_WRONG_TOKENS {
+        assert_eq!(guess(format!("wrong-{n}")).await, StatusCode::UNAUTHORIZED);
+    }
+    // Blocked now: three guesses side by side are answered one a second, not at once.
+    let started = std::time::Instant::now();
+    let statuses = futures::future::join_all((0..3).map(|n| guess(format!("again-{n}")))).await;
+    assert!(statuses.iter().all(|s| *s == StatusCode::TOO_MANY_REQUESTS), "{statuses:?}");
+    assert!(started.elapsed() >= GUESS_PACE * 2, "three blocked guesses took {:?}", started.elapsed());
+
+    // The right token, sent while a guess waits for its turn, is answered first.
+    let waiting = tokio::spawn(guess("one-more".into()));
+    assert_eq!(guess(TOKEN.into()).await, StatusCode::NO_CONTENT);
+    assert!(!waiting.is_finished(), "the right token did not wait behind the guess");
+    assert_eq!(waiting.await.unwrap(), StatusCode::TOO_MANY_REQUESTS);
+
+    server.child.kill().await.unwrap();
+    let logged = std::fs::read_to_string(&log).unwrap();
+    let lines = logged.lines().filter(|line| line.contains("wrong access token")).count();
+    assert_eq!(lines, 2, "the burst is logged when it starts and when it is blocked: {logged}");
+}

@@ -3,6 +3,7 @@
 
 pub mod access_token;
 pub mod cli;
+pub mod connections;
 pub mod security;
 pub mod site;
 
@@ -128,15 +129,14 @@ pub async fn serve_until(
     }
 
     let stopping = manager.clone();
-    // The peer address: for the limit on wrong tokens, and to know a --trusted-proxy.
-    axum::serve(listener, app.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(async move {
-            stop.await;
-            info!("stopping: ending turns and closing live streams");
-            notifier.shut_down();
-            stopping.shut_down().await;
-        })
-        .await?;
+    // Deadlines and limits on every connection (`connections`); each request carries its peer's
+    // address, for the limit on wrong tokens and to know a --trusted-proxy.
+    connections::serve(listener, app, stop, async move {
+        info!("stopping: ending turns and closing live streams");
+        notifier.shut_down();
+        stopping.shut_down().await;
+    })
+    .await?;
     info!("stopped");
     Ok(())
 }

@@ -1,5 +1,7 @@
 //! Wrong tokens per client address: after `MAX_WRONG_TOKENS` within `WRONG_TOKEN_WINDOW`, the
-//! address's wrong tokens are answered 429 until the window passes. A generated token cannot be
+//! address's wrong tokens are answered 429 until the window passes, one every `GUESS_PACE` at
+//! most, however many connections they come on (each waits its turn, `pace`). The log says
+//! when an address starts sending wrong tokens and when it is blocked, not every guess. A generated token cannot be
 //! guessed anyway; this guards the shorter ones people choose, and keeps guessing out of the log.
 //!
 //! What it never does is lock the person out: the right token or cookie is always let in, and
@@ -19,7 +21,20 @@ use axum::http::HeaderMap;
 #[derive(Default)]
 pub struct WrongTokens {
     pub(super) by_client: HashMap<IpAddr, (u32, Instant)>,
+    /// When each blocked address's next wrong token may be answered.
+    paced: HashMap<IpAddr, Instant>,
 }
+
+/// What a wrong token just noted means for the log: the first of a burst, or the one that blocks.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Burst {
+    Started,
+    Blocked,
+    Quiet,
+}
+
+/// A blocked address's wrong tokens are answered one per this, at most.
+pub const GUESS_PACE: Duration = Duration::from_secs(1);
 
 pub const MAX_WRONG_TOKENS: u32 = 10;
 pub const WRONG_TOKEN_WINDOW: Duration = Duration::from_secs(60);
@@ -33,16 +48,18 @@ impl WrongTokens {
         let elapsed = now.duration_since(since);
         if elapsed >= WRONG_TOKEN_WINDOW {
             self.by_client.remove(&client);
+            self.paced.remove(&client);
             return None;
         }
         (count >= MAX_WRONG_TOKENS).then(|| WRONG_TOKEN_WINDOW - elapsed)
     }
 
-    pub fn note(&mut self, client: IpAddr, now: Instant) {
+    pub fn note(&mut self, client: IpAddr, now: Instant) -> Burst {
         if self.by_client.len() >= MAX_CLIENTS_REMEMBERED {
             self.by_client.retain(|_, (_, since)| now.duration_since(*since) < WRONG_TOKEN_WINDOW);
+            self.paced.retain(|client, _| self.by_client.contains_key(client));
             if self.by_client.len() >= MAX_CLIENTS_REMEMBERED {
-                return; // a flood of addresses: each still meets the comparison, at full cost to it
+                return Burst::Quiet; // a flood of addresses: each still meets the comparison, at full cost to it
             }
         }
         let entry = self.by_client.entry(client).or_insert((0, now));
@@ -50,6 +67,18 @@ impl WrongTokens {
             *entry = (0, now);
         }
         entry.0 += 1;
+        match entry.0 {
+            1 => Burst::Started,
+            MAX_WRONG_TOKENS => Burst::Blocked,
+            _ => Burst::Quiet,
+        }
+    }
+
+    /// When a blocked address's wrong token may be answered: `GUESS_PACE` after the one before.
+    pub fn pace(&mut self, client: IpAddr, now: Instant) -> Instant {
+        let next = self.paced.entry(client).or_insert(now);
+        *next = (*next).max(now) + GUESS_PACE;
+        *next
     }
 }
 
@@ -93,9 +122,14 @@ mod tests {
         let mut wrong = WrongTokens::default();
         let client: IpAddr = "10.0.0.7".parse().unwrap();
         let start = Instant::now();
-        for _ in 0..MAX_WRONG_TOKENS {
-            wrong.note(client, start);
-        }
+        let bursts: Vec<Burst> = (0..MAX_WRONG_TOKENS).map(|_| wrong.note(client, start)).collect();
+        assert_eq!(
+            bursts.iter().filter(|b| **b != Burst::Quiet).count(),
+            2,
+            "logged when it starts and when it blocks"
+        );
+        let paced = [wrong.pace(client, start), wrong.pace(client, start)];
+        assert_eq!(paced, [start + GUESS_PACE, start + 2 * GUESS_PACE], "one answer a second, side by side or not");
         assert!(wrong.blocked_for(client, start + Duration::from_secs(1)).is_some());
         assert_eq!(wrong.blocked_for(client, start + WRONG_TOKEN_WINDOW), None);
         assert!(wrong.by_client.is_empty());
@@ -106,7 +140,7 @@ mod tests {
         let mut wrong = WrongTokens::default();
         let now = Instant::now();
         for n in 0..(MAX_CLIENTS_REMEMBERED as u32 + 100) {
-            wrong.note(IpAddr::from(n.to_be_bytes()), now);
+            let _ = wrong.note(IpAddr::from(n.to_be_bytes()), now);
         }
         assert_eq!(wrong.by_client.len(), MAX_CLIENTS_REMEMBERED);
     }

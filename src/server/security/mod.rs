@@ -4,7 +4,7 @@
 //! keep every page out of other sites' frames.
 
 mod cookie;
-mod limit;
+pub mod limit;
 #[cfg(test)]
 mod tests;
 
@@ -98,20 +98,31 @@ impl Access {
 
     /// A wrong token: counted against its client when a person could have sent it. Then 429 if
     /// the client is over the limit, else `otherwise`.
-    fn wrong_token(&self, request: &Request, otherwise: impl FnOnce() -> Response) -> Response {
+    fn wrong_token(&self, request: &Request, otherwise: impl FnOnce() -> Response) -> Paced {
         let client = self.client_of(request);
         // Judged before this one counts: the tenth wrong token is still answered 401.
         let blocked = self.blocked_for(client);
         if limit::counts_as_guess(request.headers()) {
-            tracing::warn!(%client, path = %request.uri().path(), "a wrong access token was presented");
-            if let Ok(mut wrong) = self.wrong_tokens.lock() {
-                wrong.note(client, Instant::now());
+            let burst =
+                self.wrong_tokens.lock().map_or(limit::Burst::Quiet, |mut wrong| wrong.note(client, Instant::now()));
+            let path = request.uri().path();
+            match burst {
+                limit::Burst::Started => tracing::warn!(%client, path, "a wrong access token was presented"),
+                limit::Burst::Blocked => tracing::warn!(
+                    %client,
+                    path,
+                    "{} wrong access tokens: this address's next ones are refused, one a second, for {} s, and not logged",
+                    limit::MAX_WRONG_TOKENS,
+                    limit::WRONG_TOKEN_WINDOW.as_secs()
+                ),
+                limit::Burst::Quiet => {}
             }
         }
-        match blocked {
-            Some(retry_after) => too_many_wrong_tokens(retry_after),
-            None => otherwise(),
-        }
+        let Some(retry_after) = blocked else { return Paced { response: otherwise(), at: None } };
+        // Guessing slowed to one a second per address, on however many connections; the right
+        // token never comes here.
+        let at = self.wrong_tokens.lock().ok().map(|mut wrong| wrong.pace(client, Instant::now()));
+        Paced { response: too_many_wrong_tokens(retry_after), at }
     }
 
     /// Signs the browser in with `token` (already checked), and takes away the cookie of the
@@ -121,6 +132,21 @@ impl Access {
         if legacy {
             cookie::clear(response, cookie::LEGACY_NAME);
         }
+    }
+}
+
+/// The answer to a wrong token, and when it may be sent.
+struct Paced {
+    response: Response,
+    at: Option<Instant>,
+}
+
+impl Paced {
+    async fn answer(self) -> Response {
+        if let Some(at) = self.at {
+            tokio::time::sleep_until(at.into()).await;
+        }
+        self.response
     }
 }
 
@@ -152,6 +178,7 @@ pub async fn guard(State(access): State<Access>, request: Request, next: Next) -
         return refuse(StatusCode::FORBIDDEN, AppError::ForbiddenOrigin);
     }
     if access.token.is_none() {
+        proven(&request);
         return next.run(request).await;
     }
 
@@ -160,19 +187,24 @@ pub async fn guard(State(access): State<Access>, request: Request, next: Next) -
     let legacy = cookie::read(headers, cookie::LEGACY_NAME).is_some_and(|old| access.token_matches(&old));
     if let Some(token) = linked {
         if access.token_matches(&token) {
+            proven(&request);
             // Move the token from the link to a cookie, and take it out of the address bar.
             let mut response = redirect(&uri_without_token(request.uri()));
             access.sign_in(&mut response, &token, access.cookie_is_secure(&request), legacy);
             return response;
         }
         let path = request.uri().path().to_string();
-        return access.wrong_token(&request, || {
-            login_page(StatusCode::UNAUTHORIZED, &path, Some("That access token is not right."))
-        });
+        return access
+            .wrong_token(&request, || {
+                login_page(StatusCode::UNAUTHORIZED, &path, Some("That access token is not right."))
+            })
+            .answer()
+            .await;
     }
     // The right token is let in whatever the limit says: wrong ones never lock the person out.
     let presented = bearer_token(headers).or_else(|| cookie::read(headers, &access.cookie));
     if presented.as_deref().is_some_and(|token| access.token_matches(token)) {
+        proven(&request);
         return next.run(request).await;
     }
     // A cookie of the name every server used before: accepted once, and moved to this server's
@@ -181,6 +213,7 @@ pub async fn guard(State(access): State<Access>, request: Request, next: Next) -
         && let Some(old) = cookie::read(headers, cookie::LEGACY_NAME).filter(|old| access.token_matches(old))
     {
         let secure = access.cookie_is_secure(&request);
+        proven(&request);
         let mut response = next.run(request).await;
         access.sign_in(&mut response, &old, secure, true);
         return response;
@@ -199,7 +232,15 @@ pub async fn guard(State(access): State<Access>, request: Request, next: Next) -
             refuse(StatusCode::UNAUTHORIZED, AppError::Unauthorized)
         }
     };
-    if presented.is_some() { access.wrong_token(&request, unauthorized) } else { unauthorized() }
+    if presented.is_some() { access.wrong_token(&request, unauthorized).answer().await } else { unauthorized() }
+}
+
+/// The request's connection carried the token: it no longer counts against its client's limit
+/// on connections without it (`connections`).
+fn proven(request: &Request) {
+    if let Some(proof) = request.extensions().get::<crate::server::connections::Proof>() {
+        proof.set();
+    }
 }
 
 #[derive(Deserialize)]
@@ -220,13 +261,17 @@ pub async fn login(State(access): State<Access>, request: Request) -> Response {
     };
     let next = safe_next(&form.next);
     if access.token_matches(form.token.trim()) {
+        proven(&counted);
         let mut response = redirect(next);
         access.sign_in(&mut response, form.token.trim(), secure, legacy);
         response
     } else {
-        access.wrong_token(&counted, || {
-            login_page(StatusCode::UNAUTHORIZED, next, Some("That access token is not right."))
-        })
+        access
+            .wrong_token(&counted, || {
+                login_page(StatusCode::UNAUTHORIZED, next, Some("That access token is not right."))
+            })
+            .answer()
+            .await
     }
 }
 
