@@ -74,8 +74,49 @@ struct WireError {
     max: Option<usize>,
 }
 
+/// The longest id a refusal repeats back, in characters: an id is a few dozen, and one of 600,000
+/// made an answer too large to send (an empty 500).
+const MAX_ECHOED_ID: usize = 200;
+/// The longest detail an error carries, in characters.
+const MAX_DETAIL: usize = 2000;
+
+/// `text` cut to `max` characters, marked as cut.
+fn echoed(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+impl AppError {
+    /// The error with what came from outside (ids, names, details) cut to a length fit to send.
+    fn bounded(self) -> Self {
+        let id = |id: String| echoed(id, MAX_ECHOED_ID);
+        let detail = |detail: String| echoed(detail, MAX_DETAIL);
+        match self {
+            AppError::SessionNotFound { id: session } => AppError::SessionNotFound { id: id(session) },
+            AppError::AlreadySent { id: message } => AppError::AlreadySent { id: id(message) },
+            AppError::InteractionNotFound { tool_use_id } => {
+                AppError::InteractionNotFound { tool_use_id: id(tool_use_id) }
+            }
+            AppError::InvalidAnswer { question, detail: said } => {
+                AppError::InvalidAnswer { question: echoed(question, MAX_DETAIL), detail: detail(said) }
+            }
+            AppError::AttachmentNotFound { hash } => AppError::AttachmentNotFound { hash: id(hash) },
+            AppError::NotWaiting { detail: said } => AppError::NotWaiting { detail: detail(said) },
+            AppError::BadRequest { detail: said } => AppError::BadRequest { detail: detail(said) },
+            AppError::AttachmentRefused { detail: said } => AppError::AttachmentRefused { detail: detail(said) },
+            AppError::Storage { detail: said } => AppError::Storage { detail: detail(said) },
+            AppError::Unreachable { detail: said } => AppError::Unreachable { detail: detail(said) },
+            AppError::Internal { detail: said } => AppError::Internal { detail: detail(said) },
+            other => other,
+        }
+    }
+}
+
 impl From<AppError> for WireError {
     fn from(error: AppError) -> Self {
+        let error = error.bounded();
         let message = error.to_string();
         let (kind, id, detail, chars, max) = match error {
             AppError::SessionNotFound { id } => ("session_not_found", Some(id), None, None, None),

@@ -320,3 +320,46 @@ proptest::proptest! {
         });
     }
 }
+
+#[tokio::test]
+async fn an_id_of_600000_characters_gets_a_typed_error_that_repeats_only_its_beginning() {
+    let h = harness().await;
+    let long = "x".repeat(600_000);
+    for (function, body) in [
+        ("load_session", json!({"id": long})),
+        ("rename_session", json!({"id": long, "title": "t"})),
+        ("send_message", json!({"session": long, "text": "hi"})),
+        ("interrupt_turn", json!({"session": long})),
+    ] {
+        let (status, body) = h.post_json(function, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{function}");
+        match error(&body) {
+            AppError::SessionNotFound { id } => {
+                assert!(id.starts_with("xxx") && id.ends_with('…') && id.chars().count() < 300, "{function}: {id}")
+            }
+            other => panic!("{function}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_terminal_hooks_routes_answer_bad_input_with_typed_errors() {
+    let h = harness().await;
+    for path in ["/api/terminal/hook", "/api/terminal/withdraw"] {
+        for body in ["not json", "{}", "[1, 2]"] {
+            let (status, answer) = h.call(
+                Request::post(path)
+                    .header(header::HOST, "127.0.0.1:3000")
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(Body::from(body))
+                    .unwrap(),
+            )
+            .await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}");
+            assert!(
+                matches!(error(&answer), AppError::BadRequest { detail } if detail.starts_with("the hook's request")),
+                "{path} {body}"
+            );
+        }
+    }
+}

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Json;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -284,7 +284,11 @@ fn clean(text: &str, max: usize) -> String {
 
 /// `POST /api/terminal/hook`: a hook's request. A PermissionRequest is answered once the person
 /// decided (spaces until then); everything else at once.
-pub async fn hook(State(relay): State<Arc<Relay>>, Json(request): Json<HookRequest>) -> Response {
+pub async fn hook(State(relay): State<Arc<Relay>>, body: Bytes) -> Response {
+    let request: HookRequest = match read(&body) {
+        Ok(request) => request,
+        Err(error) => return refuse(error),
+    };
     let session = match relay.session_of(&request).await {
         Ok(session) => session,
         Err(error) => return refuse(error),
@@ -303,11 +307,22 @@ pub async fn hook(State(relay): State<Arc<Relay>>, Json(request): Json<HookReque
 }
 
 /// `POST /api/terminal/withdraw`: a hook's request went away before the person decided.
-pub async fn withdraw(State(relay): State<Arc<Relay>>, Json(withdrawal): Json<Withdrawal>) -> Response {
+pub async fn withdraw(State(relay): State<Arc<Relay>>, body: Bytes) -> Response {
+    let withdrawal: Withdrawal = match read(&body) {
+        Ok(withdrawal) => withdrawal,
+        Err(error) => return refuse(error),
+    };
     match relay.withdraw(withdrawal).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(error) => refuse(error),
     }
+}
+
+/// A hook's JSON, or the typed error every route answers with (axum's `Json` answers in plain
+/// text).
+fn read<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, AppError> {
+    serde_json::from_slice(body)
+        .map_err(|error| AppError::BadRequest { detail: format!("the hook's request: {error}") })
 }
 
 fn refuse(error: AppError) -> Response {
