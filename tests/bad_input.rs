@@ -347,14 +347,15 @@ async fn the_terminal_hooks_routes_answer_bad_input_with_typed_errors() {
     let h = harness().await;
     for path in ["/api/terminal/hook", "/api/terminal/withdraw"] {
         for body in ["not json", "{}", "[1, 2]"] {
-            let (status, answer) = h.call(
-                Request::post(path)
-                    .header(header::HOST, "127.0.0.1:3000")
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .body(Body::from(body))
-                    .unwrap(),
-            )
-            .await;
+            let (status, answer) = h
+                .call(
+                    Request::post(path)
+                        .header(header::HOST, "127.0.0.1:3000")
+                        .header(header::CONTENT_TYPE, "application/json")
+                        .body(Body::from(body))
+                        .unwrap(),
+                )
+                .await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}");
             assert!(
                 matches!(error(&answer), AppError::BadRequest { detail } if detail.starts_with("the hook's request")),

@@ -28,6 +28,11 @@ pub use recording::RecordingSink;
 pub use registry::Agents;
 pub use sink::{Sink, TurnSink};
 
+/// The words that take a resumed agent on when it has nothing new to answer (a resume cut short
+/// after it had the person's answers): what Claude Code itself adds after a parked call's answer
+/// (protocol §12).
+pub const CONTINUE: &str = "Continue from where you left off.";
+
 /// What a backend gets to run one turn.
 pub struct TurnRequest {
     pub session_id: String,

@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use sqlx::SqlitePool;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
-use sqlx::sqlite::{SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::types::Json;
 
 /// Runs `$body` with `$pool` bound to the store's pool and `$dialect` to its database: one code
@@ -174,10 +174,6 @@ impl Store {
             .synchronous(synchronous)
             .foreign_keys(true)
             .busy_timeout(std::time::Duration::from_secs(10))
-            // A deleted session's pages go back to the file system (`give_back_space`), not to a
-            // free list that only this file can use again: set before the first table, on a new
-            // file (an older one is converted below).
-            .auto_vacuum(SqliteAutoVacuum::Incremental)
             // The write-ahead log is cut back to this after a checkpoint, rather than staying at
             // its largest size for good.
             .pragma("journal_size_limit", (64 << 20).to_string());
@@ -207,17 +203,29 @@ impl Store {
         Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
     }
 
-    /// A file made before deleted sessions gave their space back keeps its pages until it is
-    /// rewritten once, here (VACUUM, which needs about the file's size free on the disk). A file
-    /// that cannot be converted now is used as it is, and converted at a later start.
+    /// A deleted session's pages go back to the file system (`give_back_space`), not to a free
+    /// list only this file can use again: SQLite's incremental auto-vacuum, set once in the file
+    /// (not by every connection: setting it writes the file's header). A new file takes it at
+    /// once; one made before is rewritten once (VACUUM, which needs about the file's size free on
+    /// the disk), and one that cannot be now is used as it is and converted at a later start.
     async fn converted_to_incremental_vacuum(pool: &SqlitePool) {
         const INCREMENTAL: i64 = 2;
-        let mode: Result<i64, _> = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(pool).await;
-        if mode.is_ok_and(|mode| mode != INCREMENTAL) {
-            tracing::info!("rewriting the database once, so that deleted sessions give their space back");
-            if let Err(error) = sqlx::query("VACUUM").execute(pool).await {
-                tracing::warn!(%error, "the database could not be rewritten now: deleted sessions keep their space");
+        let converted = async {
+            let mut connection = pool.acquire().await?;
+            let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(&mut *connection).await?;
+            if mode == INCREMENTAL {
+                return Ok::<_, sqlx::Error>(());
             }
+            sqlx::query("PRAGMA auto_vacuum = INCREMENTAL").execute(&mut *connection).await?;
+            let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(&mut *connection).await?;
+            if mode != INCREMENTAL {
+                tracing::info!("rewriting the database once, so that deleted sessions give their space back");
+                sqlx::query("VACUUM").execute(&mut *connection).await?;
+            }
+            Ok(())
+        };
+        if let Err(error) = converted.await {
+            tracing::warn!(%error, "the database could not be rewritten now: deleted sessions keep their space");
         }
     }
 

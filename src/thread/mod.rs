@@ -220,6 +220,11 @@ pub struct TurnState {
     /// the thread yet, editable and removable, until the next turn takes them (in this order).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub queue: Vec<QueuedMessage>,
+    /// The turn that runs (or ran last) resumed a parked agent with the person's answers. One
+    /// cut short (the server died) goes on at the next start, even when the agent had its
+    /// answers already: an accepted answer is always acted on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
 }
 
 /// A message typed ahead (`TurnState::queue`).
@@ -366,6 +371,7 @@ impl Thread {
             EventBody::TurnStarted => {
                 self.turn.working = true;
                 self.turn.last_outcome = None;
+                self.turn.resumed = false;
                 self.turn.queued_messages.clear();
                 // What was typed ahead joins the thread where its turn starts.
                 let first = self.messages.len();
@@ -378,6 +384,7 @@ impl Thread {
             EventBody::ResumeStarted => {
                 self.turn.working = true;
                 self.turn.last_outcome = None;
+                self.turn.resumed = true;
                 Change::turn()
             }
             EventBody::AssistantMessageStarted { message_id } => self.push(Message {
@@ -554,6 +561,12 @@ impl Thread {
         parked_and_settled && !self.turn.working
     }
 
+    /// A resume the server's end cut short, after the agent had the person's answers (their
+    /// results are in the thread): it goes on from where it was.
+    fn resume_cut_short(&self) -> bool {
+        self.turn.resumed && matches!(self.turn.last_outcome, Some(TurnOutcome::Abandoned)) && !self.is_waiting()
+    }
+
     /// The person's messages no turn has taken yet, in order: those in the thread (sent when the
     /// agent could take them, their turn not started yet) and those typed ahead.
     fn waiting_messages(&self) -> impl Iterator<Item = (String, Vec<AttachmentRef>)> + '_ {
@@ -608,7 +621,7 @@ impl Thread {
     fn next_turn_if(&self, messages_wait: bool) -> Option<NextTurn> {
         if self.turn.working {
             None
-        } else if self.is_ready_to_resume() {
+        } else if self.is_ready_to_resume() || self.resume_cut_short() {
             Some(NextTurn::Resume)
         } else if messages_wait && !self.is_waiting() {
             Some(NextTurn::Messages)

@@ -130,6 +130,9 @@ impl AnthropicAgent {
         if !request.resume {
             let files = &request.attachments;
             push(&mut messages, Role::User, files::message_content(&request.text, &files.new, &files.bytes));
+        } else if answered.is_empty() && messages.last().is_some_and(|m| m.role == Role::Assistant) {
+            // A resume cut short after the model had the answers, in the middle of its reply.
+            push(&mut messages, Role::User, vec![ContentBlock::text(crate::agent::CONTINUE)]);
         }
         if messages.last().is_none_or(|m| m.role != Role::User) {
             return Err(AgentError::Failed("there is nothing new to send to the model".into()));

@@ -204,6 +204,11 @@ impl ClaudeCliBackend {
             }
             let told: Vec<&str> = words.iter().map(|(_, told)| told.as_str()).collect();
             cli.send(ToCli::user_text(&told.join("\n\n")));
+        } else if !has_parked_call(&request.history) {
+            // A resume cut short after the CLI had the answers (their results are in its
+            // transcript): nothing is asked again, and the turn goes on with the words the CLI
+            // itself adds after an answer (protocol §12).
+            cli.send(ToCli::user_text(crate::agent::CONTINUE));
         }
         // A resume with nothing to say lets the CLI ask its parked call again by itself.
         // Should the session drop this turn before it ends, the CLI goes with it, and all it started.
@@ -358,6 +363,14 @@ async fn say_stopped(session: &Session) {
 
 /// The permission requests a parked turn left, decided since, as what the resumed agent is told:
 /// (tool_use id, words). An allowed one is remembered, so that its identical retry runs.
+/// Whether the thread has a parked call the agent has no result for: the CLI asks it again
+/// when it resumes.
+fn has_parked_call(history: &[Message]) -> bool {
+    history.iter().flat_map(|message| &message.blocks).any(|block| {
+        matches!(block, Block::ToolCall(call) if call.result.is_none() && call.interaction.as_ref().is_some_and(|i| i.parked))
+    })
+}
+
 fn decided_in_words(history: &[Message], preapproved: &mut Vec<(String, Value)>) -> Vec<(String, String)> {
     let mut told = Vec::new();
     for message in history {

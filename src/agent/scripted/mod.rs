@@ -147,9 +147,10 @@ impl ScriptedAgent {
         let message = place.as_ref().map_or(request.text.as_str(), |place| place.message.as_str());
         let steps = self.scenario.turn_for(message).map_or(&no_reply[..], |turn| &turn.steps);
         let (first_step, mut parked_call) = match &place {
-            Some(place) => match tool_step(steps, place.tool_call) {
-                Some(step) => (step, Some(place.tool_use_id.clone())),
-                None => return Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
+            Some(place) => match (tool_step(steps, place.tool_call), &place.tool_use_id) {
+                (Some(step), Some(parked)) => (step, Some(parked.clone())),
+                (Some(step), None) => (step + 1, None),
+                (None, _) => return Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
             },
             None => (0, None),
         };
@@ -250,7 +251,9 @@ impl AgentBackend for ScriptedAgent {
 struct ResumePoint {
     message: String,
     tool_call: usize,
-    tool_use_id: String,
+    /// The parked call the turn goes on with; `None` when that call has its result already (a
+    /// resume cut short after it), and the turn goes on after it.
+    tool_use_id: Option<String>,
     last_answer: Option<String>,
 }
 
@@ -270,13 +273,25 @@ fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
             Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
         })
         .collect();
-    let tool_call = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none())?;
-    let last_answer = calls[..tool_call]
-        .iter()
-        .rev()
-        .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref())
-        .map(quote);
-    Some(ResumePoint { message, tool_call, tool_use_id: calls[tool_call].id.clone(), last_answer })
+    let answered_before = |until: usize| {
+        calls[..until]
+            .iter()
+            .rev()
+            .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref())
+            .map(quote)
+    };
+    let Some(tool_call) = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none()) else {
+        // A resume cut short after its call had its result: on from the step after it.
+        let done = calls.iter().rposition(|call| call.interaction.is_some())?;
+        return Some(ResumePoint {
+            message,
+            tool_call: done,
+            tool_use_id: None,
+            last_answer: answered_before(done + 1),
+        });
+    };
+    let last_answer = answered_before(tool_call);
+    Some(ResumePoint { message, tool_call, tool_use_id: Some(calls[tool_call].id.clone()), last_answer })
 }
 
 /// The index of the `n`-th step that makes a tool call (tool and ask steps, in order).
