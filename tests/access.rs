@@ -192,8 +192,9 @@ async fn silent_slow_and_idle_connections_are_closed_and_one_address_cannot_hold
         .unwrap();
     assert_eq!(ping.status(), StatusCode::NO_CONTENT);
 
-    // Every one of them is closed by the server: those past the address's limit at once (long
-    // before any deadline), the rest at the header deadline (the idle one too, after its answer).
+    // Every one of them is closed by the server: those past the address's limit once their
+    // second of grace is over (long before any deadline), the rest at the header deadline (the
+    // idle one too, after its answer).
     let closed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let all = futures::future::join_all(held.into_iter().chain([idle]).map(|stream| {
         let closed = closed.clone();

@@ -269,16 +269,24 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     // While Claude Code streamed the arguments, the card filled in, options included; it opened
     // with the questions of its last preview, so opening it changes only its state.
     let events = h.manager.store().events_after(&h.session, 0, 1000).await.unwrap();
-    let previews: Vec<(usize, &Vec<Question>)> = events
+    // Each preview event stores what changed (`from`, and the questions after it): the card's
+    // preview after each is the fold of them.
+    let mut shown: Vec<Question> = Vec::new();
+    let mut stored = Vec::new();
+    let previews: Vec<(usize, Vec<Question>)> = events
         .iter()
         .enumerate()
         .filter_map(|(at, event)| match &event.body {
-            EventBody::ToolInputPreview { tool_use_id, from: 0, questions } if tool_use_id == "toolu_ask" => {
-                Some((at, questions))
+            EventBody::ToolInputPreview { tool_use_id, from, questions } if tool_use_id == "toolu_ask" => {
+                stored.push((*from, questions.len()));
+                shown.truncate(*from);
+                shown.extend(questions.iter().cloned());
+                Some((at, shown.clone()))
             }
             _ => None,
         })
         .collect();
+    assert_eq!(stored, [(0, 1), (1, 1)], "the second question alone, after the first: {stored:?}");
     let (opened_at, opened) = events
         .iter()
         .enumerate()
@@ -294,7 +302,7 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     assert_eq!(previews.iter().map(|(_, p)| p.len()).collect::<Vec<_>>(), [1, 2], "{previews:?}");
     let (last_at, last) = previews.last().unwrap();
     assert!(*last_at < opened_at);
-    assert_eq!(*last, opened);
+    assert_eq!(last, opened);
     assert_eq!(
         last[1].options.iter().map(|o| o.label.as_str()).collect::<Vec<_>>(),
         ["Dark mode", "i18n", "Analytics"]

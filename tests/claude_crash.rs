@@ -319,3 +319,61 @@ async fn a_server_that_lost_its_lease_stops_its_agent_and_writes_nothing_so_one_
     let (_, after) = post(port_b, "load_session", json!({"id": session})).await;
     assert_eq!(after["thread"], before["thread"], "A wrote nothing into the session B runs");
 }
+
+/// Killed (SIGKILL) after the resumed CLI had the person's answer, while the model was writing
+/// what comes next: at the next start the turn goes on by itself (a resume with nothing to ask
+/// again: the CLI is told "Continue from where you left off."), and the model got the answer once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_killed_after_the_resumed_agent_had_the_answer_goes_on_at_the_next_start() {
+    let question = json!({"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
+        {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side"}]});
+    let mock = MockAnthropic::start(vec![
+        Reply::tool_use("toolu_ask", "AskUserQuestion", json!({"questions": [question]})),
+        // The model takes its time with the answer: the server dies meanwhile.
+        Reply::text("Never sent: the server died first.").after(Duration::from_secs(600)),
+        Reply::text("Going on with JWT after the crash."),
+    ])
+    .await;
+    let home = ClaudeHome::new();
+    let port = free_port();
+    let server = serve_with(&home, &mock, port, &[("ASKBRIDGE_PARK_AFTER", "1s")]).await;
+    let (_, session) = post(port, "create_session", json!({})).await;
+    let session = session["id"].as_str().unwrap().to_string();
+    let (status, _) = post(port, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
+    assert_eq!(status, 200);
+    wait_until("the question to be parked", Duration::from_secs(60), || async {
+        (tool_call(port, &session, "toolu_ask").await?["interaction"]["parked"] == true).then_some(())
+    })
+    .await;
+    let answers = json!([{"question": AUTH, "labels": ["JWT"], "other": null, "notes": null}]);
+    let (status, body) =
+        post(port, "submit_answers", json!({"session": session, "tool_use_id": "toolu_ask", "answers": answers})).await;
+    assert_eq!(status, 200, "{body}");
+    // The resumed CLI sent the answer to the model, and waits for its reply.
+    let requests = mock.wait_for_requests(2, Duration::from_secs(60)).await;
+    assert_eq!(requests.len(), 2);
+    wait_until("the answer's result in the thread", Duration::from_secs(30), || async {
+        tool_call(port, &session, "toolu_ask").await?["result"].is_string().then_some(())
+    })
+    .await;
+    let mut server = server;
+    server.child.kill().await.unwrap();
+    wait_until("the CLI to die with the server", Duration::from_secs(10), || async {
+        agents_of(&session).is_empty().then_some(())
+    })
+    .await;
+
+    let server = serve(&home, &mock, port).await;
+    let view = wait_until("the turn to go on to its end by itself", Duration::from_secs(90), || async {
+        let (_, view) = post(server.port, "load_session", json!({"id": session})).await;
+        (view["thread"]["turn"]["last_outcome"] == "completed").then_some(view)
+    })
+    .await;
+    assert!(view["thread"].to_string().contains("Going on with JWT after the crash."), "{view}");
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 3, "one more request, after the restart");
+    let answered = support::mock_anthropic::tool_results_in(&requests[2..]);
+    assert_eq!(answered.iter().filter(|(id, _, _)| id == "toolu_ask").count(), 1, "the answer, once: {answered:?}");
+    assert!(answered.iter().all(|(_, text, is_error)| !is_error && text.contains("JWT")), "{answered:?}");
+    assert!(requests[2]["messages"].to_string().contains("Continue from where you left off."));
+}

@@ -6,16 +6,15 @@
 //!   every next one's (hyper's header-read timeout, which runs from the moment the server waits
 //!   for a request, bytes or none): a silent socket, a slow one and an idle keep-alive one are
 //!   all closed. A response being written (a live stream, with its heartbeat) is not a wait.
-//! - A client address may hold at most `MAX_UNPROVEN_PER_CLIENT` connections that have not yet
-//!   carried the access token (`Proof`, set by `security::guard`); past that, its new
-//!   connections are closed at once. Once a connection's request has the token, it no longer
-//!   counts: a person's tabs never meet the limit.
+//! - A client address may hold at most `MAX_UNPROVEN_PER_CLIENT` connections that are older than
+//!   `GRACE` and have not carried the access token (`Proof`, set by `security::guard`); one past
+//!   that is closed when its grace ends. Once a connection's request has the token, it no longer
+//!   counts: a person's tabs never meet the limit, nor does a script's burst of connections.
 //! - HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a proxy in front ends.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,33 +29,67 @@ use tracing::{debug, warn};
 
 /// How long a connection has to send a request's headers once the server waits for one.
 pub const HEADER_DEADLINE: Duration = Duration::from_secs(10);
-/// Connections one client address may hold open before any of them carried the token.
+/// Connections one client address may keep open without the token, once they are older than
+/// `GRACE`: a script's or a page's burst of new connections is never counted, since each carries
+/// its token (or gets its answer) within milliseconds; sockets that linger silent are.
 pub const MAX_UNPROVEN_PER_CLIENT: usize = 64;
+/// How long a new connection has before it counts against its client's limit.
+pub const GRACE: Duration = Duration::from_secs(1);
 
 /// Whether a connection has carried the access token, in each of its requests' extensions: the
 /// guard sets it, and the connection then stops counting against its client's limit.
 #[derive(Clone)]
 pub struct Proof {
-    proven: Arc<AtomicBool>,
+    state: Arc<Mutex<Standing>>,
     client: IpAddr,
     unproven: Unproven,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Standing {
+    /// Younger than `GRACE`, no token yet.
+    New,
+    /// Older, no token yet: counted against its client.
+    Counted,
+    /// Carried the token (or closed): counts for nothing.
+    Proven,
 }
 
 impl Proof {
     /// The connection carried the right token (or the server needs none).
     pub fn set(&self) {
-        if !self.proven.swap(true, Ordering::AcqRel) {
+        self.settle(Standing::Proven);
+    }
+
+    /// Its grace is over: counted, unless it carried the token; `false` when its client holds
+    /// too many already, and it is to be closed.
+    fn grace_over(&self) -> bool {
+        let mut state = self.state.lock().expect("connection standing");
+        match *state {
+            Standing::New if self.unproven.admit(self.client) => {
+                *state = Standing::Counted;
+                true
+            }
+            Standing::New => false,
+            Standing::Counted | Standing::Proven => true,
+        }
+    }
+
+    fn settle(&self, to: Standing) {
+        let mut state = self.state.lock().expect("connection standing");
+        if *state == Standing::Counted {
             self.unproven.release(self.client);
         }
+        *state = to;
     }
 }
 
-/// How many connections each client address holds that have not carried the token.
+/// How many connections each client address holds that are past their grace without the token.
 #[derive(Clone, Default)]
 struct Unproven(Arc<Mutex<HashMap<IpAddr, usize>>>);
 
 impl Unproven {
-    /// Counts a new connection from `client`, unless it already holds the most it may.
+    /// Counts one more of `client`'s, unless it holds the most it may.
     fn admit(&self, client: IpAddr) -> bool {
         let mut counts = self.0.lock().expect("connection counts");
         let count = counts.entry(client).or_default();
@@ -106,13 +139,8 @@ pub async fn serve(
             },
         };
         let client = peer.ip();
-        if !unproven.admit(client) {
-            debug!(%client, "a connection refused: its address holds too many without the token");
-            drop(stream);
-            continue;
-        }
         let _ = stream.set_nodelay(true);
-        let proof = Proof { proven: Arc::new(AtomicBool::new(false)), client, unproven: unproven.clone() };
+        let proof = Proof { state: Arc::new(Mutex::new(Standing::New)), client, unproven: unproven.clone() };
         let service = {
             let (app, proof) = (app.clone(), proof.clone());
             hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
@@ -123,13 +151,24 @@ pub async fn serve(
         };
         let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
-            if let Err(error) = connection.await {
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = &mut connection => Some(ended),
+                () = tokio::time::sleep(GRACE) => None,
+            };
+            let ended = match ended {
+                Some(ended) => ended,
+                None if proof.grace_over() => connection.await,
+                None => {
+                    debug!(%client, "a connection closed: its address holds too many without the token");
+                    Ok(())
+                }
+            };
+            if let Err(error) = ended {
                 debug!(%error, "a connection ended with an error");
             }
-            // A connection that never carried the token stops counting when it closes.
-            if !proof.proven.swap(true, Ordering::AcqRel) {
-                proof.unproven.release(proof.client);
-            }
+            // Closed: it counts no more.
+            proof.settle(Standing::Proven);
         });
     }
     drop(listener);
