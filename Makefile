@@ -9,7 +9,7 @@ export RUSTFLAGS := --cfg erase_components
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve release install test-rust test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve release install test-rust examples test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
@@ -54,11 +54,15 @@ install: release
 # browser test of the same loop, and the test_postgres example the team server's.
 test-rust:
 	cargo test --no-default-features --features ssr
+	$(MAKE) examples
+
+examples:
 	cargo build --no-default-features --features ssr --example mock_anthropic --example test_postgres
 
 # Playwright in headless Debian Chromium against the release build (end2end/playwright.config.ts
-# starts and stops the server).
-test-e2e:
+# starts and stops the server), with the mock API and the test Postgres it runs: `make test-e2e`
+# alone builds what it needs.
+test-e2e: release examples
 	npx playwright test --config end2end/playwright.config.ts
 
 size: release
