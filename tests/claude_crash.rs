@@ -45,32 +45,43 @@ struct Server {
     port: u16,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+async fn serve(home: &ClaudeHome, mock: &MockAnthropic) -> Server {
+    serve_with(home, mock, &[]).await
 }
 
-async fn serve(home: &ClaudeHome, mock: &MockAnthropic, port: u16) -> Server {
-    serve_with(home, mock, port, &[]).await
-}
-
-/// The server with `env` added to its environment.
-async fn serve_with(home: &ClaudeHome, mock: &MockAnthropic, port: u16, env: &[(&str, &str)]) -> Server {
+/// The server with `env` added to its environment, on a port the system picks.
+async fn serve_with(home: &ClaudeHome, mock: &MockAnthropic, env: &[(&str, &str)]) -> Server {
     let path = |p: &str| home.path().join(p).display().to_string();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path("data"), "--agent", "claude"])
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"));
+    command
+        .args(["serve", "--data-dir", &path("data"), "--agent", "claude"])
         .args(["--claude-bin", &claude_bin().display().to_string(), "--workdir", &path("project")])
         .env("ASKBRIDGE_TOKEN", TOKEN)
         .envs(home.env(mock))
         .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_until("the server to answer", Duration::from_secs(30), || async {
-        TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ())
+        .stderr(Stdio::null());
+    listening(command).await
+}
+
+/// Starts `command` (an `askbridge serve` without `--addr`) on `127.0.0.1:0`, and reads the port
+/// it listens on from the link it prints: no port is chosen here and let go for it to take.
+async fn listening(mut command: tokio::process::Command) -> Server {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = command.args(["--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let port = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(at) = line.find("http://127.0.0.1:") {
+                let rest = &line[at + "http://127.0.0.1:".len()..];
+                return rest[..rest.find('/').unwrap_or(rest.len())].parse::<u16>().unwrap();
+            }
+        }
+        panic!("the server ended without saying where it listens");
     })
-    .await;
+    .await
+    .expect("the server's link within 30 s");
+    // What it prints later goes nowhere, and never blocks it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     Server { child, port }
 }
 
@@ -114,8 +125,8 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     ])
     .await;
     let home = ClaudeHome::new();
-    let port = free_port();
-    let mut server = serve(&home, &mock, port).await;
+    let mut server = serve(&home, &mock).await;
+    let port = server.port;
     let (_, session) = post(port, "create_session", json!({})).await;
     let session = session["id"].as_str().unwrap().to_string();
     let (status, _) = post(port, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
@@ -146,7 +157,8 @@ async fn after_a_crash_the_card_says_what_the_agent_was_told_and_the_answer_can_
     .await;
     assert_eq!(mock.requests().len(), 1, "the CLI asked the model nothing after the server died");
 
-    let server = serve(&home, &mock, port).await;
+    let server = serve(&home, &mock).await;
+    let port = server.port;
     let call = tool_call(server.port, &session, "toolu_ask").await.unwrap();
     let outcome = &call["interaction"]["outcome"];
     assert_eq!(outcome["lost"]["told"], TOLD_WHEN_KILLED, "{outcome}");
@@ -182,16 +194,15 @@ async fn the_agent_never_gets_the_servers_configuration() {
     ])
     .await;
     let home = ClaudeHome::new();
-    let port = free_port();
     let database = format!("sqlite://{}", home.path().join("data/askbridge.db").display());
     let site = home.path().join("site").display().to_string();
     let server = serve_with(
         &home,
         &mock,
-        port,
         &[("DATABASE_URL", &database), ("LEPTOS_SITE_ROOT", &site), ("GIT_AUTHOR_NAME", "Ada")],
     )
     .await;
+    let port = server.port;
     let (_, session) = post(port, "create_session", json!({})).await;
     let session = session["id"].as_str().unwrap().to_string();
     let (status, _) =
@@ -213,14 +224,16 @@ async fn the_agent_never_gets_the_servers_configuration() {
     let shown = environment_shown.await;
 
     let server_pid = server.child.id().unwrap();
+    // The session's CLI; the one the server may still run to learn the models is marked
+    // `catalog`, and is held to the same allow-list.
     let clis = children_of(server_pid);
-    assert!(!clis.is_empty(), "the CLI runs, as a child of the server");
-    for environment in clis.into_iter().map(environment_of).chain([shown]) {
+    let ours = agents_of(&session);
+    assert!(!ours.is_empty() && ours.iter().all(|pid| clis.contains(pid)), "the CLI runs, as a child of the server");
+    for (pid, environment) in clis.into_iter().map(|pid| (Some(pid), environment_of(pid))).chain([(None, shown)]) {
         assert!(environment.contains("ANTHROPIC_BASE_URL="), "the environment was read: {environment}");
-        assert!(
-            environment.lines().any(|line| line == format!("ASKBRIDGE_SESSION={session}")),
-            "marked as AskBridge's: {environment}"
-        );
+        let marked = |id: &str| environment.lines().any(|line| line == format!("ASKBRIDGE_SESSION={id}"));
+        let session_s = pid.is_none_or(|pid| ours.contains(&pid));
+        assert!(if session_s { marked(&session) } else { marked("catalog") }, "marked as AskBridge's: {environment}");
         for (secret, value) in
             [("DATABASE_URL", database.as_str()), ("ASKBRIDGE_TOKEN", TOKEN), ("LEPTOS_SITE_ROOT", &site)]
         {
@@ -231,25 +244,18 @@ async fn the_agent_never_gets_the_servers_configuration() {
 }
 
 /// A server of a team: `name`'s own data folder, the shared Postgres `database`, short leases.
-async fn serve_team(home: &ClaudeHome, mock: &MockAnthropic, port: u16, name: &str, database: &str) -> Server {
+async fn serve_team(home: &ClaudeHome, mock: &MockAnthropic, name: &str, database: &str) -> Server {
     let path = |p: &str| home.path().join(p).display().to_string();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &path(name), "--agent", "claude"])
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"));
+    command
+        .args(["serve", "--data-dir", &path(name), "--agent", "claude"])
         .args(["--claude-bin", &claude_bin().display().to_string(), "--workdir", &path("project")])
         .args(["--database-url", database, "--lease", "1s", "--park-after", "10m"])
         .env("ASKBRIDGE_TOKEN", TOKEN)
         .env("RUST_LOG", "info")
         .envs(home.env(mock))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(home.path().join(format!("{name}.log"))).unwrap())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    wait_until("the server to answer", Duration::from_secs(30), || async {
-        TcpStream::connect(("127.0.0.1", port)).await.ok().map(|_| ())
-    })
-    .await;
-    Server { child, port }
+        .stderr(std::fs::File::create(home.path().join(format!("{name}.log"))).unwrap());
+    listening(command).await
 }
 
 /// The processes AskBridge started for `session` (each CLI is marked `ASKBRIDGE_SESSION=<id>`):
@@ -288,9 +294,9 @@ async fn a_server_that_lost_its_lease_stops_its_agent_and_writes_nothing_so_one_
     ])
     .await;
     let home = ClaudeHome::new();
-    let (port_a, port_b) = (free_port(), free_port());
-    let a = serve_team(&home, &mock, port_a, "a", &database).await;
-    let _b = serve_team(&home, &mock, port_b, "b", &database).await;
+    let a = serve_team(&home, &mock, "a", &database).await;
+    let _b = serve_team(&home, &mock, "b", &database).await;
+    let (port_a, port_b) = (a.port, _b.port);
     let (_, session) = post(port_a, "create_session", json!({})).await;
     let session = session["id"].as_str().unwrap().to_string();
     let (status, _) = post(port_a, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
@@ -348,8 +354,8 @@ async fn a_server_killed_after_the_resumed_agent_had_the_answer_goes_on_at_the_n
     ])
     .await;
     let home = ClaudeHome::new();
-    let port = free_port();
-    let server = serve_with(&home, &mock, port, &[("ASKBRIDGE_PARK_AFTER", "1s")]).await;
+    let server = serve_with(&home, &mock, &[("ASKBRIDGE_PARK_AFTER", "1s")]).await;
+    let port = server.port;
     let (_, session) = post(port, "create_session", json!({})).await;
     let session = session["id"].as_str().unwrap().to_string();
     let (status, _) = post(port, "send_message", json!({"session": session, "text": "Set up auth; ask me."})).await;
@@ -376,7 +382,7 @@ async fn a_server_killed_after_the_resumed_agent_had_the_answer_goes_on_at_the_n
     })
     .await;
 
-    let server = serve(&home, &mock, port).await;
+    let server = serve(&home, &mock).await;
     let view = wait_until("the turn to go on to its end by itself", Duration::from_secs(90), || async {
         let (_, view) = post(server.port, "load_session", json!({"id": session})).await;
         (view["thread"]["turn"]["last_outcome"] == "completed").then_some(view)
