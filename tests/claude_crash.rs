@@ -66,22 +66,9 @@ async fn serve_with(home: &ClaudeHome, mock: &MockAnthropic, env: &[(&str, &str)
 /// Starts `command` (an `askbridge serve` without `--addr`) on `127.0.0.1:0`, and reads the port
 /// it listens on from the link it prints: no port is chosen here and let go for it to take.
 async fn listening(mut command: tokio::process::Command) -> Server {
-    use tokio::io::AsyncBufReadExt;
     let mut child = command.args(["--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).kill_on_drop(true).spawn().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let port = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if let Some(at) = line.find("http://127.0.0.1:") {
-                let rest = &line[at + "http://127.0.0.1:".len()..];
-                return rest[..rest.find('/').unwrap_or(rest.len())].parse::<u16>().unwrap();
-            }
-        }
-        panic!("the server ended without saying where it listens");
-    })
-    .await
-    .expect("the server's link within 30 s");
-    // What it prints later goes nowhere, and never blocks it.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let base = support::listening_at(&mut child).await;
+    let port = base.rsplit(':').next().and_then(|port| port.parse().ok()).expect("a port in the link");
     Server { child, port }
 }
 

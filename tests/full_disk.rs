@@ -3,6 +3,8 @@
 //! rename, an upload) fails with the disk's own words, several times over; once space is back,
 //! the very next write of each kind succeeds, and nothing acknowledged before is lost.
 
+mod support;
+
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -21,19 +23,20 @@ struct Server {
 
 impl Server {
     async fn start(disk: &SmallDisk) -> Server {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let data = disk.inside().join("data");
         let mut command = disk.command(env!("CARGO_BIN_EXE_askbridge"));
+        // On a port the system picks: the link it prints says which.
         command
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--data-dir", &data.display().to_string()])
+            .args(["serve", "--addr", "127.0.0.1:0", "--data-dir", &data.display().to_string()])
             .env("ASKBRIDGE_TOKEN", TOKEN)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let child = tokio::process::Command::from(command).kill_on_drop(true).spawn().unwrap();
+        let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn().unwrap();
+        let base = support::listening_at(&mut child).await;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let server = Server { _child: child, base: format!("http://127.0.0.1:{port}"), http };
+        let server = Server { _child: child, base, http };
         wait_until("the server to answer", Duration::from_secs(30), || async {
             server.http.get(format!("{}/api/ping", server.base)).send().await.ok().map(drop)
         })

@@ -3,6 +3,8 @@
 //! itself, to its end, without a message from the person (issue 33: turns cut short there
 //! "never went on until a message was sent").
 
+mod support;
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -30,25 +32,27 @@ struct Server {
 }
 
 impl Server {
-    async fn start(dir: &Path, port: u16) -> Server {
+    /// On a port the system picks: the link it prints says which.
+    async fn start(dir: &Path) -> Server {
         let scenario = dir.join("scenario.toml");
         std::fs::write(&scenario, SCENARIO).unwrap();
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}"), "--agent", "scripted", "--park-after", "200ms"])
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
+            .args(["serve", "--addr", "127.0.0.1:0", "--agent", "scripted", "--park-after", "200ms"])
             .arg("--scenario")
             .arg(&scenario)
             .arg("--data-dir")
             .arg(dir.join("data"))
             .env("ASKBRIDGE_TOKEN", TOKEN)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
             .unwrap();
+        let base = support::listening_at(&mut child).await;
         let _ = rustls::crypto::ring::default_provider().install_default();
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let server = Server { child, base: format!("http://127.0.0.1:{port}"), http };
+        let server = Server { child, base, http };
         wait_until("the server to answer", Duration::from_secs(30), || async {
             let ping = server.http.get(format!("{}/api/ping", server.base)).bearer_auth(TOKEN).send().await.ok()?;
             ping.status().is_success().then_some(())
@@ -97,8 +101,7 @@ fn call_and_text(thread: &Value) -> (Value, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_killed_while_the_agent_resumes_with_an_answer_goes_on_with_it_at_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let server = Server::start(dir.path(), port).await;
+    let server = Server::start(dir.path()).await;
     let session = server.call("create_session", json!({"workdir": null})).await["id"].as_str().unwrap().to_string();
     server.call("send_message", json!({"session": session, "text": "set up auth"})).await;
     let call = wait_until("the question to be parked", Duration::from_secs(30), || async {
@@ -116,7 +119,7 @@ async fn a_server_killed_while_the_agent_resumes_with_an_answer_goes_on_with_it_
     .await;
     server.kill().await;
 
-    let server = Server::start(dir.path(), port).await;
+    let server = Server::start(dir.path()).await;
     let thread = wait_until("the turn to go on to its end by itself", Duration::from_secs(60), || async {
         let thread = server.thread(&session).await;
         (thread["turn"]["working"] == false && thread["turn"]["last_outcome"] == "completed").then_some(thread)

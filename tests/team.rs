@@ -229,11 +229,10 @@ async fn a_messages_api_question_left_by_a_stopped_server_is_answered_and_resume
 
 /// The real binary, so that it can die as a process does: no goodbye, its lease left to expire.
 async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Api) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let addr = format!("127.0.0.1:{port}");
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
+    // On a port the system picks: the link it prints says which.
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
-        .args(["serve", "--addr", &addr, "--token", TOKEN, "--data-dir"])
+        .args(["serve", "--addr", "127.0.0.1:0", "--token", TOKEN, "--data-dir"])
         .arg(dir.join("data"))
         .args(flags)
         .env("RUST_LOG", "info")
@@ -243,20 +242,10 @@ async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Ap
         .spawn()
         .unwrap();
     // Serving once it prints its address.
-    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(child.stdout.take().unwrap()));
-    tokio::time::timeout(Duration::from_secs(60), async {
-        while let Some(line) = lines.next_line().await.unwrap() {
-            if line.contains("http://") {
-                return;
-            }
-        }
-        panic!("the server ended: {}", std::fs::read_to_string(dir.join("server.log")).unwrap());
-    })
-    .await
-    .expect("the server's link within 60 s");
+    let base = support::listening_at(&mut child).await;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    (child, Api { http, base: format!("http://{addr}") })
+    (child, Api { http, base })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
