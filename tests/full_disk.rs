@@ -12,13 +12,20 @@ use askbridge::error::AppError;
 use askbridge::testing::small_disk::SmallDisk;
 use askbridge::testing::wait_until;
 use serde_json::{Value, json};
+use support::server::{Api, TOKEN};
 
-const TOKEN: &str = "full-disk-test-token-0123456789";
-
+/// The binary, its data on the small disk; its API (`support::server::Api`, with the test's token)
+/// through `Deref`.
 struct Server {
     _child: tokio::process::Child,
-    base: String,
-    http: reqwest::Client,
+    api: Api,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Api;
+    fn deref(&self) -> &Api {
+        &self.api
+    }
 }
 
 impl Server {
@@ -34,43 +41,7 @@ impl Server {
             .stderr(Stdio::null());
         let mut child = tokio::process::Command::from(command).kill_on_drop(true).spawn().unwrap();
         let base = support::listening_at(&mut child).await;
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let server = Server { _child: child, base, http };
-        wait_until("the server to answer", Duration::from_secs(30), || async {
-            server.http.get(format!("{}/api/ping", server.base)).send().await.ok().map(drop)
-        })
-        .await;
-        server
-    }
-
-    /// A server function: its JSON result, or the typed error it answered with.
-    async fn call(&self, function: &str, body: Value) -> Result<Value, AppError> {
-        let response = self.http.post(format!("{}/api/{function}", self.base)).bearer_auth(TOKEN).json(&body).send();
-        Self::read(function, response.await.unwrap()).await
-    }
-
-    async fn upload(&self, bytes: Vec<u8>) -> Result<Value, AppError> {
-        let response = self
-            .http
-            .post(format!("{}/api/attachments?name=notes.txt", self.base))
-            .bearer_auth(TOKEN)
-            .header("content-type", "text/plain")
-            .body(bytes)
-            .send();
-        Self::read("upload", response.await.unwrap()).await
-    }
-
-    async fn read(what: &str, response: reqwest::Response) -> Result<Value, AppError> {
-        let status = response.status().as_u16();
-        let bytes = response.bytes().await.unwrap();
-        if status == 200 {
-            return Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null));
-        }
-        let error: AppError = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            panic!("{what}: {status} is not a typed error ({e}): {}", String::from_utf8_lossy(&bytes))
-        });
-        Err(error)
+        Server { _child: child, api: Api::at(&base) }
     }
 
     /// The texts of the session's messages, once its turn has ended.
@@ -114,12 +85,11 @@ async fn after_a_full_disk_every_kind_of_write_succeeds_again_as_soon_as_space_i
             server.call("send_message", json!({"session": session, "text": big})).await.map(drop),
             server.call("create_session", json!({"workdir": null})).await.map(drop),
             server.call("rename_session", json!({"id": session, "title": format!("title {round}")})).await.map(drop),
-            server.upload(big.repeat(4).into_bytes()).await.map(drop),
+            server.upload("notes.txt", "text/plain", big.repeat(4).into_bytes()).await.map(drop),
         ];
         refused.extend(results.into_iter().filter_map(Result::err));
     }
     assert!(refused.len() >= 4, "a full disk refused writes: {refused:?}");
-    eprintln!("{refused:?}");
     for error in &refused {
         assert!(
             matches!(error, AppError::Storage { detail } if detail.contains("the disk is full")),
@@ -131,7 +101,7 @@ async fn after_a_full_disk_every_kind_of_write_succeeds_again_as_soon_as_space_i
     // No waiting for a lock a failed write left behind: the very next write of each kind works.
     server.call("rename_session", json!({"id": session, "title": "after the disk filled"})).await.unwrap();
     server.call("create_session", json!({"workdir": null})).await.unwrap();
-    server.upload(b"a note".to_vec()).await.unwrap();
+    server.upload("notes.txt", "text/plain", b"a note".to_vec()).await.unwrap();
     server.call("send_message", json!({"session": session, "text": "after space came back"})).await.unwrap();
     let after = server.texts_when_idle(&session).await;
     assert_eq!(after.first().map(String::as_str), Some("before the disk filled"), "{after:?}");

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use askbridge::testing::wait_until;
 use serde_json::{Value, json};
+use support::server::{Api, TOKEN};
 
-const TOKEN: &str = "resume-crash-test-token-0123456789";
 const QUESTION: &str = "Which auth?";
 /// Asks, then answers slowly (4 words a second): long enough to be killed in the middle.
 const SCENARIO: &str = r#"
@@ -25,10 +25,10 @@ input = { question = "Which auth?", options = ["JWT", "Sessions"] }
 say = "got {{answer}} and then a reply long enough to be cut short by a crash of the server, word by word, to its very last word"
 "#;
 
+/// The binary, and its API (`support::server::Api`, with the test's token).
 struct Server {
     child: tokio::process::Child,
-    base: String,
-    http: reqwest::Client,
+    api: Api,
 }
 
 impl Server {
@@ -50,28 +50,11 @@ impl Server {
             .spawn()
             .unwrap();
         let base = support::listening_at(&mut child).await;
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        let server = Server { child, base, http };
-        wait_until("the server to answer", Duration::from_secs(30), || async {
-            let ping = server.http.get(format!("{}/api/ping", server.base)).bearer_auth(TOKEN).send().await.ok()?;
-            ping.status().is_success().then_some(())
-        })
-        .await;
-        server
+        Server { child, api: Api::at(&base) }
     }
 
     async fn call(&self, function: &str, body: Value) -> Value {
-        let response = self
-            .http
-            .post(format!("{}/api/{function}", self.base))
-            .bearer_auth(TOKEN)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        assert!(response.status().is_success(), "{function}: {}", response.status());
-        response.json().await.unwrap_or(Value::Null)
+        self.api.call(function, body).await.unwrap_or_else(|error| panic!("{function}: {error:?}"))
     }
 
     async fn thread(&self, session: &str) -> Value {

@@ -243,9 +243,7 @@ async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Ap
         .unwrap();
     // Serving once it prints its address.
     let base = support::listening_at(&mut child).await;
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    (child, Api { http, base })
+    (child, Api::at(&base))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

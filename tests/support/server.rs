@@ -71,11 +71,7 @@ impl Server {
     }
 
     pub fn api(&self) -> Api {
-        // reqwest is built here with rustls but no crypto provider of its own (for the Messages
-        // API agent): one must be installed, even for plain HTTP.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
-        Api { http, base: self.base.clone() }
+        Api::at(&self.base)
     }
 
     /// Stops it as Ctrl-C would, and returns its data folder.
@@ -94,6 +90,15 @@ pub struct Api {
 }
 
 impl Api {
+    /// The server at `base` (`http://127.0.0.1:PORT`), with the test's access token.
+    pub fn at(base: &str) -> Api {
+        // reqwest is built here with rustls but no crypto provider of its own (for the Messages
+        // API agent): one must be installed, even for plain HTTP.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        Api { http, base: base.to_string() }
+    }
+
     /// A server function: its JSON result, or the typed error it answered with (whose HTTP
     /// status must be the error's own).
     pub async fn call(&self, function: &str, body: Value) -> Result<Value, AppError> {
@@ -106,15 +111,34 @@ impl Api {
             .send()
             .await
             .unwrap_or_else(|error| panic!("{function}: {error}"));
+        Self::read(function, response).await
+    }
+
+    /// Uploads a file to attach (`POST /api/attachments`): the stored file, or the typed error.
+    pub async fn upload(&self, name: &str, media_type: &str, bytes: Vec<u8>) -> Result<Value, AppError> {
+        let response = self
+            .http
+            .post(format!("{}/api/attachments?name={name}", self.base))
+            .bearer_auth(TOKEN)
+            .header("content-type", media_type)
+            .body(bytes)
+            .send()
+            .await
+            .unwrap_or_else(|error| panic!("upload: {error}"));
+        Self::read("upload", response).await
+    }
+
+    /// A response's JSON, or the typed error it carries (whose HTTP status must be the error's own).
+    async fn read(what: &str, response: reqwest::Response) -> Result<Value, AppError> {
         let status = response.status().as_u16();
-        let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{function}: {error}"));
+        let bytes = response.bytes().await.unwrap_or_else(|error| panic!("{what}: {error}"));
         if status == 200 {
             return Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null));
         }
         let error: AppError = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            panic!("{function}: {status} is not a typed error ({e}): {}", String::from_utf8_lossy(&bytes))
+            panic!("{what}: {status} is not a typed error ({e}): {}", String::from_utf8_lossy(&bytes))
         });
-        assert_eq!(status, error.status(), "{function}: {error:?}");
+        assert_eq!(status, error.status(), "{what}: {error:?}");
         Err(error)
     }
 
