@@ -4,10 +4,14 @@
 //! `backends → bridge → store` in spirit, ids and errors at the bottom); an import that is not in
 //! it fails this test, so a new arrow is a decision, not an accident.
 //!
-//! Imports are read as text: every `crate::<module>` path in a file's code (tests left out: a
-//! `#[cfg(test)] mod tests` block, or a `tests.rs` file), in `use` lines, grouped
-//! `use crate::{a::X, b::Y}` and inline paths alike. Between files, `super::`, `self::` and a
-//! child module's name count as well (`mod_graph` below says how a path finds its file).
+//! Imports are read with `syn`: every path of ours in a file's code (test-only items left out: a
+//! `#[cfg(test)]` item, or a `tests.rs` file), in use trees and inline paths alike, and in the
+//! tokens of macro bodies. Between files, `super::`, `self::` and a child module's name count as
+//! well (the notes at `SourceFile` say how a path finds its file).
+//!
+//! Two more kinds of structure are checked here: the session's facade has no back door (a public
+//! accessor of the store or the bridge that code outside `session/` calls), and no file or function
+//! holds more than one reader can keep in mind.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -78,10 +82,9 @@ fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
 
 // ---- How a file's imports are read ----
 //
-// From the text, with Rust's rules for where a path leads:
+// From the syntax, with Rust's rules for where a path leads:
 // - `crate::a::b::X`, `super::X`, `self::x::Y`, and a child module's name (`turn::Turn` in the file
-//   that declares `mod turn;`) are paths of ours, in `use` trees and inline alike; comments and
-//   strings are not read;
+//   that declares `mod turn;`) are paths of ours, in `use` trees and inline alike;
 // - a path leads to the file of its longest prefix that is a file (`agent::claude::turn`);
 // - a `pub use` re-export is the module's face, not an import: a path through it leads on to the
 //   file that defines the item, and the file that re-exports it imports that file only where its
@@ -114,217 +117,178 @@ fn module_path(relative: &str) -> Vec<String> {
     path
 }
 
-/// The tokens of Rust source: identifiers, `::` and single punctuation; comments, strings and
-/// character literals left out.
-fn tokens(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '/' && at(i + 1) == '/' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            while i < chars.len() {
-                if chars[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if chars[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
+/// Each item of a use tree as its full path and the name it is known by (`a::{b, c as d, e::*}` →
+/// `a::b` as b, `a::c` as d, `a::e::*`).
+fn use_tree(tree: &syn::UseTree, prefix: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
+    let with = |segment: String| {
+        let mut path = prefix.clone();
+        path.push(segment);
+        path
+    };
+    match tree {
+        syn::UseTree::Path(path) => use_tree(&path.tree, with(path.ident.to_string()), out),
+        // `a::{self, b}`: `self` is `a`.
+        syn::UseTree::Name(name) if name.ident == "self" && !prefix.is_empty() => {
+            out.push((prefix.clone(), prefix.last().cloned().unwrap_or_default()))
+        }
+        syn::UseTree::Name(name) => out.push((with(name.ident.to_string()), name.ident.to_string())),
+        syn::UseTree::Rename(rename) if rename.ident == "self" && !prefix.is_empty() => {
+            out.push((prefix.clone(), rename.rename.to_string()))
+        }
+        syn::UseTree::Rename(rename) => out.push((with(rename.ident.to_string()), rename.rename.to_string())),
+        syn::UseTree::Glob(_) => out.push((with("*".into()), "*".into())),
+        syn::UseTree::Group(group) => group.items.iter().for_each(|tree| use_tree(tree, prefix.clone(), out)),
+    }
+}
+
+/// `#[cfg(test)]`: code these checks leave out.
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|attr| {
+        attr.path().is_ident("cfg") && attr.meta.require_list().is_ok_and(|list| list.tokens.to_string() == "test")
+    })
+}
+
+/// The attributes of an item, to leave test-only ones out.
+fn attrs_of(item: &syn::Item) -> &[syn::Attribute] {
+    match item {
+        syn::Item::Const(item) => &item.attrs,
+        syn::Item::Enum(item) => &item.attrs,
+        syn::Item::Fn(item) => &item.attrs,
+        syn::Item::Impl(item) => &item.attrs,
+        syn::Item::Macro(item) => &item.attrs,
+        syn::Item::Mod(item) => &item.attrs,
+        syn::Item::Static(item) => &item.attrs,
+        syn::Item::Struct(item) => &item.attrs,
+        syn::Item::Trait(item) => &item.attrs,
+        syn::Item::Type(item) => &item.attrs,
+        syn::Item::Use(item) => &item.attrs,
+        _ => &[],
+    }
+}
+
+/// Walks a file's syntax, test-only items left out: its use trees, the paths its code names and
+/// every identifier. Macro bodies (`view!`, `json!`, `macro_rules!`) are tokens to syn, so the
+/// paths in them are read from the tokens: `a :: b` sequences, `$crate::x` as `crate::x`.
+#[derive(Default)]
+struct Reader {
+    /// Each use tree, and whether it is `pub` (or `pub(…)`): a re-export.
+    uses: Vec<(bool, syn::UseTree)>,
+    /// Every path the code names, as written.
+    paths: Vec<Vec<String>>,
+    names: BTreeSet<String>,
+}
+
+impl Reader {
+    fn tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::{Spacing, TokenTree};
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        let colons_at = |at: usize| {
+            matches!((trees.get(at), trees.get(at + 1)), (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                if a.as_char() == ':' && a.spacing() == Spacing::Joint && b.as_char() == ':')
+        };
+        let mut i = 0;
+        while i < trees.len() {
+            match &trees[i] {
+                TokenTree::Group(group) => self.tokens(group.stream()),
+                TokenTree::Ident(ident) if !(i >= 2 && colons_at(i - 2)) => {
+                    self.names.insert(ident.to_string());
+                    let mut path = vec![ident.to_string()];
+                    while colons_at(i + 1)
+                        && let Some(TokenTree::Ident(next)) = trees.get(i + 3)
+                    {
+                        path.push(next.to_string());
+                        i += 3;
                     }
-                } else {
-                    i += 1;
+                    self.paths.push(path);
                 }
+                _ => {}
             }
-        } else if (c == 'r' || (c == 'b' && at(i + 1) == 'r')) && {
-            let start = if c == 'b' { i + 2 } else { i + 1 };
-            let mut j = start;
-            while at(j) == '#' {
-                j += 1;
-            }
-            at(j) == '"' && (j > start || at(start) == '"')
-        } {
-            // A raw string: r"…", r#"…"#, br"…".
-            let start = if c == 'b' { i + 2 } else { i + 1 };
-            let mut j = start;
-            while at(j) == '#' {
-                j += 1;
-            }
-            let hashes = j - start;
-            j += 1;
-            while j < chars.len() && !(chars[j] == '"' && (0..hashes).all(|k| at(j + 1 + k) == '#')) {
-                j += 1;
-            }
-            i = j + 1 + hashes;
-        } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                i += if chars[i] == '\\' { 2 } else { 1 };
-            }
-            i += 1;
-        } else if c == '\'' {
-            // A character literal ('x', '\n', '\u{1F600}'), or a lifetime ('a), which is skipped.
-            if at(i + 1) == '\\' {
-                i += 2;
-                while i < chars.len() && chars[i] != '\'' {
-                    i += 1;
-                }
-                i += 1;
-            } else if at(i + 2) == '\'' {
-                i += 3;
-            } else {
-                i += 1;
-                while at(i).is_alphanumeric() || at(i) == '_' {
-                    i += 1;
-                }
-            }
-        } else if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while at(i).is_alphanumeric() || at(i) == '_' {
-                i += 1;
-            }
-            out.push(chars[start..i].iter().collect());
-        } else if c == ':' && at(i + 1) == ':' {
-            out.push("::".to_string());
-            i += 2;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else {
-            out.push(c.to_string());
             i += 1;
         }
     }
-    out
 }
 
-fn is_ident(token: &str) -> bool {
-    token.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
-}
-
-/// Reads the use tree at `tokens[*i]` (after `use`) up to its `;`: each item as its full path and
-/// the name it is known by (`a::{b, c as d, e::*}` → `a::b` as b, `a::c` as d, `a::e::*`).
-fn use_tree(tokens: &[String], i: &mut usize, prefix: Vec<String>, out: &mut Vec<(Vec<String>, String)>) {
-    let mut path = prefix;
-    while let Some(token) = tokens.get(*i) {
-        match token.as_str() {
-            "::" => *i += 1,
-            "{" => {
-                *i += 1;
-                while tokens.get(*i).is_some_and(|t| t != "}") {
-                    use_tree(tokens, i, path.clone(), out);
-                    if tokens.get(*i).is_some_and(|t| t == ",") {
-                        *i += 1;
-                    }
-                }
-                *i += 1;
-                return;
-            }
-            "*" => {
-                *i += 1;
-                path.push("*".into());
-                out.push((path, "*".into()));
-                return;
-            }
-            ident if is_ident(ident) => {
-                path.push(ident.to_string());
-                *i += 1;
-                if tokens.get(*i).is_some_and(|t| t == "::") {
-                    continue;
-                }
-                // `a::{self, b}`: `self` is `a`.
-                if path.len() > 1 && path.last().is_some_and(|last| last == "self") {
-                    path.pop();
-                }
-                let mut name = path.last().cloned().unwrap_or_default();
-                if tokens.get(*i).is_some_and(|t| t == "as") {
-                    name = tokens.get(*i + 1).cloned().unwrap_or_default();
-                    *i += 2;
-                }
-                out.push((path, name));
-                return;
-            }
-            // `,`, `}` or `;`: the item ends (the caller reads on).
-            _ => return,
+impl<'ast> syn::visit::Visit<'ast> for Reader {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if !is_test_only(attrs_of(item)) {
+            syn::visit::visit_item(self, item);
         }
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if !is_test_only(&item.attrs) {
+            syn::visit::visit_impl_item_fn(self, item);
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.uses.push((!matches!(item.vis, syn::Visibility::Inherited), item.tree.clone()));
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        self.paths.push(path.segments.iter().map(|segment| segment.ident.to_string()).collect());
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_ident(&mut self, ident: &'ast proc_macro2::Ident) {
+        self.names.insert(ident.to_string());
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        syn::visit::visit_path(self, &mac.path);
+        self.tokens(mac.tokens.clone());
+    }
+
+    fn visit_meta_list(&mut self, list: &'ast syn::MetaList) {
+        self.tokens(list.tokens.clone());
     }
 }
 
 impl SourceFile {
     fn read(relative: &str, text: &str) -> Self {
-        let text = match text.find("#[cfg(test)]\nmod tests") {
-            Some(at) => &text[..at],
-            None => text,
-        };
-        let tokens = tokens(text);
+        let parsed = syn::parse_file(text).unwrap_or_else(|error| panic!("{relative} does not parse: {error}"));
+        let children = parsed
+            .items
+            .iter()
+            .filter_map(|item| match item {
+                syn::Item::Mod(module) if module.content.is_none() && !is_test_only(&module.attrs) => {
+                    Some(module.ident.to_string())
+                }
+                _ => None,
+            })
+            .collect();
+        let mut reader = Reader::default();
+        syn::visit::Visit::visit_file(&mut reader, &parsed);
         let mut file = SourceFile {
             name: relative.to_string(),
             module: module_path(relative),
-            children: BTreeSet::new(),
+            children,
             imports: Vec::new(),
             reexports: BTreeMap::new(),
-            names: BTreeSet::new(),
+            names: reader.names,
         };
-        for window in tokens.windows(3) {
-            if window[0] == "mod" && is_ident(&window[1]) && window[2] == ";" {
-                file.children.insert(window[1].clone());
-            }
-        }
-        let ours = |file: &SourceFile, first: &str| {
-            matches!(first, "crate" | "super" | "self") || file.children.contains(first)
-        };
-        let mut i = 0;
-        while i < tokens.len() {
-            let token = tokens[i].as_str();
-            let after_path = i > 0 && tokens[i - 1] == "::";
-            if token == "use" && !after_path {
-                // `pub use`, `pub(crate) use`: a re-export.
-                let before = &tokens[..i];
-                let public = match before.last().map(String::as_str) {
-                    Some("pub") => true,
-                    Some(")") => {
-                        before.iter().rposition(|t| t == "(").is_some_and(|open| open > 0 && before[open - 1] == "pub")
-                    }
-                    _ => false,
-                };
-                let mut items = Vec::new();
-                i += 1;
-                use_tree(&tokens, &mut i, Vec::new(), &mut items);
-                for (path, name) in items {
-                    if !path.first().is_some_and(|first| ours(&file, first)) {
-                        continue;
-                    }
-                    if public && name != "*" {
-                        file.reexports.insert(name, path);
-                    } else {
-                        file.imports.push(path);
-                    }
-                }
-                continue;
-            }
-            if is_ident(token) && !after_path {
-                if tokens.get(i + 1).is_some_and(|t| t == "::") && ours(&file, token) {
-                    let mut path = vec![token.to_string()];
-                    let mut j = i + 1;
-                    while tokens.get(j).is_some_and(|t| t == "::") && tokens.get(j + 1).is_some_and(|t| is_ident(t)) {
-                        path.push(tokens[j + 1].clone());
-                        j += 2;
-                    }
-                    file.imports.push(path);
-                    i = j;
+        for (public, tree) in &reader.uses {
+            let mut items = Vec::new();
+            use_tree(tree, Vec::new(), &mut items);
+            for (path, name) in items {
+                if !path.first().is_some_and(|first| file.ours(first)) {
                     continue;
                 }
-                file.names.insert(token.to_string());
+                if *public && name != "*" {
+                    file.reexports.insert(name, path);
+                } else {
+                    file.imports.push(path);
+                }
             }
-            i += 1;
         }
+        let inline = reader.paths.into_iter().filter(|path| path.len() > 1 && file.ours(&path[0]));
+        file.imports.extend(inline.collect::<Vec<_>>());
         file
+    }
+
+    /// Whether a path that starts with `first` is one of ours.
+    fn ours(&self, first: &str) -> bool {
+        matches!(first, "crate" | "super" | "self") || self.children.contains(first)
     }
 
     /// The path `path`, written in this file, from the crate's root; `None` when it is not ours.
@@ -630,4 +594,349 @@ fn the_file_check_finds_a_circle_between_two_files_and_through_a_third() {
     );
     let message = describe(&found[1], &graph);
     assert!(message.contains("→ src/ui/workspace.rs (by `super::workspace::SessionPane`)"), "{message}");
+}
+
+// ---- The session's facade ----
+//
+// `session::SessionManager` is the one way to the sessions: the store and the interaction bridge
+// sit behind it, and every change to a session goes through its ledger. A public method of
+// `session/` that hands out the store or the bridge is a back door: code above calls the store's
+// or the bridge's own methods through it, past the ledger and past this file's layer table (which
+// sees only imports, and a call through an accessor imports nothing). What the modules above
+// need is a named method of the session's.
+
+/// The handles the facade keeps to itself: (the module that defines it, the type).
+const BEHIND_THE_FACADE: &[(&str, &str)] = &[("store", "Store"), ("bridge", "InteractionBridge")];
+
+/// Whether `ty` is one of `handles`, as itself, a reference, or in an `Arc`.
+fn hands_out(ty: &syn::Type, handles: &BTreeSet<String>) -> bool {
+    match ty {
+        syn::Type::Reference(reference) => hands_out(&reference.elem, handles),
+        syn::Type::Paren(inner) => hands_out(&inner.elem, handles),
+        syn::Type::Path(path) => path.path.segments.last().is_some_and(|last| {
+            handles.contains(&last.ident.to_string())
+                || (last.ident == "Arc"
+                    && matches!(&last.arguments, syn::PathArguments::AngleBracketed(args)
+                        if args.args.iter().any(|arg| matches!(arg, syn::GenericArgument::Type(inner) if hands_out(inner, handles)))))
+        }),
+        _ => false,
+    }
+}
+
+/// The public methods of `files` (`pub` or `pub(crate)`) that take only `self` and hand out one of
+/// `handles`.
+fn accessors(files: &[(String, syn::File)], handles: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for (name, file) in files {
+        for item in &file.items {
+            let syn::Item::Impl(block) = item else { continue };
+            for item in &block.items {
+                if let syn::ImplItem::Fn(method) = item
+                    && matches!(&method.vis, syn::Visibility::Public(_))
+                        | matches!(&method.vis, syn::Visibility::Restricted(r) if r.path.is_ident("crate"))
+                    && method.sig.inputs.len() == 1
+                    && let syn::ReturnType::Type(_, ty) = &method.sig.output
+                    && hands_out(ty, handles)
+                {
+                    found.insert(method.sig.ident.to_string(), name.clone());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Calls without arguments, in a file's code (tests left out), of a method named one of `names`,
+/// with the line (an accessor takes nothing: `pid.store(0, Relaxed)` is an atomic's).
+#[derive(Default)]
+struct Calls {
+    names: BTreeSet<String>,
+    found: Vec<(String, usize)>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Calls {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if !is_test_only(attrs_of(item)) {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_expr_method_call(&mut self, call: &'ast syn::ExprMethodCall) {
+        if call.args.is_empty() && self.names.contains(&call.method.to_string()) {
+            self.found.push((call.method.to_string(), call.method.span().start().line));
+        }
+        syn::visit::visit_expr_method_call(self, call);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        // `.store()` inside `view!` or `format!`: `.`, the name, `(`.
+        fn scan(tokens: proc_macro2::TokenStream, calls: &mut Calls) {
+            use proc_macro2::{Delimiter, TokenTree};
+            let trees: Vec<TokenTree> = tokens.into_iter().collect();
+            for (i, tree) in trees.iter().enumerate() {
+                match tree {
+                    TokenTree::Group(group) => scan(group.stream(), calls),
+                    TokenTree::Ident(ident)
+                        if calls.names.contains(&ident.to_string())
+                            && matches!(i.checked_sub(1).and_then(|at| trees.get(at)), Some(TokenTree::Punct(p)) if p.as_char() == '.')
+                            && matches!(trees.get(i + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Parenthesis && g.stream().is_empty()) =>
+                    {
+                        calls.found.push((ident.to_string(), ident.span().start().line));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        scan(mac.tokens.clone(), self);
+    }
+}
+
+/// Each back door: `file:line` calls `accessor` (defined in `session file`) from outside `inside`.
+fn back_doors(files: &[(String, syn::File)], inside: &str, handles: &BTreeSet<String>) -> Vec<String> {
+    let (facade, outside): (Vec<_>, Vec<_>) = files.iter().cloned().partition(|(name, _)| name.starts_with(inside));
+    let accessors = accessors(&facade, handles);
+    let mut found = Vec::new();
+    for (name, file) in &outside {
+        let mut calls = Calls { names: accessors.keys().cloned().collect(), found: Vec::new() };
+        syn::visit::Visit::visit_file(&mut calls, file);
+        for (method, line) in calls.found {
+            found.push(format!("{name}:{line} calls `{method}()`, which {} makes public", accessors[&method]));
+        }
+    }
+    found
+}
+
+fn parsed_sources() -> Vec<(String, syn::File)> {
+    let mut paths = Vec::new();
+    rust_files(&src(), &mut paths);
+    let root = src().parent().unwrap().to_path_buf();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| {
+            let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let text = std::fs::read_to_string(&path).unwrap();
+            let file = syn::parse_file(&text).unwrap_or_else(|error| panic!("{relative} does not parse: {error}"));
+            (relative, file)
+        })
+        .filter(|(relative, _)| !relative.ends_with("tests.rs"))
+        .collect()
+}
+
+#[test]
+fn nothing_outside_the_session_reaches_its_store_or_bridge_through_an_accessor() {
+    let handles = BEHIND_THE_FACADE.iter().map(|(_, ty)| ty.to_string()).collect();
+    let found = back_doors(&parsed_sources(), "src/session/", &handles);
+    assert!(
+        found.is_empty(),
+        "back doors into the session's facade (give the caller a named method of the session's, and \
+         make the accessor private to session/):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_back_door_check_finds_an_accessor_called_from_outside_the_session() {
+    let parse = |name: &str, code: &str| (name.to_string(), syn::parse_file(code).unwrap());
+    let files = [
+        parse(
+            "src/session/manager.rs",
+            "impl SessionManager {\n pub fn store(&self) -> &Store { &self.store }\n \
+             pub(crate) fn bridge(&self) -> Arc<InteractionBridge> { self.bridge.clone() }\n \
+             pub(super) fn ledger(&self) -> &Store { &self.store }\n \
+             fn own(&self) -> &Store { &self.store }\n pub fn title(&self) -> Result<String, StoreError> { todo!() }\n}\n",
+        ),
+        parse("src/session/turns.rs", "fn f(m: &SessionManager) { m.ledger().x(); m.store().y(); }\n"),
+        parse("src/api/mod.rs", "fn f(m: &SessionManager) { m.store().list(); m.title(); }\n"),
+        parse("src/terminal/relay.rs", "fn f(m: &M) {\n view! { <p>{m.bridge().cancel()}</p> }\n}\n"),
+        parse("src/live/hub.rs", "#[cfg(test)]\nmod tests { fn t(m: &M) { m.store(); } }\n"),
+    ];
+    let handles = BEHIND_THE_FACADE.iter().map(|(_, ty)| ty.to_string()).collect();
+    assert_eq!(
+        back_doors(&files, "src/session/", &handles),
+        [
+            "src/api/mod.rs:1 calls `store()`, which src/session/manager.rs makes public",
+            "src/terminal/relay.rs:2 calls `bridge()`, which src/session/manager.rs makes public",
+        ]
+    );
+}
+
+#[test]
+fn the_facade_table_names_types_its_modules_define() {
+    let sources = parsed_sources();
+    for (module, ty) in BEHIND_THE_FACADE {
+        let defined = sources
+            .iter()
+            .filter(|(name, _)| name.starts_with(&format!("src/{module}/")))
+            .any(|(_, file)| file.items.iter().any(|item| matches!(item, syn::Item::Struct(s) if s.ident == ty)));
+        assert!(defined, "`{ty}` is not a struct of `{module}` (the table above is out of date)");
+    }
+}
+
+// ---- Sizes ----
+//
+// A file is one thing, and a function one step, that a reader can hold in mind: no file over 500
+// lines of logic, no function over 80. Lines of logic are the lines that are neither blank nor a
+// comment (doc comments included), test-only code left out. The exception is the Markdown
+// renderer (`ui/markdown/render.rs`), one state machine over CommonMark's rules, kept whole on
+// purpose (its header says why).
+
+const MAX_FILE_LINES: usize = 500;
+const MAX_FUNCTION_LINES: usize = 80;
+const WHOLE_ON_PURPOSE: &[&str] = &["src/ui/markdown/render.rs"];
+
+/// For each line of `text` (numbered from 1, index 0 unused): whether it is logic.
+fn logic_lines(text: &str) -> Vec<bool> {
+    let mut in_block_comment = false;
+    let mut lines = vec![false];
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let logic = if in_block_comment {
+            if let Some(end) = trimmed.find("*/") {
+                in_block_comment = false;
+                !trimmed[end + 2..].trim().is_empty()
+            } else {
+                false
+            }
+        } else if trimmed.starts_with("/*") {
+            in_block_comment = !trimmed.contains("*/");
+            false
+        } else {
+            !trimmed.is_empty() && !trimmed.starts_with("//")
+        };
+        lines.push(logic);
+    }
+    lines
+}
+
+fn span_lines(spanned: &impl syn::spanned::Spanned) -> std::ops::RangeInclusive<usize> {
+    let span = spanned.span();
+    span.start().line..=span.end().line
+}
+
+/// A function's name and lines, from `fn` to its closing brace.
+fn function(sig: &syn::Signature, block: &syn::Block) -> (String, std::ops::RangeInclusive<usize>) {
+    (sig.ident.to_string(), sig.fn_token.span.start().line..=*span_lines(block).end())
+}
+
+/// Each function of a file (methods and nested ones too), with its lines of logic; and the lines
+/// of test-only items.
+#[derive(Default)]
+struct Sizes {
+    functions: Vec<(String, std::ops::RangeInclusive<usize>)>,
+    test_only: Vec<std::ops::RangeInclusive<usize>>,
+    allows_many_arguments: Vec<usize>,
+}
+
+impl<'ast> syn::visit::Visit<'ast> for Sizes {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        if is_test_only(attrs_of(item)) {
+            self.test_only.push(span_lines(item));
+        } else {
+            syn::visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        self.functions.push(function(&item.sig, &item.block));
+        syn::visit::visit_item_fn(self, item);
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if is_test_only(&item.attrs) {
+            self.test_only.push(span_lines(item));
+            return;
+        }
+        self.functions.push(function(&item.sig, &item.block));
+        syn::visit::visit_impl_item_fn(self, item);
+    }
+
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        if let Some(block) = &item.default {
+            self.functions.push(function(&item.sig, block));
+        }
+        syn::visit::visit_trait_item_fn(self, item);
+    }
+
+    fn visit_attribute(&mut self, attr: &'ast syn::Attribute) {
+        if attr.path().is_ident("allow")
+            && attr.meta.require_list().is_ok_and(|list| list.tokens.to_string().contains("too_many_arguments"))
+        {
+            self.allows_many_arguments.push(attr.pound_token.span.start().line);
+        }
+    }
+}
+
+struct FileSize {
+    logic: usize,
+    /// Functions over the limit: name, first line, lines of logic.
+    long_functions: Vec<(String, usize, usize)>,
+    allows_many_arguments: Vec<usize>,
+}
+
+fn measure(text: &str, file: &syn::File) -> FileSize {
+    let mut sizes = Sizes::default();
+    syn::visit::Visit::visit_file(&mut sizes, file);
+    let mut logic = logic_lines(text);
+    for range in &sizes.test_only {
+        for line in range.clone() {
+            if let Some(l) = logic.get_mut(line) {
+                *l = false;
+            }
+        }
+    }
+    let count =
+        |range: &std::ops::RangeInclusive<usize>| range.clone().filter(|&line| logic.get(line) == Some(&true)).count();
+    FileSize {
+        logic: logic.iter().filter(|&&l| l).count(),
+        long_functions: sizes
+            .functions
+            .iter()
+            .map(|(name, range)| (name.clone(), *range.start(), count(range)))
+            .filter(|(_, _, lines)| *lines > MAX_FUNCTION_LINES)
+            .collect(),
+        allows_many_arguments: sizes.allows_many_arguments,
+    }
+}
+
+#[test]
+fn no_file_or_function_is_longer_than_a_reader_can_hold() {
+    let mut paths = Vec::new();
+    rust_files(&src(), &mut paths);
+    paths.sort();
+    let root = src().parent().unwrap().to_path_buf();
+    let mut wrong = Vec::new();
+    for path in paths {
+        let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        if relative.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let size = measure(&text, &syn::parse_file(&text).unwrap());
+        if size.logic > MAX_FILE_LINES && !WHOLE_ON_PURPOSE.contains(&relative.as_str()) {
+            wrong.push(format!("{relative}: {} lines of logic (at most {MAX_FILE_LINES})", size.logic));
+        }
+        for (name, line, lines) in size.long_functions {
+            wrong
+                .push(format!("{relative}:{line}: `{name}` has {lines} lines of logic (at most {MAX_FUNCTION_LINES})"));
+        }
+        for line in size.allows_many_arguments {
+            wrong.push(format!("{relative}:{line}: allows too_many_arguments (give the arguments a struct)"));
+        }
+    }
+    assert!(wrong.is_empty(), "too long to hold in mind:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_size_check_counts_logic_not_comments_blanks_or_tests() {
+    let code = "//! A file.\n\n/// A function.\nfn f() {\n    // a comment\n    let x = 1;\n\n    /* a\n       block */\n    x;\n}\n\
+                #[allow(clippy::too_many_arguments)]\nfn g() {}\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    let size = measure(code, &syn::parse_file(code).unwrap());
+    // `fn f() {`, `let x = 1;`, `x;`, `}`, the attribute and `fn g() {}`.
+    assert_eq!(size.logic, 6);
+    assert_eq!(size.allows_many_arguments, [12]);
+    let long: String = (0..=MAX_FUNCTION_LINES).map(|i| format!("    let x{i} = {i};\n")).collect();
+    let code = format!("fn long() {{\n{long}}}\n");
+    let size = measure(&code, &syn::parse_file(&code).unwrap());
+    assert_eq!(size.long_functions, [("long".to_string(), 1, MAX_FUNCTION_LINES + 3)]);
 }
