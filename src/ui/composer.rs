@@ -13,10 +13,10 @@ use super::focus;
 use super::icons;
 use super::kept::Kept;
 
-use super::navigation::{Page, use_location};
+use super::navigation::{Location, Page, use_location};
 use super::server_call::ServerCall;
 use super::slash::{BoxList, INPUT_ID, Key};
-use super::state::{BoxKey, ThreadState, use_workspace};
+use super::state::{BoxKey, ThreadState, Workspace, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
 use crate::live::ConnectionStatus;
@@ -40,340 +40,423 @@ impl Target {
     }
 }
 
-#[component]
-pub fn Composer(
-    /// The pane shows no session to write to (a problem page).
-    #[prop(into)]
-    hidden: Signal<bool>,
-) -> impl IntoView {
-    let workspace = use_workspace();
-    let location = use_location();
-    let input = NodeRef::<html::Textarea>::new();
-    let draft = RwSignal::new(String::new());
-    // Enter was pressed while the session was opening: send once it is open.
-    let queued = RwSignal::new(false);
-    let send_call = ServerCall::<SendMessage>::new();
-    let stop_call = ServerCall::<InterruptTurn>::new();
-    let attachments = Attachments::new();
+/// The composer's state, and what the person's keys and clicks do to it: the box's draft and
+/// where it goes, the calls that send and stop, and why it cannot send when it cannot.
+#[derive(Clone, Copy)]
+struct ComposerState {
+    workspace: Workspace,
+    location: Location,
+    input: NodeRef<html::Textarea>,
+    draft: RwSignal<String>,
+    /// Enter was pressed while the session was opening: send once it is open.
+    queued: RwSignal<bool>,
+    send_call: ServerCall<SendMessage>,
+    stop_call: ServerCall<InterruptTurn>,
+    attachments: Attachments,
+    target: Memo<Target>,
+    /// The `/` list's keys, while the chunk draws it.
+    slash_keys: StoredValue<Option<Callback<String, Key>>>,
+    /// The `@` list is open (opened by the chunk's keys as an `@` word is typed).
+    files: RwSignal<bool>,
+}
 
-    let target = Memo::new(move |_| {
-        if workspace.opening.pending() {
-            return Target::Opening;
+impl ComposerState {
+    fn new() -> Self {
+        let workspace = use_workspace();
+        let location = use_location();
+        let target = Memo::new(move |_| {
+            if workspace.opening.pending() {
+                return Target::Opening;
+            }
+            match location.page() {
+                Page::Session(id) => Target::Session(id),
+                _ => Target::NewSession,
+            }
+        });
+        Self {
+            workspace,
+            location,
+            input: NodeRef::new(),
+            draft: RwSignal::new(String::new()),
+            queued: RwSignal::new(false),
+            send_call: ServerCall::new(),
+            stop_call: ServerCall::new(),
+            attachments: Attachments::new(),
+            target,
+            slash_keys: StoredValue::new(None),
+            files: RwSignal::new(false),
         }
-        match location.page() {
-            Page::Session(id) => Target::Session(id),
-            _ => Target::NewSession,
-        }
-    });
-    // Whose `/` commands the menu lists: the session's agent, or the agent a new session gets.
-    let whose = Signal::derive(move || match target.get() {
-        Target::Session(id) => (Some(id), String::new()),
-        _ => (None, workspace.new_session.agent.get()),
-    });
-    // The `/` list's keys, while the chunk draws it.
-    let slash_keys = StoredValue::new(None::<Callback<String, Key>>);
-    let slashing = Memo::new(move |_| draft.with(|d| d.starts_with('/')));
-    // The `@` list is open (opened by the chunk's keys as an `@` word is typed).
-    let files = RwSignal::new(false);
-    let listing = Memo::new(move |_| slashing.get() || files.get());
-    // The thread of the session the box writes to, once the pane shows it (not while it loads).
-    let thread = move || -> Option<ThreadState> {
-        let shown = workspace.thread.get()?;
-        target.with(|t| matches!(t, Target::Session(id) if shown.session().as_ref() == Some(id))).then_some(shown)
-    };
-    let working = move || thread().is_some_and(|t| t.turn.try_with(|turn| turn.working).unwrap_or(false));
-    let waiting = move || thread().is_some_and(|t| t.waiting.try_get().unwrap_or(false));
-    let gone = move || matches!(workspace.connection.get(), ConnectionStatus::Closed(_));
-    let signed_out = move || workspace.connection.get() == ConnectionStatus::SignedOut;
-    let too_long = move || draft.with(|d| d.chars().count() > MAX_MESSAGE_CHARS);
-    // Why the message cannot be sent right now, in words; None when it can.
-    let blocked = move || -> Option<String> {
+    }
+
+    /// The thread of the session the box writes to, once the pane shows it (not while it loads).
+    fn thread(self) -> Option<ThreadState> {
+        let shown = self.workspace.thread.get()?;
+        self.target.with(|t| matches!(t, Target::Session(id) if shown.session().as_ref() == Some(id))).then_some(shown)
+    }
+
+    fn working(self) -> bool {
+        self.thread().is_some_and(|t| t.turn.try_with(|turn| turn.working).unwrap_or(false))
+    }
+
+    fn waiting(self) -> bool {
+        self.thread().is_some_and(|t| t.waiting.try_get().unwrap_or(false))
+    }
+
+    /// Why the message cannot be sent right now, in words; None when it can.
+    fn blocked(self) -> Option<String> {
+        let workspace = self.workspace;
         if !workspace.hydrated.get() {
             Some("Loading…".into())
-        } else if target.with(|t| *t == Target::Opening) {
-            Some(if queued.get() { "Sending…" } else { "Opening a new session…" }.into())
-        } else if signed_out() {
+        } else if self.target.with(|t| *t == Target::Opening) {
+            Some(if self.queued.get() { "Sending…" } else { "Opening a new session…" }.into())
+        } else if workspace.connection.get() == ConnectionStatus::SignedOut {
             Some("Signed out: open the new sign-in link.".into())
-        } else if gone() && thread().is_some() {
+        } else if matches!(workspace.connection.get(), ConnectionStatus::Closed(_)) && self.thread().is_some() {
             Some("This session is no longer available.".into())
-        } else if send_call.pending() {
+        } else if self.send_call.pending() {
             Some("Sending…".into())
-        } else if attachments.uploading() {
+        } else if self.attachments.uploading() {
             Some("Attaching…".into())
-        } else if too_long() {
+        } else if self.draft.with(|d| d.chars().count() > MAX_MESSAGE_CHARS) {
             Some(format!("The message is longer than {MAX_MESSAGE_CHARS} characters."))
         } else {
             None
         }
-    };
-    let has_text = move || draft.with(|d| !d.trim().is_empty());
-    let can_send = move || blocked().is_none() && has_text();
-    let focus_box = move || {
-        if let Some(el) = input.get_untracked() {
+    }
+
+    fn can_send(self) -> bool {
+        self.blocked().is_none() && self.draft.with(|d| !d.trim().is_empty())
+    }
+
+    fn focus_box(self) {
+        if let Some(el) = self.input.get_untracked() {
             let _ = el.focus();
         }
-    };
-    // A card waiting for the person's answer keeps the focus it took.
-    let focus_box_unless_asked = move || {
-        if !untrack(waiting) {
-            focus_box();
-        }
-    };
+    }
 
-    let send = move || {
-        let text = draft.get_untracked();
-        if text.trim().is_empty() || !workspace.hydrated.get_untracked() {
+    /// A card waiting for the person's answer keeps the focus it took.
+    fn focus_box_unless_asked(self) {
+        if !untrack(|| self.waiting()) {
+            self.focus_box();
+        }
+    }
+
+    /// The box holds `text` now, kept for where it goes.
+    fn set_draft(self, text: String) {
+        self.target.with_untracked(Target::kept).save(&text);
+        self.draft.set(text);
+    }
+
+    fn send(self) {
+        let text = self.draft.get_untracked();
+        if text.trim().is_empty() || !self.workspace.hydrated.get_untracked() {
             return;
         }
         // `/model` is the model switch of the page (the header's, or the new session's).
         if let Some(model) = text.trim().strip_prefix("/model").filter(|rest| rest.is_empty() || rest.starts_with(' '))
         {
             match switch_model(model.trim()) {
-                Ok(()) => {
-                    target.with_untracked(Target::kept).save("");
-                    draft.set(String::new());
-                }
-                Err(problem) => send_call.state().problem.set(Some(problem)),
+                Ok(()) => self.set_draft(String::new()),
+                Err(problem) => self.send_call.state().problem.set(Some(problem)),
             }
             return;
         }
         if let Err(error) = validate_message(&text) {
-            send_call.state().problem.set(Some(error.to_string()));
+            self.send_call.state().problem.set(Some(error.to_string()));
             return;
         }
-        match target.get_untracked() {
+        match self.target.get_untracked() {
             // The session is created first; the message follows once it is open (below).
             Target::NewSession => {
-                queued.set(true);
-                workspace.open_new_session(location, workspace.new_session);
+                self.queued.set(true);
+                self.workspace.open_new_session(self.location, self.workspace.new_session);
             }
-            Target::Opening => queued.set(true),
+            Target::Opening => self.queued.set(true),
             Target::Session(id) => {
-                if !untrack(can_send) {
-                    return;
+                if untrack(|| self.can_send()) {
+                    self.send_to(id, text);
                 }
-                let kept = Kept::message_draft(Some(&id));
-                let sent_to = Target::Session(id.clone());
-                let input = SendMessage { session: id, text: text.clone(), attachments: attachments.hashes() };
-                // A card that opens meanwhile may take the focus: this text is no longer being
-                // written (what is typed after it is).
-                focus::sending(&text);
-                send_call.dispatch_then(input, move |result| {
-                    focus::sent();
-                    if result.is_err() {
-                        return;
-                    }
-                    attachments.clear();
-                    // What was typed after the sent text stays, in the box it was typed in.
-                    let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
-                    if target.get_untracked() == sent_to {
-                        if let Some(rest) = draft.with_untracked(|d| rest(d)) {
-                            kept.save(&rest);
-                            draft.set(rest);
-                        }
-                        // The answer to this call can come after the agent already asked.
-                        focus_box_unless_asked();
-                    } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
-                        kept.save(&rest);
-                    }
-                });
             }
         }
-    };
+    }
 
-    // A command taken from the `/` menu: in the box, and sent when Enter took it.
-    let take = move |key: Key| {
+    fn send_to(self, id: String, text: String) {
+        let kept = Kept::message_draft(Some(&id));
+        let sent_to = Target::Session(id.clone());
+        let input = SendMessage { session: id, text: text.clone(), attachments: self.attachments.hashes() };
+        // A card that opens meanwhile may take the focus: this text is no longer being
+        // written (what is typed after it is).
+        focus::sending(&text);
+        self.send_call.dispatch_then(input, move |result| {
+            focus::sent();
+            if result.is_err() {
+                return;
+            }
+            self.attachments.clear();
+            // What was typed after the sent text stays, in the box it was typed in.
+            let rest = |typed: &str| typed.strip_prefix(&text).map(|rest| rest.trim_start().to_string());
+            if self.target.get_untracked() == sent_to {
+                if let Some(rest) = self.draft.with_untracked(|d| rest(d)) {
+                    kept.save(&rest);
+                    self.draft.set(rest);
+                }
+                // The answer to this call can come after the agent already asked.
+                self.focus_box_unless_asked();
+            } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
+                kept.save(&rest);
+            }
+        });
+    }
+
+    /// A command taken from the `/` menu: in the box, and sent when Enter took it.
+    fn take(self, key: Key) {
         if let Key::Take { text, send: now } = key {
-            target.with_untracked(Target::kept).save(&text);
-            draft.set(text);
-            focus_box();
+            self.set_draft(text);
+            self.focus_box();
             if now {
-                send();
+                self.send();
             }
         }
-    };
+    }
 
-    // Where the person types, for the cards to know (`focus`).
-    Effect::new(move |_| focus::watch_typing());
-
-    // An example chosen on the welcome page: as if the person had typed it and pressed Enter.
-    Effect::new(move |_| {
-        if let Some(text) = workspace.compose.get() {
-            workspace.compose.set(None);
-            draft.set(text.clone());
+    /// An example chosen on the welcome page: as if the person had typed it and pressed Enter.
+    fn compose_example(self) {
+        if let Some(text) = self.workspace.compose.get() {
+            self.workspace.compose.set(None);
+            self.draft.set(text.clone());
             Target::NewSession.kept().save(&text);
-            send();
+            self.send();
         }
-    });
+    }
 
-    // The box follows the target: each session has its draft. Text typed while a session opened
-    // comes along into it (joined to a draft it may have), and a queued message is sent.
-    Effect::new(move |previous: Option<Target>| {
-        let now = target.get();
+    /// The box follows the target: each session has its draft. Text typed while a session opened
+    /// comes along into it (joined to a draft it may have), and a queued message is sent.
+    fn follow_target(self, previous: Option<Target>) -> Target {
+        let now = self.target.get();
         if previous.as_ref().is_some_and(|before| *before != now) {
             // A failed send was about the other session.
-            send_call.state().problem.set(None);
-            stop_call.state().problem.set(None);
+            self.send_call.state().problem.set(None);
+            self.stop_call.state().problem.set(None);
         }
         match (previous, &now) {
             // The page is interactive: what this browser kept comes back.
-            (None, _) => draft.set(now.kept().load().unwrap_or_default()),
+            (None, _) => self.draft.set(now.kept().load().unwrap_or_default()),
             (Some(before), _) if before == now => {}
             (Some(Target::NewSession), Target::Opening) => {}
             // The session could not be created: the text stays, and waits for another Enter.
-            (Some(Target::Opening), Target::NewSession) => queued.set(false),
-            (Some(Target::Opening), Target::Session(id)) => {
-                let opened = workspace.just_opened.with_value(|o| o.as_ref() == Some(id));
-                let typed = draft.get_untracked();
-                let kept = now.kept();
-                let joined = match kept.load().filter(|d| !d.trim().is_empty()) {
-                    Some(earlier) if !typed.trim().is_empty() && earlier != typed => format!("{earlier}\n{typed}"),
-                    Some(earlier) if typed.trim().is_empty() => earlier,
-                    _ => typed,
-                };
-                kept.save(&joined);
-                Target::Opening.kept().forget();
-                draft.set(joined);
-                if queued.get_untracked() {
-                    queued.set(false);
-                    if opened {
-                        send();
-                    }
-                }
-            }
+            (Some(Target::Opening), Target::NewSession) => self.queued.set(false),
+            (Some(Target::Opening), Target::Session(id)) => self.land_in_opened(id, &now),
             (Some(_), _) => {
-                queued.set(false);
-                draft.set(now.kept().load().unwrap_or_default());
+                self.queued.set(false);
+                self.draft.set(now.kept().load().unwrap_or_default());
             }
         }
-        focus_box_unless_asked();
+        self.focus_box_unless_asked();
         now
-    });
+    }
 
-    let stop = move |_: ()| {
-        if let Some(id) = thread().and_then(|t| t.session()) {
-            stop_call.dispatch(InterruptTurn { session: id }, |()| {});
+    /// The session being opened (`now`, whose id is `id`) is open: the text typed meanwhile joins
+    /// its draft, and a message queued by Enter is sent if this is the session that opening made.
+    fn land_in_opened(self, id: &str, now: &Target) {
+        let opened = self.workspace.just_opened.with_value(|o| o.as_deref() == Some(id));
+        let typed = self.draft.get_untracked();
+        let kept = now.kept();
+        let joined = match kept.load().filter(|d| !d.trim().is_empty()) {
+            Some(earlier) if !typed.trim().is_empty() && earlier != typed => format!("{earlier}\n{typed}"),
+            Some(earlier) if typed.trim().is_empty() => earlier,
+            _ => typed,
+        };
+        kept.save(&joined);
+        Target::Opening.kept().forget();
+        self.draft.set(joined);
+        if self.queued.get_untracked() {
+            self.queued.set(false);
+            if opened {
+                self.send();
+            }
         }
-    };
+    }
 
-    let problem = move || {
-        send_call
-            .problem()
-            .or_else(|| stop_call.problem())
-            .or_else(|| target.with(|t| *t == Target::NewSession).then(|| workspace.opening.problem()).flatten())
-    };
-    // What the agent is doing, when it cannot take a message now: what is sent waits for it.
-    let status = move || {
-        if waiting() {
+    fn stop(self) {
+        if let Some(id) = self.thread().and_then(|t| t.session()) {
+            self.stop_call.dispatch(InterruptTurn { session: id }, |()| {});
+        }
+    }
+
+    fn problem(self) -> Option<String> {
+        self.send_call.problem().or_else(|| self.stop_call.problem()).or_else(|| {
+            self.target.with(|t| *t == Target::NewSession).then(|| self.workspace.opening.problem()).flatten()
+        })
+    }
+
+    /// What the agent is doing, when it cannot take a message now: what is sent waits for it.
+    fn status(self) -> Option<&'static str> {
+        if self.waiting() {
             Some(ASKING)
-        } else if working() {
+        } else if self.working() {
             Some(WORKING)
         } else {
             None
         }
-    };
-    let hint = move || problem().or_else(blocked).or_else(|| status().map(String::from));
+    }
+
+    fn hint(self) -> Option<String> {
+        self.problem().or_else(|| self.blocked()).or_else(|| self.status().map(String::from))
+    }
+
+    fn on_input(self, ev: leptos::ev::Event) {
+        let ComposerState { draft, input, files, .. } = self;
+        if let Some(keys) = self.workspace.box_keys.get_value() {
+            keys.run(BoxKey { event: None, draft, input, files });
+        }
+        self.set_draft(event_target_value(&ev));
+    }
+
+    /// Enter sends (the `/` list's keys first, while it is open), Esc stops a working agent, and
+    /// the keys the chunk gives the box (`box_keys`) do the rest.
+    fn on_keydown(self, ev: leptos::ev::KeyboardEvent) {
+        let ComposerState { draft, input, files, .. } = self;
+        if ev.is_composing() {
+            return;
+        }
+        let by_menu = match self.slash_keys.get_value() {
+            Some(keys) if !ev.shift_key() => keys.run(ev.key()),
+            _ => Key::Pass,
+        };
+        match by_menu {
+            Key::Pass => {
+                if ev.key() == "Enter" && !ev.shift_key() {
+                    ev.prevent_default();
+                    self.send();
+                } else if ev.key() == "Escape" && untrack(|| self.working() && !self.waiting()) {
+                    ev.prevent_default();
+                    self.stop();
+                } else if let Some(keys) = self.workspace.box_keys.get_value()
+                    && keys.run(BoxKey { event: Some(ev.clone()), draft, input, files })
+                {
+                    ev.prevent_default();
+                }
+            }
+            Key::Handled => ev.prevent_default(),
+            taken => {
+                ev.prevent_default();
+                self.take(taken);
+            }
+        }
+    }
+}
+
+#[component]
+pub fn Composer(
+    /// The pane shows no session to write to (a problem page).
+    #[prop(into)]
+    hidden: Signal<bool>,
+) -> impl IntoView {
+    let state = ComposerState::new();
+
+    // Where the person types, for the cards to know (`focus`).
+    Effect::new(move |_| focus::watch_typing());
+    Effect::new(move |_| state.compose_example());
+    Effect::new(move |previous: Option<Target>| state.follow_target(previous));
+
     view! {
         <form
             class="composer"
             hidden=move || hidden.get()
             on:submit=move |ev| {
                 ev.prevent_default();
-                send();
+                state.send();
             }
         >
-            // Drawn by the session pane's chunk, once there is something to list.
-            {move || {
-                listing.get().then(|| {
-                    let take = Callback::new(take);
-                    let bound = BoxList { draft, input, whose, keys: slash_keys, take, files };
-                    super::lazy::box_list(bound)
-                })
-            }}
+            {box_list(state)}
             <div class="composer-box">
-                {attachments.tray()}
-                <textarea
-                    node_ref=input
-                    class="composer-input"
-                    aria-label="Message"
-                    aria-describedby="composer-hint"
-                    placeholder="Message the agent…"
-                    rows="1"
-                    prop:value=move || draft.get()
-                    on:input=move |ev| {
-                        if let Some(keys) = workspace.box_keys.get_value() {
-                            keys.run(BoxKey { event: None, draft, input, files });
-                        }
-                        let value = event_target_value(&ev);
-                        target.with_untracked(Target::kept).save(&value);
-                        draft.set(value);
-                    }
-                    id=INPUT_ID
-                    aria-autocomplete="list"
-                    aria-controls="slash-list"
-                    on:keydown=move |ev| {
-                        if ev.is_composing() {
-                            return;
-                        }
-                        let by_menu = match slash_keys.get_value() {
-                            Some(keys) if !ev.shift_key() => keys.run(ev.key()),
-                            _ => Key::Pass,
-                        };
-                        match by_menu {
-                            Key::Pass => {
-                                if ev.key() == "Enter" && !ev.shift_key() {
-                                    ev.prevent_default();
-                                    send();
-                                } else if ev.key() == "Escape" && untrack(working) && !untrack(waiting) {
-                                    ev.prevent_default();
-                                    stop(());
-                                } else if let Some(keys) = workspace.box_keys.get_value()
-                                    && keys.run(BoxKey { event: Some(ev.clone()), draft, input, files })
-                                {
-                                    ev.prevent_default();
-                                }
-                            }
-                            Key::Handled => ev.prevent_default(),
-                            taken => {
-                                ev.prevent_default();
-                                take(taken);
-                            }
-                        }
-                    }
-                ></textarea>
-                <div class="composer-actions">
-                    <button
-                        type="button"
-                        class="button stop"
-                        hidden=move || !working()
-                        on:click=move |_| stop(())
-                        disabled=move || stop_call.pending()
-                    >
-                        {icons::stop()}
-                        "Stop"
-                    </button>
-                    <button
-                        type="submit"
-                        class="button primary send"
-                        disabled=move || !can_send()
-                        aria-describedby="composer-hint"
-                    >
-                        {icons::send()}
-                        "Send"
-                    </button>
-                </div>
+                {state.attachments.tray()}
+                {message_box(state)}
+                {composer_actions(state)}
             </div>
-            <p
-                id="composer-hint"
-                class="composer-hint"
-                class:problem=move || problem().is_some()
-                class:idle=move || hint().is_none()
-                class:asking=move || problem().is_none() && blocked().is_none() && waiting()
-                aria-live="polite"
-            >
-                {move || hint().unwrap_or_default()}
-            </p>
+            {composer_hint(state)}
         </form>
+    }
+}
+
+/// The `/` or `@` list above the box: drawn by the session pane's chunk, once there is something
+/// to list.
+fn box_list(state: ComposerState) -> impl IntoView {
+    let ComposerState { workspace, draft, input, target, slash_keys, files, .. } = state;
+    // Whose `/` commands the menu lists: the session's agent, or the agent a new session gets.
+    let whose = Signal::derive(move || match target.get() {
+        Target::Session(id) => (Some(id), String::new()),
+        _ => (None, workspace.new_session.agent.get()),
+    });
+    let slashing = Memo::new(move |_| draft.with(|d| d.starts_with('/')));
+    let listing = Memo::new(move |_| slashing.get() || files.get());
+    move || {
+        listing.get().then(|| {
+            let take = Callback::new(move |key| state.take(key));
+            let bound = BoxList { draft, input, whose, keys: slash_keys, take, files };
+            super::lazy::box_list(bound)
+        })
+    }
+}
+
+fn message_box(state: ComposerState) -> impl IntoView {
+    let draft = state.draft;
+    view! {
+        <textarea
+            node_ref=state.input
+            class="composer-input"
+            aria-label="Message"
+            aria-describedby="composer-hint"
+            placeholder="Message the agent…"
+            rows="1"
+            prop:value=move || draft.get()
+            on:input=move |ev| state.on_input(ev)
+            id=INPUT_ID
+            aria-autocomplete="list"
+            aria-controls="slash-list"
+            on:keydown=move |ev| state.on_keydown(ev)
+        ></textarea>
+    }
+}
+
+fn composer_actions(state: ComposerState) -> impl IntoView {
+    view! {
+        <div class="composer-actions">
+            <button
+                type="button"
+                class="button stop"
+                hidden=move || !state.working()
+                on:click=move |_| state.stop()
+                disabled=move || state.stop_call.pending()
+            >
+                {icons::stop()}
+                "Stop"
+            </button>
+            <button
+                type="submit"
+                class="button primary send"
+                disabled=move || !state.can_send()
+                aria-describedby="composer-hint"
+            >
+                {icons::send()}
+                "Send"
+            </button>
+        </div>
+    }
+}
+
+fn composer_hint(state: ComposerState) -> impl IntoView {
+    view! {
+        <p
+            id="composer-hint"
+            class="composer-hint"
+            class:problem=move || state.problem().is_some()
+            class:idle=move || state.hint().is_none()
+            class:asking=move || state.problem().is_none() && state.blocked().is_none() && state.waiting()
+            aria-live="polite"
+        >
+            {move || state.hint().unwrap_or_default()}
+        </p>
     }
 }
 
