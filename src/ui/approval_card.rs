@@ -12,7 +12,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use super::focus::{bring_into_view, focus_in_place};
-use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
+use super::interaction_card::{CardLife, InteractionFrame, Phase};
 use super::kept::Kept;
 use super::markdown::markdown;
 use super::server_call::ServerCall;
@@ -21,71 +21,51 @@ use crate::approval::{Approval, Decision, Shows};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::ToolCall;
 
-#[component]
-pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
-    let thread = expect_context::<super::state::ThreadState>();
-    let approval = call.with_untracked(|c| match c.interaction.as_ref().map(|i| &i.request) {
-        Some(InteractionRequest::Approval(approval)) => approval.clone(),
-        _ => Approval {
-            tool: c.name.clone(),
-            input: serde_json::Value::Null,
-            description: None,
-            reason: None,
-            blocked_path: None,
-            suggestions: Vec::new(),
-            asked_by: None,
-            shows: Shows::Json { pretty: String::new() },
-        },
-    });
-    let life = CardLife::new(thread.session_id, call);
-    let phase = life.phase;
-    let message = RwSignal::new(String::new());
-    let root = NodeRef::<html::Section>::new();
-    // The focus is where the card put it as it opened: Enter there decides nothing (a sentence
-    // typed on from elsewhere ends with one).
-    let placed = StoredValue::new(false);
-    // Letters typed onto the card: a y or n among them is text, not a decision.
-    let sentence = super::focus::Sentence::new();
-    let input = NodeRef::<html::Input>::new();
-    let suggestions = StoredValue::new(approval.suggestions.iter().map(|s| s.label.clone()).collect::<Vec<_>>());
-    let plan = approval.is_plan();
-    // The message typed for the agent survives a reload, until the decision is stored.
-    let kept = Kept::decision_message(&life.session.get_value(), &life.tool_use_id.get_value());
-    life.forget_when_closed(kept.clone());
-    #[cfg(feature = "hydrate")]
-    {
-        let kept = kept.clone();
-        Effect::new(move |_| {
-            if let (Some(el), Some(saved)) = (input.get(), kept.load()) {
-                el.set_value(&saved);
-                message.set(saved);
-            }
-        });
-    }
+/// An approval card's state, and what the person's clicks and keys decide.
+#[derive(Clone, Copy)]
+struct Decider {
+    life: CardLife,
+    /// The message typed for the agent.
+    message: RwSignal<String>,
+    root: NodeRef<html::Section>,
+    /// The focus is where the card put it as it opened: Enter there decides nothing (a sentence
+    /// typed on from elsewhere ends with one).
+    placed: StoredValue<bool>,
+    /// Letters typed onto the card: a y or n among them is text, not a decision.
+    sentence: super::focus::Sentence,
+    decide_call: ServerCall<DecideApproval>,
+    /// Retry sends the decision that was not sent.
+    last: StoredValue<Option<Decision>>,
+    /// The agent's suggestions' labels, for the outcome's sentence.
+    suggestions: StoredValue<Vec<String>>,
+    plan: bool,
+}
 
-    let decide_call = ServerCall::<DecideApproval>::sharing(life.calls);
-    // Retry sends the decision that was not sent.
-    let last = StoredValue::new(None::<Decision>);
-    let decide = move |decision: Decision| {
+impl Decider {
+    fn decide(self, decision: Decision) {
+        let life = self.life;
         if !life.is_open_untracked() {
             return;
         }
-        last.set_value(Some(decision.clone()));
+        self.last.set_value(Some(decision.clone()));
         let input =
             DecideApproval { session: life.session.get_value(), tool_use_id: life.tool_use_id.get_value(), decision };
-        life.send(decide_call, input);
-    };
-    let retry = move || {
-        if let Some(decision) = last.get_value() {
-            decide(decision);
+        life.send(self.decide_call, input);
+    }
+
+    fn retry(self) {
+        if let Some(decision) = self.last.get_value() {
+            self.decide(decision);
         }
-    };
-    let deny = move || {
-        let text = message.get_untracked().trim().to_string();
-        decide(Decision::Deny { message: (!text.is_empty()).then_some(text) });
-    };
-    let on_click = move |event: leptos::ev::MouseEvent| {
-        placed.set_value(false);
+    }
+
+    fn deny(self) {
+        let text = self.message.get_untracked().trim().to_string();
+        self.decide(Decision::Deny { message: (!text.is_empty()).then_some(text) });
+    }
+
+    fn on_click(self, event: leptos::ev::MouseEvent) {
+        self.placed.set_value(false);
         let Some(choice) = event
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
@@ -95,12 +75,13 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             return;
         };
         match choice.as_str() {
-            "allow" => decide(Decision::Allow { always: None }),
-            "deny" => deny(),
-            index => decide(Decision::Allow { always: index.parse().ok() }),
+            "allow" => self.decide(Decision::Allow { always: None }),
+            "deny" => self.deny(),
+            index => self.decide(Decision::Allow { always: index.parse().ok() }),
         }
-    };
-    let on_key = move |event: leptos::ev::KeyboardEvent| {
+    }
+
+    fn on_key(self, event: leptos::ev::KeyboardEvent) {
         if event.ctrl_key() || event.meta_key() || event.alt_key() {
             return;
         }
@@ -108,74 +89,162 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         let in_message = target.as_ref().is_some_and(|el| el.tag_name() == "INPUT");
         let on_button = target.as_ref().is_some_and(|el| el.tag_name() == "BUTTON");
         let key = event.key();
-        if !in_message && sentence.swallows(&key, matches!(key.as_str(), "y" | "Y" | "n" | "N")) {
+        if !in_message && self.sentence.swallows(&key, matches!(key.as_str(), "y" | "Y" | "n" | "N")) {
             event.prevent_default();
             return;
         }
-        let placed_here = placed.get_value();
+        let placed_here = self.placed.get_value();
         if super::focus::moves_focus(&key) {
-            placed.set_value(false);
+            self.placed.set_value(false);
         }
         match key.as_str() {
-            "Escape" => deny(),
-            "Enter" if in_message => deny(),
+            "Escape" => self.deny(),
+            "Enter" if in_message => self.deny(),
             "Enter" if placed_here && !on_button => {}
             // A focused button takes Enter itself.
-            "Enter" if !on_button => decide(Decision::Allow { always: None }),
-            "y" | "Y" if !in_message => decide(Decision::Allow { always: None }),
-            "n" | "N" if !in_message => deny(),
+            "Enter" if !on_button => self.decide(Decision::Allow { always: None }),
+            "y" | "Y" if !in_message => self.decide(Decision::Allow { always: None }),
+            "n" | "N" if !in_message => self.deny(),
             _ => return,
         }
         event.prevent_default();
-    };
-    life.take_focus_when_pending(root, move || {
-        let root = root.try_get_untracked().flatten()?;
+    }
+
+    /// Brings the card into view and the focus onto it, where its keys work.
+    fn take_focus(self) -> Option<bool> {
+        let root = self.root.try_get_untracked().flatten()?;
         let at_end = bring_into_view(&root, None);
         focus_in_place(&root);
-        placed.set_value(true);
+        self.placed.set_value(true);
         at_end
-    });
-    life.let_go_of_focus_when_closed(root);
-    life.retry_when_back(retry);
+    }
+
+    fn status(self) -> String {
+        match self.life.phase.get() {
+            Phase::Sending => "Sending…".to_string(),
+            Phase::Unsent(_) => "Not sent".to_string(),
+            Phase::Done(outcome) => outcome_status(&outcome, self.plan).to_string(),
+            Phase::Elsewhere => "Asked in the terminal".to_string(),
+            // As the header and the session list say it.
+            _ if self.life.parked.get() => "Paused".to_string(),
+            _ => "Waiting for you".to_string(),
+        }
+    }
+
+    /// The card's `data-state`.
+    fn state(self) -> &'static str {
+        match self.life.phase.get() {
+            Phase::Sending => "submitting",
+            Phase::Unsent(_) => "error",
+            Phase::Done(InteractionOutcome::Allowed { .. }) => "allowed",
+            Phase::Done(InteractionOutcome::Denied { .. }) => "denied",
+            Phase::Done(InteractionOutcome::Expired) => "expired",
+            Phase::Done(_) | Phase::Elsewhere => "cancelled",
+            _ => "pending",
+        }
+    }
+
+    fn outcome(self) -> Option<String> {
+        match self.life.phase.get() {
+            Phase::Done(outcome) => self.suggestions.with_value(|labels| outcome_text(&outcome, labels, self.plan)),
+            _ => None,
+        }
+    }
+}
+
+/// What the agent asks to do; an approval that cannot be read shows as the tool's name.
+fn approval_of(call: &ToolCall) -> Approval {
+    match call.interaction.as_ref().map(|i| &i.request) {
+        Some(InteractionRequest::Approval(approval)) => approval.clone(),
+        _ => Approval {
+            tool: call.name.clone(),
+            input: serde_json::Value::Null,
+            description: None,
+            reason: None,
+            blocked_path: None,
+            suggestions: Vec::new(),
+            asked_by: None,
+            shows: Shows::Json { pretty: String::new() },
+        },
+    }
+}
+
+#[component]
+pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
+    let thread = expect_context::<super::state::ThreadState>();
+    let approval = call.with_untracked(approval_of);
+    let life = CardLife::new(thread.session_id, call);
+    let card = Decider {
+        life,
+        message: RwSignal::new(String::new()),
+        root: NodeRef::new(),
+        placed: StoredValue::new(false),
+        sentence: super::focus::Sentence::new(),
+        decide_call: ServerCall::sharing(life.calls),
+        last: StoredValue::new(None),
+        suggestions: StoredValue::new(approval.suggestions.iter().map(|s| s.label.clone()).collect()),
+        plan: approval.is_plan(),
+    };
+    let input = NodeRef::<html::Input>::new();
+    // The message typed for the agent survives a reload, until the decision is stored.
+    let kept = Kept::decision_message(&life.session.get_value(), &life.tool_use_id.get_value());
+    life.forget_when_closed(kept.clone());
+    restore_message(input, card.message, kept.clone());
+    life.take_focus_when_pending(card.root, move || card.take_focus());
+    life.let_go_of_focus_when_closed(card.root);
+    life.retry_when_back(move || card.retry());
 
     let title = title_of(&approval);
-    let status = move || match phase.get() {
-        Phase::Sending => "Sending…".to_string(),
-        Phase::Unsent(_) => "Not sent".to_string(),
-        Phase::Done(outcome) => outcome_status(&outcome, plan).to_string(),
-        Phase::Elsewhere => "Asked in the terminal".to_string(),
-        // As the header and the session list say it.
-        _ if life.parked.get() => "Paused".to_string(),
-        _ => "Waiting for you".to_string(),
-    };
-    let state = move || match phase.get() {
-        Phase::Sending => "submitting",
-        Phase::Unsent(_) => "error",
-        Phase::Done(InteractionOutcome::Allowed { .. }) => "allowed",
-        Phase::Done(InteractionOutcome::Denied { .. }) => "denied",
-        Phase::Done(InteractionOutcome::Expired) => "expired",
-        Phase::Done(_) | Phase::Elsewhere => "cancelled",
-        _ => "pending",
-    };
-    let outcome = move || match phase.get() {
-        Phase::Done(outcome) => suggestions.with_value(|labels| outcome_text(&outcome, labels, plan)),
-        _ => None,
-    };
-    let open = move || phase.with(Phase::is_open);
     let always = always_choice(&approval.suggestions);
     let Approval { description, reason, blocked_path, shows, asked_by, .. } = approval;
+    view! {
+        <InteractionFrame
+            life=life
+            kind="approval-card"
+            label=title.clone()
+            mark=if card.plan { "✓" } else { "!" }
+            title=title
+            sends="decision"
+            root=card.root
+            state=move || card.state()
+            status=move || card.status()
+            outcome=move || card.outcome()
+            retry=move || card.retry()
+            on_key=move |ev| card.on_key(ev)
+            on_click=move |ev| card.on_click(ev)
+            actions=approval_actions(card, input, kept, always).into_any()
+        >
+            // Kept once decided: the card is the record of what was allowed or denied.
+            <div class="ac-body">
+                {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
+                {shows_view(shows)}
+                {asked_by.map(|who| view! { <p class="ac-reason">"Asked by the subagent working on “" {who} "”"</p> })}
+                {reason.map(|text| view! { <p class="ac-reason">"Why it asks: " {text}</p> })}
+                {blocked_path.map(|path| view! { <p class="ac-reason">"Path: " <code>{path}</code></p> })}
+            </div>
+        </InteractionFrame>
+    }
+}
 
-    let body = view! {
-        // Kept once decided: the card is the record of what was allowed or denied.
-        <div class="ac-body">
-            {description.map(|text| view! { <p class="ac-desc">{text}</p> })}
-            {shows_view(shows)}
-            {asked_by.map(|who| view! { <p class="ac-reason">"Asked by the subagent working on “" {who} "”"</p> })}
-            {reason.map(|text| view! { <p class="ac-reason">"Why it asks: " {text}</p> })}
-            {blocked_path.map(|path| view! { <p class="ac-reason">"Path: " <code>{path}</code></p> })}
-        </div>
-    };
-    let actions = view! {
+/// Brings back the message typed before a reload.
+fn restore_message(input: NodeRef<html::Input>, message: RwSignal<String>, kept: Kept) {
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| {
+        if let (Some(el), Some(saved)) = (input.get(), kept.load()) {
+            el.set_value(&saved);
+            message.set(saved);
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (input, message, kept);
+}
+
+/// Allow once, the "always" choice, and Deny with the message box.
+fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, always: Option<AnyView>) -> impl IntoView {
+    let Decider { life, message, plan, .. } = card;
+    let phase = life.phase;
+    let open = move || phase.with(Phase::is_open);
+    view! {
         <fieldset class="ac-actions" hidden=move || !open() && phase.get() != Phase::Sending disabled=move || !open()>
             <button class="button primary" data-d="allow" aria-keyshortcuts="y">
                 {if plan { "Approve plan" } else { "Allow once" }}
@@ -203,15 +272,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                 </button>
             </div>
         </fieldset>
-    };
-    let text = FrameText {
-        kind: "approval-card",
-        label: title.clone(),
-        mark: if plan { "✓" } else { "!" },
-        title,
-        sends: "decision",
-    };
-    interaction_frame(life, text, root, state, status, outcome, retry, on_key, on_click, body, actions)
+    }
 }
 
 /// The one "always" choice: the agent's suggestion as a button, or, when it offers several

@@ -225,38 +225,39 @@ impl CardLife {
     }
 }
 
-/// What the frame says about the card, fixed for its life.
-pub struct FrameText {
-    /// `question-card` or `approval-card`: the body's own styles.
-    pub kind: &'static str,
-    /// The card's accessible name.
-    pub label: String,
-    pub mark: &'static str,
-    pub title: String,
-    /// What is sent: "answer" or "decision".
-    pub sends: &'static str,
-}
-
-/// The card: head with status line, `body`, the outcome, "Not sent" with Retry, then `actions`.
-#[allow(clippy::too_many_arguments)]
-pub fn interaction_frame(
+/// The card: head with status line, its body (`children`), the outcome, "Not sent" with Retry,
+/// then `actions`.
+#[component]
+pub fn InteractionFrame(
     life: CardLife,
-    text: FrameText,
+    /// `question-card` or `approval-card`: the body's own styles.
+    kind: &'static str,
+    /// The card's accessible name.
+    #[prop(into)]
+    label: String,
+    mark: &'static str,
+    #[prop(into)] title: String,
+    /// What is sent: "answer" or "decision".
+    sends: &'static str,
     root: NodeRef<html::Section>,
+    /// The card's `data-state`.
     state: impl Fn() -> &'static str + Send + Sync + 'static,
+    /// The status line, in words.
     status: impl Fn() -> String + Send + Sync + 'static,
+    /// The outcome in a sentence, once there is one to say.
     outcome: impl Fn() -> Option<String> + Copy + Send + Sync + 'static,
+    /// Sends again what was not sent.
     retry: impl Fn() + 'static,
     on_key: impl Fn(leptos::ev::KeyboardEvent) + 'static,
     on_click: impl Fn(leptos::ev::MouseEvent) + 'static,
-    body: impl IntoView,
-    actions: impl IntoView,
+    /// Below the outcome: the card's buttons.
+    actions: AnyView,
+    children: Children,
 ) -> impl IntoView {
     let unsent = move || match life.phase.get() {
         Phase::Unsent(message) => Some(message),
         _ => None,
     };
-    let FrameText { kind, label, mark, title, sends } = text;
     view! {
         <section
             class=format!("interaction-card {kind}")
@@ -273,7 +274,7 @@ pub fn interaction_frame(
                 <span class="ic-title">{title}</span>
                 <span class="ic-status" role="status">{status}</span>
             </header>
-            {body}
+            {children()}
             <p class="ic-paused" hidden=move || !life.parked.get()>
                 "The agent is paused until you answer. Your answer resumes it."
             </p>

@@ -95,6 +95,23 @@ pub(super) struct Card {
 }
 
 impl Card {
+    pub(super) fn new(life: CardLife, questions: Memo<Vec<Question>>) -> Self {
+        Self {
+            life,
+            questions,
+            drafts: RwSignal::new(Vec::new()),
+            focused: RwSignal::new(Vec::new()),
+            current: StoredValue::new(None),
+            controls: StoredValue::new(Vec::new()),
+            root: NodeRef::new(),
+            placed: StoredValue::new(false),
+            skip_armed: RwSignal::new(false),
+            sentence: Sentence::new(),
+            answer: ServerCall::sharing(life.calls),
+            skip: ServerCall::sharing(life.calls),
+        }
+    }
+
     pub(super) fn editable(&self) -> bool {
         // A lost one until this tab sent its answer.
         self.life.phase.with(Phase::is_open) || (self.is_lost() && !self.life.was_sent())

@@ -22,8 +22,7 @@ mod status;
 
 use leptos::prelude::*;
 
-use super::interaction_card::{CardLife, FrameText, Phase, interaction_frame};
-use super::server_call::ServerCall;
+use super::interaction_card::{CardLife, InteractionFrame, Phase};
 use super::state::ThreadState;
 use crate::interaction::InteractionOutcome;
 use crate::question::{Question, question_texts_so_far};
@@ -42,12 +41,10 @@ fn initial_draft(card: Card, life: CardLife, index: usize) -> Draft {
     answered.unwrap_or_else(|| card.drafts.with_untracked(|d| d.get(index).cloned().unwrap_or_default()))
 }
 
-#[component]
-pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
-    let thread = expect_context::<ThreadState>();
-    // While the agent writes, the question texts show as they arrive; the options once the
-    // question is complete and checked.
-    let questions = Memo::new(move |_| {
+/// The questions as the card shows them. While the agent writes, the question texts show as they
+/// arrive; the options once the question is complete and checked.
+fn questions_of(call: Signal<ToolCall>) -> Memo<Vec<Question>> {
+    Memo::new(move |_| {
         call.with(|c| match &c.interaction {
             Some(interaction) => interaction.questions().to_vec(),
             // The server read the arguments as they streamed: questions and options so far (or
@@ -69,23 +66,16 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                     .collect()
             }
         })
-    });
+    })
+}
+
+#[component]
+pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
+    let thread = expect_context::<ThreadState>();
+    let questions = questions_of(call);
     let life = CardLife::new(thread.session_id, call);
     let phase = life.phase;
-    let card = Card {
-        life,
-        questions,
-        drafts: RwSignal::new(Vec::new()),
-        focused: RwSignal::new(Vec::new()),
-        current: StoredValue::new(None),
-        controls: StoredValue::new(Vec::new()),
-        root: NodeRef::new(),
-        placed: StoredValue::new(false),
-        skip_armed: RwSignal::new(false),
-        sentence: super::focus::Sentence::new(),
-        answer: ServerCall::sharing(life.calls),
-        skip: ServerCall::sharing(life.calls),
-    };
+    let card = Card::new(life, questions);
     // An answered card shows the answer; a pending one what this browser kept.
     Effect::new(move |_| {
         if let Phase::Done(InteractionOutcome::Answered { answers }) = phase.get() {
@@ -106,6 +96,42 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         status
     });
     let editable = Memo::new(move |_| card.editable());
+    view! {
+        <InteractionFrame
+            life=life
+            kind="question-card"
+            label="The agent asks you"
+            mark="?"
+            title="The agent asks you"
+            sends="answer"
+            root=card.root
+            state=move || status.with(|s| s.key)
+            status=move || status.with(|s| s.status.to_string())
+            outcome=move || status.with(|s| s.outcome.clone())
+            retry=move || card.submit()
+            on_key=move |ev| card.on_key(ev)
+            on_click=|_| {}
+            actions=question_actions(card, call, status, editable).into_any()
+        >
+            // Redrawn only when the questions change, while the agent writes them: the card opens
+            // with the questions of its last preview, so opening it redraws nothing (the memo holds
+            // equal values).
+            {move || {
+                let questions = questions.get();
+                card.controls.set_value(vec![Controls::default(); questions.len()]);
+                questions
+                    .into_iter()
+                    .enumerate()
+                    .map(|(index, question)| question_block(card, editable, index, question, initial_draft(card, life, index)))
+                    .collect_view()
+            }}
+        </InteractionFrame>
+    }
+}
+
+/// What the agent sent when it cannot be read; how far the answers are, the keys, Skip and Submit.
+fn question_actions(card: Card, call: Signal<ToolCall>, status: Memo<Status>, editable: Memo<bool>) -> impl IntoView {
+    let questions = card.questions;
     let progress = move || {
         let total = questions.with(Vec::len);
         match card.unanswered() {
@@ -124,42 +150,7 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             None => c.partial_input.clone(),
         })
     };
-
-    let text = FrameText {
-        kind: "question-card",
-        label: "The agent asks you".into(),
-        mark: "?",
-        title: "The agent asks you".into(),
-        sends: "answer",
-    };
-    let body = view! {
-        // Redrawn only when the questions change, while the agent writes them: the card opens
-        // with the questions of its last preview, so opening it redraws nothing (the memo holds
-        // equal values).
-        {move || {
-            let questions = questions.get();
-            card.controls.set_value(vec![Controls::default(); questions.len()]);
-            questions
-                .into_iter()
-                .enumerate()
-                .map(|(index, question)| question_block(card, editable, index, question, initial_draft(card, life, index)))
-                .collect_view()
-        }}
-    };
-    let keys = move || {
-        if card.skip_armed.get() {
-            let skipped = match questions.with(Vec::len) {
-                1 => "the question".to_string(),
-                2 => "both questions".to_string(),
-                n => format!("all {n} questions"),
-            };
-            return format!("Esc again to skip {skipped} · any other key to stay");
-        }
-        let options = questions.with(|q| q.get(card.current_question()).map_or(0, |q| q.options.len()));
-        let enter = if card.auto_submits() { "" } else { " · Enter submit" };
-        format!("Keys: 1–{options} pick · 0 Other{enter} · Esc Esc skip · ? all keys")
-    };
-    let actions = view! {
+    view! {
         <details class="qc-raw" hidden=move || status.with(|s| s.key != "unreadable")>
             <summary>"What the agent sent"</summary>
             <pre class="tool-pre">{raw_arguments}</pre>
@@ -171,7 +162,7 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
         >
             <span class="qc-progress" hidden=move || card.auto_submits()>{progress}</span>
             <span class="qc-keys" class:armed=move || card.skip_armed.get() hidden=move || !editable.get() aria-live="polite">
-                {keys}
+                {move || keys_line(card)}
             </span>
             <button class="button" hidden=move || card.is_lost() on:click=move |_| card.decline()>"Skip"</button>
             <button
@@ -183,20 +174,23 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                 {move || if card.is_lost() { "Send my answer as a message" } else { "Submit" }}
             </button>
         </fieldset>
-    };
-    interaction_frame(
-        life,
-        text,
-        card.root,
-        move || status.with(|s| s.key),
-        move || status.with(|s| s.status.to_string()),
-        move || status.with(|s| s.outcome.clone()),
-        move || card.submit(),
-        move |ev| card.on_key(ev),
-        |_| {},
-        body,
-        actions,
-    )
+    }
+}
+
+/// The card's keys, in a line; after a first Esc, what the second does.
+fn keys_line(card: Card) -> String {
+    let questions = card.questions;
+    if card.skip_armed.get() {
+        let skipped = match questions.with(Vec::len) {
+            1 => "the question".to_string(),
+            2 => "both questions".to_string(),
+            n => format!("all {n} questions"),
+        };
+        return format!("Esc again to skip {skipped} · any other key to stay");
+    }
+    let options = questions.with(|q| q.get(card.current_question()).map_or(0, |q| q.options.len()));
+    let enter = if card.auto_submits() { "" } else { " · Enter submit" };
+    format!("Keys: 1–{options} pick · 0 Other{enter} · Esc Esc skip · ? all keys")
 }
 
 /// Brings back what was chosen in this browser before a reload.
