@@ -88,6 +88,9 @@ pub async fn serve_until(
         ..Timeouts::default()
     };
     let policy = session_policy(&args, agent.default_workdir().as_deref())?;
+    // The notifier reads the store on its own (subscriptions, the team's VAPID key): a handle of
+    // its own, the same pool.
+    let notifier_store = store.clone();
     let manager = SessionManager::with_policy(store, agent, timeouts, policy);
     manager.set_max_loaded_sessions(args.max_loaded_sessions);
     // The models the new-session page offers, asked for now (a CLI started to ask, the API's
@@ -102,7 +105,7 @@ pub async fn serve_until(
     };
     let local = listener.local_addr()?;
     // Told of every session's events from the start, recovered turns included.
-    let notifier = notifier(&args, &manager, &local).await?;
+    let notifier = notifier(&args, notifier_store, &manager, &local).await?;
     manager.recover_unfinished_turns().await?;
     // Cards of terminals whose hooks waited on a server that stopped: those hooks let go.
     match manager.close_orphaned_terminal_cards(crate::terminal::relay::LEFT_OPEN).await {
@@ -146,11 +149,12 @@ pub async fn serve_until(
 /// there; links to `--public-url` (else this server's address).
 async fn notifier(
     args: &ServeArgs,
+    store: Store,
     manager: &SessionManager,
     local: &std::net::SocketAddr,
 ) -> Result<Notifier, BoxError> {
-    let vapid = if manager.store().is_shared() {
-        LazyVapidKey::from(VapidKey::of_team(manager.store(), &args.data_dir).await?)
+    let vapid = if store.is_shared() {
+        LazyVapidKey::from(VapidKey::of_team(&store, &args.data_dir).await?)
     } else {
         LazyVapidKey::in_folder(&args.data_dir)
     };
@@ -166,7 +170,7 @@ async fn notifier(
     if let Some(contact) = &args.push_contact {
         config.contact = contact.clone();
     }
-    let notifier = Notifier::new(manager.store().clone(), vapid, config);
+    let notifier = Notifier::new(store, vapid, config);
     let fed = notifier.clone();
     manager.observe_events(Arc::new(move |session, event| fed.observe(session, &event.body)));
     Ok(notifier)

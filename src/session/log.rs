@@ -135,7 +135,7 @@ impl SessionLog {
         log
     }
 
-    pub fn store(&self) -> &Store {
+    pub(super) fn store(&self) -> &Store {
         &self.store
     }
 

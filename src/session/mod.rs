@@ -11,6 +11,7 @@
 //! - `policy.rs`: what sessions may do on this server (folders, modes);
 //! - `sink.rs`: the sink through which a backend reports a turn;
 //! - `attachments.rs`: files the person attaches, stored by their hash and read back for turns;
+//! - `listing.rs`: the session list, its pages and search, and the titles given automatically;
 //! - `files.rs`: the files of a session's folder, for the message box's `@` list;
 //! - `outside.rs`: sessions AskBridge does not run (a `claude` in a terminal): made at their
 //!   first hook, their calls shown, their cards through the same bridge.
@@ -18,6 +19,7 @@
 mod attachments;
 mod files;
 mod leases;
+mod listing;
 mod log;
 mod manager;
 mod outside;
