@@ -9,6 +9,9 @@ pub use crate::agent::claude::AnswerPath;
 use crate::approval::PermissionMode;
 use crate::notify::{Detail, Webhook};
 
+/// Why the server could not start: said on the command line as it is.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "askbridge",

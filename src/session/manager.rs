@@ -13,8 +13,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use super::files::FileLists;
-use super::log::{Judged, SessionLog, SessionRuntime};
+use super::log::SessionLog;
 use super::policy::SessionPolicy;
+use super::runtime::{Judged, SessionRuntime};
 use super::title::title_from_message;
 use super::turns::Turns;
 use crate::agent::AgentBackend;
