@@ -23,6 +23,28 @@ as_root() {
   if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# Rust: the toolchain rust-toolchain.toml pins. Where rustup cannot download it (no internet but
+# the package registries), the installed stable toolchain stands for it when it is that version.
+RUST_VERSION="$(sed -n 's/^channel = "\(.*\)"/\1/p' rust-toolchain.toml)"
+if ! rustup toolchain list | grep -q "^$RUST_VERSION-"; then
+  if rustc +stable --version 2>/dev/null | grep -q "^rustc $RUST_VERSION "; then
+    # `rustup toolchain link` refuses a release's name, so the link is made by hand: rustup then
+    # takes it for that release, installed, with the stable toolchain's components and targets.
+    say "using the installed stable Rust as $RUST_VERSION (rust-toolchain.toml)"
+    HOST="$(rustc +stable -vV | sed -n 's/^host: //p')"
+    ln -s "$(rustc +stable --print sysroot)" "${RUSTUP_HOME:-$HOME/.rustup}/toolchains/$RUST_VERSION-$HOST"
+  else
+    say "installing Rust $RUST_VERSION"
+    rustup toolchain install "$RUST_VERSION" --profile minimal --component rustfmt,clippy
+  fi
+fi
+for component in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$component"; then
+    say "adding Rust's $component"
+    rustup component add "$component"
+  fi
+done
+
 # Rust: the wasm target.
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
