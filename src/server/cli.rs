@@ -27,6 +27,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// `Serve` carries every flag; the value is made once per run and moved, never copied around.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the web UI and drive the agent.

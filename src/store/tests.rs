@@ -511,7 +511,7 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "a free lease is taken");
     assert!(
-        !store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some(),
+        store.take_lease("s1", "b", "fence b", long).await.unwrap().is_none(),
         "another server's live lease is not"
     );
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "its holder renews it");
@@ -527,7 +527,7 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     // few statements, on a loaded machine.
     assert!(store.take_lease("s2", "a", "fence a", short).await.unwrap().is_some());
     assert!(store.take_lease("s3", "c", "fence c", short).await.unwrap().is_some());
-    assert!(!store.take_lease("s2", "b", "fence b", long).await.unwrap().is_some());
+    assert!(store.take_lease("s2", "b", "fence b", long).await.unwrap().is_none());
     assert_eq!(store.renew_leases("a", long).await.unwrap(), 1, "renewed before it expires");
     // s3 was taken after s2: once it expired, s2's first lease would have too.
     until_expired(&store, "s3").await;
