@@ -29,7 +29,7 @@ lint:
 	cargo clippy --lib --no-default-features --features hydrate --target wasm32-unknown-unknown -- -D warnings
 
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
-# Postgres, tmux or twiggy).
+# Postgres or tmux).
 setup:
 	scripts/setup.sh test
 

@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Installs what building and testing AskBridge needs, and skips what is already there.
 # `scripts/setup.sh serve` (what `make run` calls) installs only what building and serving needs;
-# `scripts/setup.sh` (what `make test` calls) adds what the tests and `make size` need: twiggy,
-# Chromium, tmux, PostgreSQL. Safe to run again. Versions are pinned on purpose: see
+# `scripts/setup.sh` (what `make test` calls) adds what the tests need: Chromium, tmux,
+# PostgreSQL; `scripts/setup.sh size` adds twiggy, for `make size`'s breakdown by crate (size.sh
+# calls it when the page is over its budget). Safe to run again. Versions are pinned on purpose: see
 # ../shared/BUILD-NOTES.md for why each one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FOR="${1:-test}"
 case "$FOR" in
-  serve | test) ;;
-  *) echo "usage: scripts/setup.sh [serve|test]" >&2; exit 2 ;;
+  serve | test | size) ;;
+  *) echo "usage: scripts/setup.sh [serve|test|size]" >&2; exit 2 ;;
 esac
 
 CARGO_LEPTOS_VERSION=0.3.10
@@ -73,15 +74,20 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund
 fi
 
+# twiggy reads the function names of the release WASM for `make size`'s breakdown by crate, which
+# size.sh prints when the page is over its budget (or SIZE_BREAKDOWN=1) and installs it for then:
+# 0.8.0 builds with rustc 1.95, about 4 minutes on 2 busy cores, once per machine.
+if [ "$FOR" = size ]; then
+  if ! twiggy --version 2>/dev/null | grep -q " $TWIGGY_VERSION\$"; then
+    say "installing twiggy $TWIGGY_VERSION"
+    cargo install twiggy --version "$TWIGGY_VERSION" --locked
+  fi
+  exit 0
+fi
+
 # What follows only the tests (and `make size`) need.
 [ "$FOR" = serve ] && exit 0
 
-# twiggy reads the function names of the release WASM for `make size`'s breakdown by crate.
-# 0.8.0 builds with rustc 1.95; about 4 minutes on 2 busy cores, once per machine.
-if ! twiggy --version 2>/dev/null | grep -q " $TWIGGY_VERSION\$"; then
-  say "installing twiggy $TWIGGY_VERSION"
-  cargo install twiggy --version "$TWIGGY_VERSION" --locked
-fi
 
 # Debian's Chromium for the browser tests (Playwright's own download cannot work offline).
 if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! [ -x /usr/bin/chromium ]; then
