@@ -3,6 +3,7 @@
 //! in words, as agents read them.
 
 mod normalize;
+mod partial_json;
 pub mod words;
 
 pub use normalize::{
