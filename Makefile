@@ -3,25 +3,33 @@
 
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
-# Components return type-erased views: a smaller WASM bundle and faster builds. Every build uses
-# the same flags, so that tests and releases share what they can.
+# The build flags are in .cargo/config.toml, for plain cargo too; cargo-leptos is given the same
+# ones here, so that the tests and the release share what they can.
 export RUSTFLAGS := --cfg erase_components
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve release install test-rust examples test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve lint release install test-rust examples test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
 
 test: setup
+	$(MAKE) lint
 	$(MAKE) test-rust
 	$(MAKE) release
 	$(MAKE) test-e2e
 	scripts/size.sh
 
+# The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate: the server
+# (with its tests and examples) and the browser's WASM.
+lint:
+	cargo fmt --check
+	cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
+	cargo clippy --lib --no-default-features --features hydrate --target wasm32-unknown-unknown -- -D warnings
+
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
-# Postgres, tmux or twiggy).
+# Postgres or tmux).
 setup:
 	scripts/setup.sh test
 

@@ -131,7 +131,12 @@ print()
 table("askbridge by module", modules, 8, "{} more modules")
 PY
 }
-crates || echo "(the breakdown by crate failed, see above; the total stands)"
+# twiggy takes minutes to build on a fresh machine, and the breakdown is wanted when the page is
+# over its budget (or when asked: SIZE_BREAKDOWN=1): only then is it installed.
+if [ "$kib" -gt "$BUDGET_KIB" ] || [ "${SIZE_BREAKDOWN:-0}" = 1 ]; then
+  command -v twiggy >/dev/null || scripts/setup.sh size >&2 || true
+  crates || echo "(the breakdown by crate failed, see above; the total stands)"
+fi
 if [ "$kib" -gt "$BUDGET_KIB" ]; then
   echo "size: the first page load is ${kib} KiB, over the ${BUDGET_KIB} KiB budget" >&2
   exit 1

@@ -6,17 +6,19 @@
 //! explains it):
 //!
 //! - `error`: typed errors for people, with their HTTP status (shared); `ids`: ids and the clock
-//!   (server).
+//!   (server); `testing`: what the server's tests share: a wait on a condition, a private
+//!   Postgres, a small full disk (server, hidden from the docs).
 //! - `question`, `approval`, `interaction`: what the agent asks and how it ends (shared).
 //! - `thread`: the conversation and its events, one reducer for server and browser (shared).
 //! - `store` (SQLite or Postgres: sessions, event logs, leases, notices between servers) and
 //!   `bridge` (an interaction's life: who waits, who wins) (server).
 //! - `agent`: the backend trait, its output port (`TurnSink`), and the backends (server).
-//! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
 //! - `notify`: reaching the person when nobody is looking: Web Push and webhooks (server).
+//! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
 //! - `live`: live events (the hub and SSE route on the server, the client in the browser).
 //! - `api`: the server functions, the edge the browser calls (both faces).
 //! - `ui`, `app`: the components and the page shell (both faces, hydrated in the browser).
+//! - `terminal`: a `claude` in a terminal, answered here through its hooks (server).
 //! - `server`: the command line, the router, the access checks (server).
 
 #![recursion_limit = "256"]

@@ -126,7 +126,6 @@ async fn a_question_parks_the_turn_and_the_answer_resumes_it_as_a_tool_result() 
     // While its arguments streamed, the card filled in, options included.
     let previews: Vec<Vec<Question>> = h
         .manager
-        .store()
         .events_after(&h.session, 0, 1000)
         .await
         .unwrap()

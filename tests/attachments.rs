@@ -146,7 +146,7 @@ async fn a_message_naming_an_unknown_file_is_refused_and_one_with_a_stored_file_
         .unwrap();
     assert_eq!(h.call(request).await.0, StatusCode::OK);
 
-    let thread = h.manager.store().load_thread(&session).await.unwrap();
+    let thread = h.manager.snapshot(&session).await.unwrap().1;
     let Block::Image(image) = &thread.messages[0].blocks[1] else { panic!("{:?}", thread.messages[0]) };
     assert_eq!(image.hash.as_deref(), Some(file.hash.as_str()));
     assert_eq!(image.name.as_deref(), Some("shot.png"));

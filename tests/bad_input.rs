@@ -56,7 +56,7 @@ impl Harness {
         assert_eq!(thread.messages.len(), 2);
         assert_eq!(thread.messages[0].text(), "remember me");
         assert_eq!(thread.messages[1].text(), "ok");
-        assert_eq!(self.manager.store().load_thread(id).await.unwrap(), thread);
+        assert_eq!(self.store.load_thread(id).await.unwrap(), thread);
     }
 }
 
@@ -316,7 +316,7 @@ proptest::proptest! {
             // The session sent a message may have grown by one exchange; its history is intact.
             let (_, thread) = h.manager.snapshot(&id).await.unwrap();
             assert_eq!(thread.messages[0].text(), "remember me");
-            assert_eq!(h.manager.store().load_thread(&id).await.unwrap().messages[..2], thread.messages[..2]);
+            assert_eq!(h.store.load_thread(&id).await.unwrap().messages[..2], thread.messages[..2]);
         });
     }
 }

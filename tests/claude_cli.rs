@@ -49,6 +49,8 @@ struct Harness {
     config: ClaudeConfig,
     timeouts: Timeouts,
     home: ClaudeHome,
+    /// The manager's store, to read what it stored and to make its writes fail.
+    store: Store,
 }
 
 impl std::ops::Deref for Harness {
@@ -85,9 +87,9 @@ async fn harness_with(script: Vec<Reply>, answer_path: AnswerPath, timeouts: Tim
     };
     let backend = Arc::new(ClaudeCliBackend::new(config.clone()));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let manager = SessionManager::with_timeouts(store, backend.clone(), timeouts);
+    let manager = SessionManager::with_timeouts(store.clone(), backend.clone(), timeouts);
     let base = AgentSession::start(manager, mock).await;
-    Harness { base, backend, config, timeouts, home }
+    Harness { base, backend, config, timeouts, home, store }
 }
 
 impl Harness {
@@ -96,8 +98,8 @@ impl Harness {
     async fn restart(&mut self) {
         self.base.manager.shut_down().await;
         self.backend = Arc::new(ClaudeCliBackend::new(self.config.clone()));
-        let store = Store::open(&self.home.path().join("askbridge.db")).await.unwrap();
-        self.base.manager = SessionManager::with_timeouts(store, self.backend.clone(), self.timeouts);
+        self.store = Store::open(&self.home.path().join("askbridge.db")).await.unwrap();
+        self.base.manager = SessionManager::with_timeouts(self.store.clone(), self.backend.clone(), self.timeouts);
         self.base.manager.recover_unfinished_turns().await.unwrap();
     }
 }
@@ -268,7 +270,7 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     h.pending(1).await;
     // While Claude Code streamed the arguments, the card filled in, options included; it opened
     // with the questions of its last preview, so opening it changes only its state.
-    let events = h.manager.store().events_after(&h.session, 0, 1000).await.unwrap();
+    let events = h.store.events_after(&h.session, 0, 1000).await.unwrap();
     // Each preview event stores what changed (`from`, and the questions after it): the card's
     // preview after each is the fold of them.
     let mut shown: Vec<Question> = Vec::new();
@@ -316,15 +318,14 @@ async fn the_hook_path_answers_and_the_transcript_shows_the_persons_answer() {
     let expected = "Your questions have been answered: \"Which auth method should we use?\"=\"JWT\", \"Which features?\"=\"Dark mode, i18n\". You can now continue with these answers in mind.";
     assert_eq!(h.model_saw(), vec![answered(expected)]);
     // The override: the stored transcript's result is the person's answer, and the card shows it.
-    let stored = h.manager.store().load_thread(&h.session).await.unwrap();
+    let stored = h.store.load_thread(&h.session).await.unwrap();
     let call = stored.tool_call("toolu_ask").unwrap();
     assert_eq!(call.result.as_deref(), Some(expected));
     assert_eq!(call.interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Answered { answers }));
     assert_eq!(stored, thread);
     // Once: the one result the CLI echoed, stored as the person's answer.
     let results: Vec<String> = h
-        .manager
-        .store()
+        .store
         .events_after(&h.session, 0, 1000)
         .await
         .unwrap()
@@ -456,14 +457,14 @@ async fn a_request_that_cannot_be_stored_is_answered_with_why_and_the_turn_ends_
     for (what, request, id, path) in cases {
         let h = harness(vec![request, Reply::text("Understood.")], path).await;
         // The disk fails just as the card opens: the card's write is the first to fail.
-        h.manager.store().fail_writes_from_next_card();
+        h.store.fail_writes_from_next_card();
         h.send("Set up auth; ask me first.").await;
         let (thread, error) = h.failed().await;
         assert!(error.contains(&format!("{what} could not be stored")) && error.contains("stopped"), "{error}");
         assert!(thread.tool_call(id).is_none_or(|call| call.interaction.is_none()), "no card: {thread:?}");
 
         // Once the disk is back, the session goes on; the model had been told why.
-        h.manager.store().fail_writes(false);
+        h.store.fail_writes(false);
         h.send("Are you there?").await;
         h.turn_end().await;
         let told = h.model_saw().into_iter().find(|(tool, _, _)| tool == id);

@@ -297,7 +297,7 @@ async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_tur
     // The session goes on through B, with the message that waited for the turn A left.
     let asked = tab_b.until("the queued message's question, on B", opened).await;
     let thread = fold(&tab_b.log);
-    assert_eq!(thread.messages.iter().filter(|m| m.role == Role::User).last().unwrap().text(), "and then the tests");
+    assert_eq!(thread.messages.iter().rfind(|m| m.role == Role::User).unwrap().text(), "and then the tests");
     api_b.answer(&id, &asked, QUESTION, "Sessions").await.unwrap();
     tab_b.until("B's reply", ended(TurnOutcome::Completed)).await;
     assert_eq!(last_reply(&fold(&tab_b.log)), "got \"Which auth?\"=\"Sessions\"");

@@ -152,7 +152,7 @@ pub async fn continue_claude_session(id: String) -> Result<crate::thread::Sessio
     };
     let session = manager.create_session_with(new).await?;
     let title = crate::session::title_from_message(summary.title());
-    if let Err(error) = manager.store().set_automatic_title(&session.id, &title).await {
+    if let Err(error) = manager.title_automatically(&session.id, &title).await {
         tracing::warn!(session = %session.id, %error, "could not title the continued session");
     }
     Ok(session)

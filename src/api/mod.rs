@@ -44,12 +44,12 @@ pub async fn list_sessions(
     #[server(default)] query: Option<String>,
     #[server(default)] limit: Option<u32>,
 ) -> Result<Vec<SessionSummary>, AppError> {
-    let store = manager()?.store().clone();
+    let manager = manager()?;
     let limit = limit.unwrap_or(SESSIONS_PAGE).clamp(1, 200);
-    Ok(match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        Some(query) => store.search_sessions(query, limit).await?,
-        None => store.list_sessions_page(after.as_ref(), limit).await?,
-    })
+    match query.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        Some(query) => manager.search_sessions(query, limit).await,
+        None => manager.list_sessions_page(after.as_ref(), limit).await,
+    }
 }
 
 /// Sessions a page of the list holds.
@@ -163,7 +163,7 @@ pub async fn load_workspace(session: Option<String>) -> Result<WorkspaceView, Ap
 impl WorkspaceView {
     pub async fn load(manager: &SessionManager, session: Option<&str>) -> Result<Self, AppError> {
         // What every tab's list follows: its first page, and what works or waits beyond it.
-        let sessions = manager.store().list_for_tabs(crate::session::LIST_FIRST_PAGE).await?;
+        let sessions = manager.list_for_tabs().await?;
         let (current, problem) = match session {
             None => (None, None),
             Some(id) => match manager.snapshot(id).await {

@@ -7,8 +7,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use crate::session::SessionRuntime;
-use crate::store::Store;
+use crate::session::{SessionManager, SessionRuntime};
 use crate::thread::SessionEvent;
 
 /// Events read from the store at a time while catching up.
@@ -16,7 +15,7 @@ const CATCH_UP_PAGE: u32 = 500;
 
 /// Every event of the session after `after`, in order, until the session or the server goes away.
 pub fn follow_session(
-    store: Store,
+    manager: Arc<SessionManager>,
     runtime: Arc<SessionRuntime>,
     after: u64,
     shutdown: CancellationToken,
@@ -28,7 +27,7 @@ pub fn follow_session(
     let session_id = runtime.id().to_string();
     tokio::spawn(async move {
         let mut last = after;
-        if catch_up(&store, &session_id, &mut last, &tx).await.is_err() {
+        if catch_up(&manager, &session_id, &mut last, &tx).await.is_err() {
             return;
         }
         loop {
@@ -46,7 +45,7 @@ pub fn follow_session(
                 // Fell behind the broadcast (or saw a gap): the store has everything.
                 Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     debug!(session = %session_id, last, "live stream fell behind; catching up from the store");
-                    catch_up(&store, &session_id, &mut last, &tx).await
+                    catch_up(&manager, &session_id, &mut last, &tx).await
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             };
@@ -59,13 +58,13 @@ pub fn follow_session(
 }
 
 async fn catch_up(
-    store: &Store,
+    manager: &SessionManager,
     session_id: &str,
     last: &mut u64,
     tx: &mpsc::Sender<Arc<SessionEvent>>,
 ) -> Result<(), ()> {
     loop {
-        let page = store.events_after(session_id, *last, CATCH_UP_PAGE).await.map_err(drop)?;
+        let page = manager.events_after(session_id, *last, CATCH_UP_PAGE).await.map_err(drop)?;
         let full = page.len() == CATCH_UP_PAGE as usize;
         for event in page {
             *last = event.seq;
@@ -81,7 +80,7 @@ async fn catch_up(
 mod tests {
     use super::*;
     use crate::agent::scripted::{Scenario, ScriptedAgent};
-    use crate::session::SessionManager;
+    use crate::store::Store;
     use crate::testing::wait_until;
     use std::time::Duration;
 
@@ -101,7 +100,7 @@ mod tests {
         })
         .await;
         let runtime = manager.runtime(&session.id).await.unwrap();
-        let mut rx = follow_session(manager.store().clone(), runtime, 3, CancellationToken::new());
+        let mut rx = follow_session(manager.clone(), runtime, 3, CancellationToken::new());
 
         let mut seen = Vec::new();
         loop {
@@ -129,8 +128,8 @@ mod tests {
         let session = manager.create_session(None).await.unwrap();
         let runtime = manager.runtime(&session.id).await.unwrap();
         // One tab never reads; another reads everything as it comes.
-        let mut stalled = follow_session(manager.store().clone(), runtime.clone(), 0, CancellationToken::new());
-        let mut reading = follow_session(manager.store().clone(), runtime, 0, CancellationToken::new());
+        let mut stalled = follow_session(manager.clone(), runtime.clone(), 0, CancellationToken::new());
+        let mut reading = follow_session(manager.clone(), runtime, 0, CancellationToken::new());
         manager.send_message(&session.id, "go".into()).await.unwrap();
         let mut last = 0;
         loop {

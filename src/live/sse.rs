@@ -47,13 +47,12 @@ async fn open(
     let (tx, rx) = mpsc::channel::<Event>(64);
     let shutdown = manager.shutdown_token();
     let mut list = manager.watch_list();
-    let store = manager.store().clone();
     // The list as it is now comes first.
     list.mark_changed();
     let mut events = match &session {
         None => None,
         Some(id) => match manager.runtime(id).await {
-            Ok(runtime) => Some(follow_session(manager.store().clone(), runtime, after, shutdown.clone())),
+            Ok(runtime) => Some(follow_session(manager.clone(), runtime, after, shutdown.clone())),
             Err(error) => {
                 // A session that does not exist is news; a store that fails for now is not: the
                 // stream ends, and the tab tries again.
@@ -86,7 +85,7 @@ async fn open(
                         // the tab reconnects and catches up by sequence number.
                         let id = session.clone().unwrap_or_default();
                         if !shutdown.is_cancelled()
-                            && let Err(crate::store::StoreError::SessionNotFound(_)) = store.session(&id).await
+                            && let Err(crate::store::StoreError::SessionNotFound(_)) = manager.stored_summary(&id).await
                         {
                             let _ = tx.send(problem(&AppError::SessionNotFound { id })).await;
                         }

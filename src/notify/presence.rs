@@ -69,7 +69,7 @@ impl Presence {
         let mut tabs = self.tabs.lock().expect("presence lock");
         // What it saw until now still counts for questions open meanwhile.
         if let Some(tab) = tabs.get_mut(&tab) {
-            if tab.visible && !(now.duration_since(tab.last_report) > self.stale_after) {
+            if tab.visible && now.duration_since(tab.last_report) <= self.stale_after {
                 tab.last_visible = Some(now);
             }
             tab.visible = false;

@@ -3,6 +3,7 @@
 //! in words, as agents read them.
 
 mod normalize;
+mod partial_json;
 pub mod words;
 
 pub use normalize::{
@@ -205,7 +206,7 @@ mod tests {
             detail(&[answer("Which auth?", &["JWT"], Some("and more")), features.clone()]),
             "Which auth?: only one choice is allowed here"
         );
-        assert_eq!(detail(&[features.clone()]), "Which auth?: this question has no answer yet");
+        assert_eq!(detail(std::slice::from_ref(&features)), "Which auth?: this question has no answer yet");
         assert_eq!(
             detail(&[answer("Which auth?", &[], None), features.clone()]),
             "Which auth?: choose an option or write an answer"

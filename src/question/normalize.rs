@@ -9,6 +9,7 @@
 
 use serde_json::{Map, Value};
 
+use super::partial_json::repair_partial_json;
 use super::{Choice, MAX_LABEL_CHARS, MAX_OPTIONS, MAX_PREVIEW_CHARS, MAX_QUESTIONS, MAX_TEXT_CHARS, Question};
 
 /// The tools whose calls are questions for the person.
@@ -345,134 +346,10 @@ fn suggestions(text: &str) -> Vec<String> {
     found
 }
 
-/// Closes a JSON document that was cut off: open strings, objects and lists are closed, a
-/// dangling key gets `null`, and a half-written number or literal is dropped. The result of any
-/// prefix of a valid document parses.
-pub fn repair_partial_json(partial: &str) -> String {
-    #[derive(Clone, Copy, PartialEq)]
-    enum Expect {
-        Key,
-        Colon,
-        Value,
-        Next,
-    }
-    // The open containers: (is an object, what comes next in it).
-    let mut stack: Vec<(bool, Expect)> = Vec::new();
-    let mut out = String::with_capacity(partial.len() + 8);
-    // Where the output may be cut back to if the document ends in the middle of a token.
-    let mut token_start: Option<usize> = None;
-    let mut in_string = false;
-    let mut escape = false;
-    // What comes next outside any container.
-    let mut top = Expect::Value;
-
-    for c in partial.chars() {
-        if in_string {
-            out.push(c);
-            if escape {
-                escape = false;
-            } else if c == '\\' {
-                escape = true;
-            } else if c == '"' {
-                in_string = false;
-                token_start = None;
-                let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
-                *e = match *e {
-                    Expect::Key => Expect::Colon,
-                    _ => Expect::Next,
-                };
-            }
-            continue;
-        }
-        if token_start.is_some() && !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+')) {
-            // A number or literal just ended.
-            token_start = None;
-            let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
-            *e = Expect::Next;
-        }
-        match c {
-            '"' => {
-                token_start = Some(out.len());
-                in_string = true;
-                out.push(c);
-            }
-            '{' | '[' => {
-                stack.push((c == '{', if c == '{' { Expect::Key } else { Expect::Value }));
-                out.push(c);
-            }
-            '}' | ']' => {
-                stack.pop();
-                let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
-                *e = Expect::Next;
-                out.push(c);
-            }
-            ':' => {
-                if let Some((_, e)) = stack.last_mut() {
-                    *e = Expect::Value;
-                }
-                out.push(c);
-            }
-            ',' => {
-                if let Some((is_object, e)) = stack.last_mut() {
-                    *e = if *is_object { Expect::Key } else { Expect::Value };
-                }
-                out.push(c);
-            }
-            c if c.is_whitespace() => out.push(c),
-            c => {
-                if token_start.is_none() {
-                    token_start = Some(out.len());
-                }
-                out.push(c);
-            }
-        }
-    }
-
-    if in_string {
-        // Drop a dangling escape (`\` or an unfinished `\u12`), then close the string.
-        if escape {
-            out.pop();
-        } else if let Some(index) = out.rfind("\\u").filter(|i| out.len() - i < 6) {
-            let backslashes = out[..index].chars().rev().take_while(|c| *c == '\\').count();
-            if backslashes % 2 == 0 {
-                out.truncate(index);
-            }
-        }
-        out.push('"');
-        let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
-        *e = match *e {
-            Expect::Key => Expect::Colon,
-            _ => Expect::Next,
-        };
-    } else if let Some(start) = token_start {
-        // A half-written number or literal: keep it only if it is complete.
-        let token = out[start..].to_string();
-        if serde_json::from_str::<Value>(&token).is_ok() {
-            let e = stack.last_mut().map(|(_, e)| e).unwrap_or(&mut top);
-            *e = Expect::Next;
-        } else {
-            out.truncate(start);
-        }
-    }
-    while let Some((is_object, expect)) = stack.pop() {
-        let trimmed = out.trim_end().len();
-        out.truncate(trimmed);
-        match expect {
-            Expect::Colon => out.push_str(":null"),
-            Expect::Value if out.ends_with(':') => out.push_str("null"),
-            _ => {}
-        }
-        if out.ends_with(',') {
-            out.pop();
-        }
-        out.push(if is_object { '}' } else { ']' });
-    }
-    if out.trim().is_empty() { "null".to_string() } else { out }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::question::partial_json::tests::arbitrary_json;
     use proptest::prelude::*;
     use serde_json::json;
 
@@ -652,47 +529,7 @@ mod tests {
         }
     }
 
-    #[test]
-    fn repair_closes_what_is_open() {
-        assert_eq!(repair_partial_json(r#"{"a": "b"#), r#"{"a": "b"}"#);
-        assert_eq!(repair_partial_json(r#"{"a": [1, 2"#), r#"{"a": [1, 2]}"#);
-        assert_eq!(repair_partial_json(r#"{"a": [1, 2,"#), r#"{"a": [1, 2]}"#);
-        assert_eq!(repair_partial_json(r#"{"a""#), r#"{"a":null}"#);
-        assert_eq!(repair_partial_json(r#"{"a":"#), r#"{"a":null}"#);
-        assert_eq!(repair_partial_json(r#"{"a": tr"#), r#"{"a":null}"#);
-        assert_eq!(repair_partial_json(r#"{"a": -"#), r#"{"a":null}"#);
-        assert_eq!(repair_partial_json(r#"{"a": "x\"#), r#"{"a": "x"}"#);
-        assert_eq!(repair_partial_json(r#"{"a": "x\u00"#), r#"{"a": "x"}"#);
-        assert_eq!(repair_partial_json(r#"{"a": 1, "#), r#"{"a": 1}"#);
-    }
-
-    fn arbitrary_json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i32>().prop_map(|n| json!(n)),
-            (-1e6f64..1e6).prop_map(|n| json!(n)),
-            "(?s).{0,12}".prop_map(Value::String),
-        ];
-        leaf.prop_recursive(4, 40, 6, |inner| {
-            prop_oneof![
-                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                proptest::collection::btree_map("[a-zA-Z\"\\\\é ]{0,6}", inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
-    }
-
     proptest! {
-        #[test]
-        fn every_prefix_of_valid_json_repairs_to_valid_json(value in arbitrary_json(), pretty in any::<bool>()) {
-            let text = if pretty { serde_json::to_string_pretty(&value).unwrap() } else { value.to_string() };
-            for (cut, _) in text.char_indices().chain([(text.len(), ' ')]) {
-                let repaired = repair_partial_json(&text[..cut]);
-                prop_assert!(serde_json::from_str::<Value>(&repaired).is_ok(), "{:?} -> {:?}", &text[..cut], repaired);
-            }
-        }
-
         #[test]
         fn the_normalizer_never_panics_on_any_json(value in arbitrary_json()) {
             let _ = normalize_question_args("AskUserQuestion", &value);

@@ -9,6 +9,9 @@ pub use crate::agent::claude::AnswerPath;
 use crate::approval::PermissionMode;
 use crate::notify::{Detail, Webhook};
 
+/// Why the server could not start: said on the command line as it is.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "askbridge",
@@ -24,6 +27,8 @@ pub struct Cli {
     pub command: Command,
 }
 
+// `Serve` carries every flag; the value is made once per run and moved, never copied around.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the web UI and drive the agent.

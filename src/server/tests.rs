@@ -1,5 +1,7 @@
 //! Tests of the server's start-up and router (`mod.rs`).
 
+use super::agents::{Environment, api_key, choose_agent};
+use super::cli::AgentChoice;
 use super::*;
 
 use clap::Parser;

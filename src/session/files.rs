@@ -23,10 +23,13 @@ const KEPT: Duration = Duration::from_secs(10);
 /// How long git may take to list a folder.
 const GIT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// A folder's list of files, as read at a moment.
+type Listed = (Instant, Arc<Vec<String>>);
+
 /// The lists of the folders asked for lately.
 #[derive(Default)]
 pub struct FileLists {
-    kept: Mutex<HashMap<PathBuf, (Instant, Arc<Vec<String>>)>>,
+    kept: Mutex<HashMap<PathBuf, Listed>>,
 }
 
 impl FileLists {

@@ -13,8 +13,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{info, warn};
 
 use super::files::FileLists;
-use super::log::{Judged, SessionLog, SessionRuntime};
+use super::log::SessionLog;
 use super::policy::SessionPolicy;
+use super::runtime::{Judged, SessionRuntime};
 use super::title::title_from_message;
 use super::turns::Turns;
 use crate::agent::AgentBackend;
@@ -96,7 +97,7 @@ impl SessionManager {
         manager
     }
 
-    pub fn store(&self) -> &Store {
+    pub(super) fn store(&self) -> &Store {
         self.log.store()
     }
 
@@ -105,7 +106,7 @@ impl SessionManager {
         self.log.observe(observer);
     }
 
-    pub fn bridge(&self) -> &InteractionBridge {
+    pub(super) fn bridge(&self) -> &InteractionBridge {
         &self.bridge
     }
 
@@ -157,10 +158,6 @@ impl SessionManager {
     /// The session and its thread, consistent with each other, as of the last event.
     pub async fn snapshot(&self, id: &str) -> Result<(SessionSummary, Thread), AppError> {
         self.log.snapshot(id).await
-    }
-
-    pub async fn list_sessions(&self) -> Result<Vec<SessionSummary>, AppError> {
-        Ok(self.store().list_sessions().await?)
     }
 
     /// The session list as JSON, for the tabs' live streams: now, and again after each change
@@ -325,9 +322,7 @@ impl SessionManager {
             })
             .await?;
         self.mark_active(session_id).await;
-        if first_message
-            && let Err(error) = self.store().set_automatic_title(session_id, &title_from_message(&text)).await
-        {
+        if first_message && let Err(error) = self.title_automatically(session_id, &title_from_message(&text)).await {
             // A title is not worth a turn: the message is stored, and the list keeps its old title.
             warn!(session = %session_id, %error, "could not title the session after its first message");
         }

@@ -5,12 +5,14 @@
 //! What it does (working, waiting, idle) is the terminal's, kept beside the session.
 
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::manager::SessionManager;
+use crate::bridge::NoOutcome;
 use crate::error::AppError;
 use crate::ids::{new_id, now_ms};
-use crate::interaction::InteractionOutcome;
+use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, ToolCall};
 
 impl SessionManager {
@@ -115,6 +117,29 @@ impl SessionManager {
                 false
             }
         }
+    }
+
+    /// The terminal session made for a terminal's Claude Code session, if it has one.
+    pub async fn find_terminal_session(&self, host: &str, claude_session_id: &str) -> Result<Option<String>, AppError> {
+        Ok(self.store().terminal_session(host, claude_session_id).await?)
+    }
+
+    /// Waits for the person to decide on a terminal's request (its hook's): never parked, since
+    /// the hook's request, not an agent of ours, is the waiter.
+    pub async fn wait_for_terminal_answer(
+        &self,
+        session: &str,
+        tool_use_id: &str,
+        request: InteractionRequest,
+    ) -> Result<InteractionOutcome, NoOutcome> {
+        let never = CancellationToken::new();
+        self.bridge().wait_for_person(session, tool_use_id, request, false, &never).await
+    }
+
+    /// Takes back a terminal's request that was settled elsewhere (answered in the terminal, its
+    /// hook gone): its card closes with `why`.
+    pub async fn withdraw_terminal_request(&self, session: &str, tool_use_id: &str, why: &str) {
+        self.bridge().cancel(session, tool_use_id, why).await;
     }
 
     /// No hook of the terminal session waits here any more.

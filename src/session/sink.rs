@@ -7,7 +7,8 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::log::{SessionLog, SessionRuntime};
+use super::log::SessionLog;
+use super::runtime::SessionRuntime;
 use crate::agent::{AgentError, TurnSink};
 use crate::approval::PermissionMode;
 use crate::bridge::{InteractionBridge, NoOutcome};

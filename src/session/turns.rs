@@ -21,8 +21,9 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument, info, info_span, warn};
 
 use super::leases::Leases;
-use super::log::{RuntimeState, SessionLog, SessionRuntime};
+use super::log::SessionLog;
 use super::policy::SessionPolicy;
+use super::runtime::{RuntimeState, SessionRuntime};
 use super::sink::SessionSink;
 use crate::agent::{AgentBackend, AgentError, TurnAttachments, TurnRequest};
 use crate::bridge::InteractionBridge;
@@ -30,7 +31,7 @@ use crate::error::AppError;
 use crate::ids::new_id;
 use crate::interaction::InteractionOutcome;
 use crate::store::{Store, StoreError, StoreResult};
-use crate::thread::{AttachmentRef, Block, EventBody, Message, NextTurn, Role, TurnOutcome};
+use crate::thread::{AttachmentRef, Block, EventBody, Message, NextTurn, Role, Thread, TurnOutcome, Usage};
 
 /// How many times in a row an owed turn that failed is tried again by itself, before it waits for
 /// the next start of the server or the person's next message.
@@ -188,86 +189,25 @@ impl Turns {
 
     /// Runs the agent's turn to its end, and records how it ended.
     async fn run(self: Arc<Self>, runtime: Arc<SessionRuntime>, request: TurnRequest) {
-        let cancel = request.cancel.clone();
         let resumed = request.resume;
-        let sink =
-            Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
-        let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
-        let grace = self.agent.interrupt_grace();
-        let grace_over = async {
-            cancel.cancelled().await;
-            tokio::time::sleep(grace).await;
-        };
-        let result = tokio::select! {
-            result = turn => result.unwrap_or_else(|_| Err(AgentError::Failed("the agent crashed".into()))),
-            () = grace_over => Err(AgentError::Interrupted),
-        };
-        let (outcome, usage) = match result {
-            Ok(usage) => (TurnOutcome::Completed, usage),
-            Err(AgentError::SessionGone) => return,
-            Err(AgentError::Parked) => (TurnOutcome::Parked, None),
-            Err(_) if self.shutdown.is_cancelled() => (TurnOutcome::Abandoned, None),
-            Err(AgentError::Interrupted) => (TurnOutcome::Interrupted, None),
-            Err(_) if cancel.is_cancelled() => (TurnOutcome::Interrupted, None),
-            Err(AgentError::Failed(error)) => {
-                warn!(%error, "the agent failed");
-                (TurnOutcome::Failed { error }, None)
-            }
-        };
+        let Some((outcome, usage)) = self.play(&runtime, request).await else { return };
         info!(?outcome, "turn ended");
         let session = runtime.id();
         let mut state = runtime.lock().await;
-        state.turn = None;
-        let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
-        let recorded = match state.lease_lost {
-            // Another server took the session over (and ended this turn in its log): nothing of
-            // this turn is written, and nothing of it is left running.
-            true => Err(StoreError::LeaseLost { session: session.to_string() }),
-            false => runtime.append_locked(self.store(), &mut state, ended).await,
-        };
-        state.fence = None;
-        if state.lease_lost || matches!(recorded, Err(StoreError::LeaseLost { .. })) {
-            state.lease_lost = false;
-            self.bridge.forget_session(session);
-            if let Ok(thread) = self.store().load_thread(session).await {
-                state.thread = thread;
-            }
+        if !self.record_end(&runtime, &mut state, &outcome, usage).await {
             drop(state);
             self.agent.end_session(session).await;
             self.log.list_changed();
             return;
         }
-        if let Err(error) = recorded {
-            // The session was deleted meanwhile, or the disk failed. The turn is over all the
-            // same: the session takes the next message (the store says so after the restart
-            // recovery, or with the next turn's end).
-            warn!(%error, "could not record the end of the turn");
-            state.thread.turn.working = false;
-            state.thread.turn.last_outcome = Some(outcome.clone());
-        }
         // Under the session's lock, before the next turn can start: forgotten after it, the
         // next turn's first question could lose its waiter, and the answer found it cancelled
         // (seen in `tests/load.rs` when this task is slow to get here).
         self.bridge.forget_session(session);
-        let next = match &outcome {
-            // The answers came while it parked: it resumes at once.
-            TurnOutcome::Parked => state.thread.next_turn(),
-            // The messages sent while the answers waited for this resume (even one whose agent
-            // did not take them as told: never resumed again and again).
-            TurnOutcome::Completed if resumed => {
-                (state.thread.has_queued() && !state.thread.is_waiting()).then_some(NextTurn::Messages)
-            }
-            // The messages typed ahead while it worked.
-            TurnOutcome::Completed | TurnOutcome::Failed { .. } if !resumed => state.thread.next_turn(),
-            // Stopped by the person, or by the server stopping: nothing more now (what was typed
-            // ahead waits for the person's word, or for the next start). A resume that failed is
-            // tried again later (below); the messages wait behind it.
-            _ => None,
-        };
         if resumed && !matches!(outcome, TurnOutcome::Failed { .. }) {
             self.failures.lock().expect("failures lock").remove(session);
         }
-        match next {
+        match next_after(&outcome, resumed, &state.thread) {
             // The lease kept: the next turn runs here.
             Some(next) => {
                 let started = match self.placement_with_lease(session).await {
@@ -291,6 +231,74 @@ impl Turns {
         }
         drop(state);
         self.log.list_changed();
+    }
+
+    /// The agent's turn, played to its end (or past the grace an interrupted agent has), and how
+    /// it ended; `None` when its session was deleted meanwhile (nothing is left to record).
+    async fn play(&self, runtime: &Arc<SessionRuntime>, request: TurnRequest) -> Option<(TurnOutcome, Option<Usage>)> {
+        let cancel = request.cancel.clone();
+        let sink =
+            Arc::new(SessionSink { log: self.log.clone(), bridge: self.bridge.clone(), runtime: runtime.clone() });
+        let turn = AssertUnwindSafe(self.agent.run_turn(request, sink)).catch_unwind();
+        let grace = self.agent.interrupt_grace();
+        let grace_over = async {
+            cancel.cancelled().await;
+            tokio::time::sleep(grace).await;
+        };
+        let result = tokio::select! {
+            result = turn => result.unwrap_or_else(|_| Err(AgentError::Failed("the agent crashed".into()))),
+            () = grace_over => Err(AgentError::Interrupted),
+        };
+        Some(match result {
+            Ok(usage) => (TurnOutcome::Completed, usage),
+            Err(AgentError::SessionGone) => return None,
+            Err(AgentError::Parked) => (TurnOutcome::Parked, None),
+            Err(_) if self.shutdown.is_cancelled() => (TurnOutcome::Abandoned, None),
+            Err(AgentError::Interrupted) => (TurnOutcome::Interrupted, None),
+            Err(_) if cancel.is_cancelled() => (TurnOutcome::Interrupted, None),
+            Err(AgentError::Failed(error)) => {
+                warn!(%error, "the agent failed");
+                (TurnOutcome::Failed { error }, None)
+            }
+        })
+    }
+
+    /// Records the turn's end in the session's log. False when the session's lease was lost
+    /// meanwhile: another server took the session over (and ended this turn in its log), so
+    /// nothing of this turn is written, the thread is read back as that server left it, and the
+    /// caller lets go of the agent.
+    async fn record_end(
+        &self,
+        runtime: &SessionRuntime,
+        state: &mut RuntimeState,
+        outcome: &TurnOutcome,
+        usage: Option<Usage>,
+    ) -> bool {
+        let session = runtime.id();
+        state.turn = None;
+        let ended = EventBody::TurnEnded { outcome: outcome.clone(), usage };
+        let recorded = match state.lease_lost {
+            true => Err(StoreError::LeaseLost { session: session.to_string() }),
+            false => runtime.append_locked(self.store(), state, ended).await,
+        };
+        state.fence = None;
+        if state.lease_lost || matches!(recorded, Err(StoreError::LeaseLost { .. })) {
+            state.lease_lost = false;
+            self.bridge.forget_session(session);
+            if let Ok(thread) = self.store().load_thread(session).await {
+                state.thread = thread;
+            }
+            return false;
+        }
+        if let Err(error) = recorded {
+            // The session was deleted meanwhile, or the disk failed. The turn is over all the
+            // same: the session takes the next message (the store says so after the restart
+            // recovery, or with the next turn's end).
+            warn!(%error, "could not record the end of the turn");
+            state.thread.turn.working = false;
+            state.thread.turn.last_outcome = Some(outcome.clone());
+        }
+        true
     }
 
     /// Starts the turn the session owes the person, if any and if no turn runs: here, or (its
@@ -552,6 +560,25 @@ async fn files_for_turn(
 }
 
 /// Why a turn could not start, in words for the thread.
+/// The turn a session owes the person once a turn ended so, if any.
+fn next_after(outcome: &TurnOutcome, resumed: bool, thread: &Thread) -> Option<NextTurn> {
+    match outcome {
+        // The answers came while it parked: it resumes at once.
+        TurnOutcome::Parked => thread.next_turn(),
+        // The messages sent while the answers waited for this resume (even one whose agent
+        // did not take them as told: never resumed again and again).
+        TurnOutcome::Completed if resumed => {
+            (thread.has_queued() && !thread.is_waiting()).then_some(NextTurn::Messages)
+        }
+        // The messages typed ahead while it worked.
+        TurnOutcome::Completed | TurnOutcome::Failed { .. } if !resumed => thread.next_turn(),
+        // Stopped by the person, or by the server stopping: nothing more now (what was typed
+        // ahead waits for the person's word, or for the next start). A resume that failed is
+        // tried again later; the messages wait behind it.
+        _ => None,
+    }
+}
+
 fn reason(error: &AppError) -> String {
     match error {
         AppError::BadRequest { detail } => detail.clone(),

@@ -4,7 +4,7 @@
 
 use sqlx::types::Json;
 
-use super::{Dialect, Sql, Store, StoreError, StoreResult, storable};
+use super::{Dialect, Sql, Store, StoreError, StoreResult, Transaction, storable};
 use crate::interaction::Interaction;
 use crate::store::Notice;
 use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState, Usage};
@@ -49,6 +49,196 @@ impl<'a> Append<'a> {
                 .collect(),
             fence: None,
         }
+    }
+}
+
+/// The steps of `Store::append`, each a statement in its one transaction.
+impl Append<'_> {
+    /// The session's row first, as a compare-and-set on its last sequence number (`before`):
+    /// whether it was still that. Writing it takes SQLite's write lock at once (a read first
+    /// would have to upgrade its lock later, which SQLite refuses under contention), and
+    /// Postgres's row lock, under which a second writer of the same number finds the row changed
+    /// and updates nothing.
+    async fn compare_and_set(&self, transaction: &mut Transaction, before: u64) -> StoreResult<bool> {
+        let Self { session_id, event, turn, fence, .. } = *self;
+        let seq = event.seq as i64;
+        // Deltas do not move a session up the list; messages and turn changes do.
+        let touches = !event.body.is_delta();
+        let updated = in_transaction!(transaction, |connection, dialect| if touches || turn.is_some() {
+            let sql = Sql {
+                sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                           updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
+                         WHERE id = $5 AND last_seq = $6",
+                postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
+                             updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
+                           WHERE id = $5 AND last_seq = $6",
+            }
+            .on(dialect)
+            .to_string()
+                + &self.fenced(7);
+            let query = sqlx::query(&sql)
+                .bind(seq)
+                .bind(turn.map(storable).transpose()?)
+                .bind(touches)
+                .bind(event.at_ms)
+                .bind(session_id)
+                .bind(before as i64);
+            match fence {
+                Some(fence) => query.bind(fence),
+                None => query,
+            }
+            .execute(connection)
+            .await?
+            .rows_affected()
+        } else {
+            // A delta sets the sequence number only: naming `updated_at_ms` at all, even to
+            // its own value, makes SQLite rewrite the recency index's page too, one page of
+            // the three each streamed delta wrote.
+            let sql = "UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3".to_string() + &self.fenced(4);
+            let query = sqlx::query(&sql).bind(seq).bind(session_id).bind(before as i64);
+            match fence {
+                Some(fence) => query.bind(fence),
+                None => query,
+            }
+            .execute(connection)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated > 0)
+    }
+
+    /// The compare-and-set's condition that the writer still holds the session's lease (its
+    /// fence as parameter `$parameter`), when it names one.
+    fn fenced(&self, parameter: u8) -> String {
+        match self.fence {
+            Some(_) => format!(
+                " AND EXISTS (SELECT 1 FROM session_leases
+                              WHERE session_leases.session_id = sessions.id AND session_leases.fence = ${parameter})"
+            ),
+            None => String::new(),
+        }
+    }
+
+    /// Why the compare-and-set changed nothing, read in its transaction: the writer's lease went
+    /// to another server, the session is gone, or another writer appended first.
+    async fn refusal(&self, transaction: &mut Transaction) -> StoreResult<StoreError> {
+        let Self { session_id, event, fence, .. } = *self;
+        in_transaction!(transaction, |connection, dialect| {
+            if let Some(fence) = fence {
+                let held: Option<String> = sqlx::query_scalar("SELECT fence FROM session_leases WHERE session_id = $1")
+                    .bind(session_id)
+                    .fetch_optional(&mut *connection)
+                    .await?;
+                if held.as_deref() != Some(fence) {
+                    return Ok(StoreError::LeaseLost { session: session_id.to_string() });
+                }
+            }
+            // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
+            let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
+                .bind(session_id)
+                .fetch_optional(connection)
+                .await?;
+            Ok(match stored {
+                None => StoreError::SessionNotFound(session_id.to_string()),
+                Some(stored) => StoreError::SequenceConflict {
+                    session: session_id.to_string(),
+                    seq: event.seq,
+                    stored: stored as u64,
+                },
+            })
+        })
+    }
+
+    async fn insert_event(&self, transaction: &mut Transaction) -> StoreResult<()> {
+        let Self { session_id, event, .. } = *self;
+        in_transaction!(transaction, |connection, dialect| {
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES ($1, $2, $3, $4, $5)",
+                    postgres: "INSERT INTO events (session_id, seq, at, kind, body)
+                               VALUES ($1, $2, to_timestamp($3 / 1000.0), $4, $5)",
+                }
+                .on(dialect),
+            )
+            .bind(session_id)
+            .bind(event.seq as i64)
+            .bind(event.at_ms)
+            .bind(event.body.kind())
+            .bind(storable(&event.body)?)
+            .execute(connection)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The messages the event changed, each written whole at its position.
+    async fn write_messages(&self, transaction: &mut Transaction) -> StoreResult<()> {
+        let seq = self.event.seq as i64;
+        in_transaction!(transaction, |connection, dialect| for (position, message) in &self.messages {
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO messages
+                               (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq, usage)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                             ON CONFLICT (session_id, position) DO UPDATE SET
+                               blocks = excluded.blocks, streaming = excluded.streaming,
+                               updated_seq = excluded.updated_seq, usage = excluded.usage",
+                    postgres: "INSERT INTO messages
+                                 (session_id, position, id, role, blocks, streaming, created_at, updated_seq, usage)
+                               VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
+                               ON CONFLICT (session_id, position) DO UPDATE SET
+                                 blocks = excluded.blocks, streaming = excluded.streaming,
+                                 updated_seq = excluded.updated_seq, usage = excluded.usage",
+                }
+                .on(dialect),
+            )
+            .bind(self.session_id)
+            .bind(*position as i64)
+            .bind(&message.id)
+            .bind(role_to_str(message.role))
+            .bind(storable(&message.blocks)?)
+            .bind(message.streaming)
+            .bind(message.created_at_ms)
+            .bind(seq)
+            .bind(message.usage.as_ref().map(Json))
+            .execute(&mut *connection)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The interactions the event opened or changed, by tool_use id.
+    async fn write_interactions(&self, transaction: &mut Transaction) -> StoreResult<()> {
+        let seq = self.event.seq as i64;
+        in_transaction!(transaction, |connection, dialect| for (tool_use_id, interaction) in &self.interactions {
+            sqlx::query(
+                Sql {
+                    sqlite: "INSERT INTO interactions
+                               (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at_ms)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7)
+                             ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                               state = excluded.state, outcome = excluded.outcome,
+                               updated_seq = excluded.updated_seq, expires_at_ms = excluded.expires_at_ms",
+                    postgres: "INSERT INTO interactions
+                                 (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at)
+                               VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::bigint / 1000.0))
+                               ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
+                                 state = excluded.state, outcome = excluded.outcome,
+                                 updated_seq = excluded.updated_seq, expires_at = excluded.expires_at",
+                }
+                .on(dialect),
+            )
+            .bind(self.session_id)
+            .bind(*tool_use_id)
+            .bind(storable(&interaction.request)?)
+            .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
+            .bind(interaction.outcome.as_ref().map(storable).transpose()?)
+            .bind(seq)
+            .bind(interaction.expires_at_ms)
+            .execute(&mut *connection)
+            .await?;
+        });
+        Ok(())
     }
 }
 
@@ -159,168 +349,22 @@ impl Store {
             return self.append_pieces(append.session_id, vec![append.event.clone()]).await;
         }
         self.check_appendable(&append.event.body)?;
-        let Append { session_id, event, messages, turn, interactions, fence } = append;
-        let seq = event.seq as i64;
+        let (session_id, seq) = (append.session_id, append.event.seq);
         // The database's last event: the one before, or before the pieces journaled since.
-        let before =
-            self.journal.as_ref().map_or(event.seq - 1, |journal| journal.expected_before(session_id, event.seq));
+        let before = self.journal.as_ref().map_or(seq - 1, |journal| journal.expected_before(session_id, seq));
         // One server alone needs no fence: its leases are its own.
-        let fence = fence.filter(|_| self.is_shared());
-        let fenced = |parameter: u8| match fence {
-            Some(_) => format!(
-                " AND EXISTS (SELECT 1 FROM session_leases
-                              WHERE session_leases.session_id = sessions.id AND session_leases.fence = ${parameter})"
-            ),
-            None => String::new(),
-        };
-        // Deltas do not move a session up the list; messages and turn changes do.
-        let touches = !event.body.is_delta();
-        on_pool!(self, |pool, dialect| {
-            let mut tx = pool.begin().await?;
-            // The session's row first, as a compare-and-set on its last sequence number: writing it
-            // takes SQLite's write lock at once (a read first would have to upgrade its lock
-            // later, which SQLite refuses under contention), and Postgres's row lock, under which
-            // a second writer of the same number finds the row changed and updates nothing.
-            let updated = if touches || turn.is_some() {
-                let sql = Sql {
-                    sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                               updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
-                             WHERE id = $5 AND last_seq = $6",
-                    postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                                 updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
-                               WHERE id = $5 AND last_seq = $6",
-                }
-                .on(dialect)
-                .to_string()
-                    + &fenced(7);
-                let query = sqlx::query(&sql)
-                    .bind(seq)
-                    .bind(turn.map(storable).transpose()?)
-                    .bind(touches)
-                    .bind(event.at_ms)
-                    .bind(session_id)
-                    .bind(before as i64);
-                match fence {
-                    Some(fence) => query.bind(fence),
-                    None => query,
-                }
-                .execute(&mut *tx)
-                .await?
-            } else {
-                // A delta sets the sequence number only: naming `updated_at_ms` at all, even to
-                // its own value, makes SQLite rewrite the recency index's page too, one page of
-                // the three each streamed delta wrote.
-                let sql = "UPDATE sessions SET last_seq = $1 WHERE id = $2 AND last_seq = $3".to_string() + &fenced(4);
-                let query = sqlx::query(&sql).bind(seq).bind(session_id).bind(before as i64);
-                match fence {
-                    Some(fence) => query.bind(fence),
-                    None => query,
-                }
-                .execute(&mut *tx)
-                .await?
-            };
-            if updated.rows_affected() == 0 {
-                if let Some(fence) = fence {
-                    let held: Option<String> =
-                        sqlx::query_scalar("SELECT fence FROM session_leases WHERE session_id = $1")
-                            .bind(session_id)
-                            .fetch_optional(&mut *tx)
-                            .await?;
-                    if held.as_deref() != Some(fence) {
-                        return Err(StoreError::LeaseLost { session: session_id.to_string() });
-                    }
-                }
-                // Gone, or its log is elsewhere: nothing is written (the transaction is dropped).
-                let stored: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
-                    .bind(session_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                return Err(match stored {
-                    None => StoreError::SessionNotFound(session_id.to_string()),
-                    Some(stored) => StoreError::SequenceConflict {
-                        session: session_id.to_string(),
-                        seq: event.seq,
-                        stored: stored as u64,
-                    },
-                });
-            }
-            sqlx::query(
-                Sql {
-                    sqlite: "INSERT INTO events (session_id, seq, at_ms, kind, body) VALUES ($1, $2, $3, $4, $5)",
-                    postgres: "INSERT INTO events (session_id, seq, at, kind, body)
-                               VALUES ($1, $2, to_timestamp($3 / 1000.0), $4, $5)",
-                }
-                .on(dialect),
-            )
-            .bind(session_id)
-            .bind(seq)
-            .bind(event.at_ms)
-            .bind(event.body.kind())
-            .bind(storable(&event.body)?)
-            .execute(&mut *tx)
-            .await?;
-            for (position, message) in &messages {
-                sqlx::query(
-                    Sql {
-                        sqlite: "INSERT INTO messages
-                                   (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq, usage)
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-                                 ON CONFLICT (session_id, position) DO UPDATE SET
-                                   blocks = excluded.blocks, streaming = excluded.streaming,
-                                   updated_seq = excluded.updated_seq, usage = excluded.usage",
-                        postgres: "INSERT INTO messages
-                                     (session_id, position, id, role, blocks, streaming, created_at, updated_seq, usage)
-                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
-                                   ON CONFLICT (session_id, position) DO UPDATE SET
-                                     blocks = excluded.blocks, streaming = excluded.streaming,
-                                     updated_seq = excluded.updated_seq, usage = excluded.usage",
-                    }
-                    .on(dialect),
-                )
-                .bind(session_id)
-                .bind(*position as i64)
-                .bind(&message.id)
-                .bind(role_to_str(message.role))
-                .bind(storable(&message.blocks)?)
-                .bind(message.streaming)
-                .bind(message.created_at_ms)
-                .bind(seq)
-                .bind(message.usage.as_ref().map(Json))
-                .execute(&mut *tx)
-                .await?;
-            }
-            for (tool_use_id, interaction) in &interactions {
-                sqlx::query(
-                    Sql {
-                        sqlite: "INSERT INTO interactions
-                                   (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at_ms)
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7)
-                                 ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
-                                   state = excluded.state, outcome = excluded.outcome,
-                                   updated_seq = excluded.updated_seq, expires_at_ms = excluded.expires_at_ms",
-                        postgres: "INSERT INTO interactions
-                                     (session_id, tool_use_id, request, state, outcome, updated_seq, expires_at)
-                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7::bigint / 1000.0))
-                                   ON CONFLICT (session_id, tool_use_id) DO UPDATE SET
-                                     state = excluded.state, outcome = excluded.outcome,
-                                     updated_seq = excluded.updated_seq, expires_at = excluded.expires_at",
-                    }
-                    .on(dialect),
-                )
-                .bind(session_id)
-                .bind(*tool_use_id)
-                .bind(storable(&interaction.request)?)
-                .bind(interaction.outcome.as_ref().map_or("pending", |outcome| outcome.name()))
-                .bind(interaction.outcome.as_ref().map(storable).transpose()?)
-                .bind(seq)
-                .bind(interaction.expires_at_ms)
-                .execute(&mut *tx)
-                .await?;
-            }
-            // Sent at commit, in commit order, and not at all if the transaction fails.
-            notify_in!(&mut *tx, dialect, &Notice::Appended { session: session_id.to_string(), seq: event.seq });
-            tx.commit().await?;
-        });
+        let append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+        let mut transaction = Transaction::begin(&self.pool).await?;
+        if !append.compare_and_set(&mut transaction, before).await? {
+            return Err(append.refusal(&mut transaction).await?);
+        }
+        append.insert_event(&mut transaction).await?;
+        append.write_messages(&mut transaction).await?;
+        append.write_interactions(&mut transaction).await?;
+        // Sent at commit, in commit order, and not at all if the transaction fails.
+        let appended = Notice::Appended { session: session_id.to_string(), seq };
+        in_transaction!(&mut transaction, |connection, dialect| notify_in!(connection, dialect, &appended));
+        transaction.commit().await?;
         if let Some(journal) = &self.journal {
             journal.written(session_id);
         }

@@ -40,6 +40,27 @@ macro_rules! on_pool {
     };
 }
 
+/// Runs `$body` with `$connection` bound to the transaction's connection and `$dialect` to its
+/// database, as `on_pool!` does with the pool: the steps of one transaction, each a function.
+macro_rules! in_transaction {
+    ($transaction:expr, |$connection:ident, $dialect:ident| $body:expr) => {
+        match $transaction {
+            crate::store::Transaction::Sqlite(transaction) => {
+                #[allow(unused_variables)]
+                let $dialect = crate::store::Dialect::Sqlite;
+                let $connection = &mut **transaction;
+                $body
+            }
+            crate::store::Transaction::Postgres(transaction) => {
+                #[allow(unused_variables)]
+                let $dialect = crate::store::Dialect::Postgres;
+                let $connection = &mut **transaction;
+                $body
+            }
+        }
+    };
+}
+
 // First: its `notify_in!` serves the files after it.
 #[macro_use]
 mod notices;
@@ -83,6 +104,30 @@ struct Failing {
 enum Pool {
     Sqlite(SqlitePool),
     Postgres(PgPool),
+}
+
+/// A transaction on the store's database, whichever it is (`in_transaction!`). Dropped
+/// uncommitted, it rolls back.
+enum Transaction {
+    Sqlite(sqlx::Transaction<'static, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Transaction {
+    async fn begin(pool: &Pool) -> StoreResult<Self> {
+        Ok(match pool {
+            Pool::Sqlite(pool) => Self::Sqlite(pool.begin().await?),
+            Pool::Postgres(pool) => Self::Postgres(pool.begin().await?),
+        })
+    }
+
+    async fn commit(self) -> StoreResult<()> {
+        match self {
+            Self::Sqlite(transaction) => transaction.commit().await?,
+            Self::Postgres(transaction) => transaction.commit().await?,
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -415,11 +415,12 @@ async fn unfinished_turns_skip_sessions_a_live_server_holds(db: Db) {
         let mut thread = Thread::default();
         record(&store, id, &mut thread, a_turn()[..2].to_vec()).await;
     }
-    assert!(store.take_lease("s1", "a", "fa", Duration::from_millis(300)).await.unwrap().is_some());
+    // Long enough for the next two statements on a loaded machine; then waited out.
+    assert!(store.take_lease("s1", "a", "fa", Duration::from_secs(3)).await.unwrap().is_some());
     assert!(store.take_lease("s2", "b", "fb", Duration::from_secs(60)).await.unwrap().is_some());
     assert!(store.sessions_with_unfinished_turns().await.unwrap().is_empty(), "both are running");
     assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    until_expired(&store, "s1").await;
     // Server a stopped renewing: its session's turn is unfinished and nobody runs it.
     assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
     assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s1"]);
@@ -494,15 +495,23 @@ async fn last_seq_follows_the_log(db: Db) {
     assert!(matches!(store.last_seq("nope").await, Err(StoreError::SessionNotFound(_))));
 }
 
+/// Waits until the store says the session's lease expired (no holder any more).
+async fn until_expired(store: &Store, session: &str) {
+    crate::testing::wait_until("the lease to expire", Duration::from_secs(30), || async {
+        store.lease_holder(session).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
 async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
-    let (store, long, short) = (db.open().await, Duration::from_secs(60), Duration::from_millis(300));
+    let (store, long, short) = (db.open().await, Duration::from_secs(60), Duration::from_secs(3));
     for id in ["s1", "s2", "s3"] {
         store.create_session(&summary(id, 1)).await.unwrap();
     }
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "a free lease is taken");
     assert!(
-        !store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some(),
+        store.take_lease("s1", "b", "fence b", long).await.unwrap().is_none(),
         "another server's live lease is not"
     );
     assert!(store.take_lease("s1", "a", "fence a", long).await.unwrap().is_some(), "its holder renews it");
@@ -513,27 +522,28 @@ async fn a_lease_is_held_by_one_server_renewed_released_and_expires(db: Db) {
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
     assert!(store.take_lease("s1", "b", "fence b", long).await.unwrap().is_some());
 
-    // A lease that is not renewed expires, and is then anyone's.
+    // A lease that is not renewed expires, and is then anyone's; one renewed lives on. Time is
+    // waited on by what the store says, not by a margin: `short` is only long enough for the next
+    // few statements, on a loaded machine.
     assert!(store.take_lease("s2", "a", "fence a", short).await.unwrap().is_some());
-    assert!(store.take_lease("s3", "a", "fence a", short).await.unwrap().is_some());
-    assert!(!store.take_lease("s2", "b", "fence b", long).await.unwrap().is_some());
-    assert_eq!(store.renew_leases("a", short).await.unwrap(), 2);
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_eq!(store.renew_leases("a", short).await.unwrap(), 2, "renewed before they expire");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(store.take_lease("s3", "c", "fence c", short).await.unwrap().is_some());
+    assert!(store.take_lease("s2", "b", "fence b", long).await.unwrap().is_none());
+    assert_eq!(store.renew_leases("a", long).await.unwrap(), 1, "renewed before it expires");
+    // s3 was taken after s2: once it expired, s2's first lease would have too.
+    until_expired(&store, "s3").await;
     assert_eq!(store.lease_holder("s2").await.unwrap().as_deref(), Some("a"), "the renewal kept it");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(store.lease_holder("s2").await.unwrap(), None, "expired");
+    assert_eq!(store.renew_leases("a", short).await.unwrap(), 1);
+    until_expired(&store, "s2").await;
     assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s2", "s3"]);
     assert_eq!(store.renew_leases("a", long).await.unwrap(), 0, "an expired lease is taken again, not renewed");
     assert!(store.take_lease("s2", "b", "fence b", long).await.unwrap().is_some(), "an expired lease is taken over");
-    assert!(store.take_lease("s3", "a", "fence a", long).await.unwrap().is_some(), "or taken again by its server");
+    assert!(store.take_lease("s3", "c", "fence c", long).await.unwrap().is_some(), "or taken again by its server");
     assert!(store.sessions_with_expired_leases().await.unwrap().is_empty());
 
     store.release_leases("b").await.unwrap();
     assert_eq!(store.lease_holder("s1").await.unwrap(), None);
     assert_eq!(store.lease_holder("s2").await.unwrap(), None);
-    assert_eq!(store.lease_holder("s3").await.unwrap().as_deref(), Some("a"));
+    assert_eq!(store.lease_holder("s3").await.unwrap().as_deref(), Some("c"));
     store.clear_leases().await.unwrap();
     assert_eq!(store.lease_holder("s3").await.unwrap(), None);
 

@@ -70,24 +70,7 @@ pub struct ConnectOptions {
 /// `askbridge connect`: the lines it says.
 pub async fn connect(options: &ConnectOptions) -> Result<Vec<String>, String> {
     let url = check_url(&options.url)?;
-    let token = if options.no_token {
-        None
-    } else {
-        let path = options.token_file.clone().unwrap_or_else(|| options.data_dir.join(TOKEN_FILE));
-        let text = std::fs::read_to_string(&path).map_err(|error| {
-            format!(
-                "cannot read the server's access token from {} ({error}). Start the server once (askbridge \
-                 serve) to make it, run this where its --data-dir is, or give --token-file FILE (or --no-token \
-                 for a server started with --no-token)",
-                path.display()
-            )
-        })?;
-        let token = text.trim().to_string();
-        if token.is_empty() {
-            return Err(format!("{} is empty", path.display()));
-        }
-        Some(token)
-    };
+    let token = access_token(options)?;
     let dir =
         claude_config_dir().ok_or("neither CLAUDE_CONFIG_DIR nor HOME is set: where are Claude Code's settings?")?;
     std::fs::create_dir_all(&dir).map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
@@ -153,6 +136,28 @@ pub async fn connect(options: &ConnectOptions) -> Result<Vec<String>, String> {
         ),
     });
     Ok(said)
+}
+
+/// The token `connect` keeps for the hooks: read from `--token-file`, or the server's data folder;
+/// none with `--no-token`.
+fn access_token(options: &ConnectOptions) -> Result<Option<String>, String> {
+    if options.no_token {
+        return Ok(None);
+    }
+    let path = options.token_file.clone().unwrap_or_else(|| options.data_dir.join(TOKEN_FILE));
+    let text = std::fs::read_to_string(&path).map_err(|error| {
+        format!(
+            "cannot read the server's access token from {} ({error}). Start the server once (askbridge \
+             serve) to make it, run this where its --data-dir is, or give --token-file FILE (or --no-token \
+             for a server started with --no-token)",
+            path.display()
+        )
+    })?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        return Err(format!("{} is empty", path.display()));
+    }
+    Ok(Some(token))
 }
 
 /// `askbridge disconnect`: the lines it says.

@@ -37,7 +37,19 @@ const NOTE_TIMEOUT: Duration = Duration::from_secs(2);
 /// starts, sometimes just after: well over a second on a busy machine, as a `make test` run on
 /// two cores saw). Found, the card is the transcript's call; not found, the card has an id of its
 /// own and works the same. Only the card waits meanwhile, never the terminal's own question.
+/// `ASKBRIDGE_HOOK_FIND_CALL_FOR` (e.g. `30s`, in the terminal's environment) sets another wait,
+/// for a machine slower still: the tests of the terminal's UI set it, so that they see the
+/// transcript's call every time.
 const FIND_CALL_FOR: Duration = Duration::from_secs(5);
+const FIND_CALL_FOR_ENV: &str = "ASKBRIDGE_HOOK_FIND_CALL_FOR";
+
+/// How long this hook looks for the call in the transcript.
+fn find_call_for() -> Duration {
+    std::env::var(FIND_CALL_FOR_ENV)
+        .ok()
+        .and_then(|value| humantime::parse_duration(value.trim()).ok())
+        .unwrap_or(FIND_CALL_FOR)
+}
 /// How often the transcript is read while the person decides.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// How long telling the server "withdrawn" may take: Claude Code kills the hook 1.2 s after its
@@ -128,7 +140,7 @@ impl Hook {
         if call.is_none()
             && let Some(transcript) = transcript.as_mut()
         {
-            let give_up = Instant::now() + FIND_CALL_FOR;
+            let give_up = Instant::now() + find_call_for();
             loop {
                 transcript.read_new();
                 call = transcript.open_call(&tool, input.tool_input.as_ref());

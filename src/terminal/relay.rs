@@ -92,7 +92,7 @@ impl Relay {
         if let Some(why) = why {
             let calls = self.waiting.lock().expect("relay lock").get(session).cloned().unwrap_or_default();
             for call in calls {
-                self.manager.bridge().cancel(session, &call, why).await;
+                self.manager.withdraw_terminal_request(session, &call, why).await;
             }
         }
         Ok(())
@@ -156,16 +156,15 @@ impl Relay {
         asked: Asked,
         replies: mpsc::Sender<Result<String, std::convert::Infallible>>,
     ) {
-        let bridge = self.manager.bridge();
-        let stop = self.manager.shutdown_token();
-        let never = tokio_util::sync::CancellationToken::new();
-        let waiting = bridge.wait_for_person(&session, &tool_use_id, request, false, &never);
+        let manager = &self.manager;
+        let stop = manager.shutdown_token();
+        let waiting = manager.wait_for_terminal_answer(&session, &tool_use_id, request);
         tokio::pin!(waiting);
         // While the bridge still counts this request as waiting, its cancellation is recorded
         // with the reason given (not as an agent that is gone).
         let withdrawn = |why: &'static str| {
             let (session, tool_use_id) = (session.clone(), tool_use_id.clone());
-            async move { bridge.cancel(&session, &tool_use_id, why).await }
+            async move { manager.withdraw_terminal_request(&session, &tool_use_id, why).await }
         };
         let outcome = loop {
             tokio::select! {
@@ -241,8 +240,7 @@ impl Relay {
 
     /// The hook's request went away before the person decided here.
     async fn withdraw(&self, withdrawal: Withdrawal) -> Result<(), AppError> {
-        let Some(session) =
-            self.manager.store().terminal_session(&withdrawal.host, &withdrawal.claude_session_id).await?
+        let Some(session) = self.manager.find_terminal_session(&withdrawal.host, &withdrawal.claude_session_id).await?
         else {
             return Ok(());
         };
@@ -255,7 +253,7 @@ impl Relay {
         // Not waiting any more (the turn's end closed the card first): the result still goes in.
         if waits_here {
             info!(%session, tool_use_id = withdrawal.tool_use_id, why = withdrawal.why.reason(), "a terminal took its request back");
-            self.manager.bridge().cancel(&session, &withdrawal.tool_use_id, withdrawal.why.reason()).await;
+            self.manager.withdraw_terminal_request(&session, &withdrawal.tool_use_id, withdrawal.why.reason()).await;
         }
         let result = match withdrawal.why {
             Withdrawn::AnsweredInTerminal { result: Some(result), is_error } => Some((result, is_error)),

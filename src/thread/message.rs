@@ -48,6 +48,30 @@ impl Message {
         }
     }
 
+    /// What AskBridge itself says in the thread (an agent error, an interrupted turn).
+    pub(super) fn notice(id: &str, text: &str, at_ms: i64) -> Self {
+        Self {
+            id: id.to_string(),
+            role: Role::Notice,
+            blocks: vec![Block::Text { text: text.to_string() }],
+            streaming: false,
+            created_at_ms: at_ms,
+            usage: None,
+        }
+    }
+
+    /// The agent's reply as it starts: empty, streaming.
+    pub(super) fn reply(id: &str, at_ms: i64) -> Self {
+        Self {
+            id: id.to_string(),
+            role: Role::Assistant,
+            blocks: Vec::new(),
+            streaming: true,
+            created_at_ms: at_ms,
+            usage: None,
+        }
+    }
+
     /// The plain text of the message, tool calls left out.
     pub fn text(&self) -> String {
         self.blocks
@@ -73,6 +97,9 @@ impl Message {
     }
 }
 
+// Most blocks of a thread are tool calls: boxing the large variant would allocate once per block
+// in both faces, and change every match in the reducer and the views, to make text blocks smaller.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Block {

@@ -8,181 +8,23 @@ pub mod attachment;
 mod event;
 mod message;
 mod offer;
+mod summary;
 mod usage;
 
 pub use attachment::AttachmentRef;
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
 pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
+pub use summary::{
+    LIST_FIRST_PAGE, SessionCursor, SessionStatus, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary,
+};
 pub use usage::{Usage, thousands};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::approval::PermissionMode;
-use crate::interaction::{Interaction, InteractionOutcome};
-
-/// The sessions every tab's list follows, from its top: what the first load of `/` draws (the
-/// list brings the older ones a page at a time as it is scrolled). 25 rather than 50: hydrating
-/// 50 items cost the page 100–180 ms before the message box was usable (BENCHMARKS.md, daily).
-pub const LIST_FIRST_PAGE: u32 = 25;
-
-/// A session as the session list shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SessionSummary {
-    pub id: String,
-    pub title: String,
-    pub agent: String,
-    pub created_at_ms: i64,
-    pub updated_at_ms: i64,
-    /// The agent is in the middle of a turn.
-    pub working: bool,
-    /// A question or approval waits for the person.
-    #[serde(default)]
-    pub waiting: bool,
-    /// The folder the agent works in, when it is not the server's default.
-    #[serde(default)]
-    pub workdir: Option<String>,
-    /// When the person last did something in it (created it, wrote, answered): the list's order,
-    /// which the agent's own events (streaming, parking) do not change.
-    #[serde(default)]
-    pub active_at_ms: i64,
-    /// Who runs a session AskBridge does not run: a `claude` in a terminal (DESIGN §7).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub terminal: Option<TerminalSummary>,
-}
-
-impl SessionSummary {
-    pub fn status(&self) -> SessionStatus {
-        SessionStatus::of(self.working, self.waiting)
-    }
-
-    /// Where the session list goes on after this session.
-    pub fn cursor(&self) -> SessionCursor {
-        SessionCursor { active_at_ms: self.active_at_ms, created_at_ms: self.created_at_ms, id: self.id.clone() }
-    }
-
-    /// A session whose agent runs in a terminal: it takes no messages here, only answers.
-    pub fn is_terminal(&self) -> bool {
-        self.agent == TERMINAL_AGENT
-    }
-}
-
-/// The `agent` of a session that a `claude` in a terminal runs (`askbridge hook` brings it).
-pub const TERMINAL_AGENT: &str = "terminal";
-
-/// Where a terminal session runs, and what it does as its hooks last said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TerminalSummary {
-    /// The machine's name, as the hook found it.
-    pub host: String,
-    /// The folder `claude` runs in.
-    pub folder: String,
-    /// Claude Code's own id for the conversation.
-    pub claude_session_id: String,
-    /// Its transcript on that host (`~/.claude/projects/…/<id>.jsonl`).
-    #[serde(default)]
-    pub transcript_path: Option<String>,
-    pub state: TerminalState,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TerminalState {
-    /// Claude is working on the person's message.
-    Working,
-    /// The terminal waits for the person (a prompt or question is open there).
-    Waiting,
-    /// The turn ended; the terminal takes the next message.
-    Idle,
-    /// `claude` exited.
-    Ended,
-}
-
-impl TerminalState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::Waiting => "waiting",
-            Self::Idle => "idle",
-            Self::Ended => "ended",
-        }
-    }
-
-    /// The name as stored; an unknown one reads as idle.
-    pub fn parse(name: &str) -> Self {
-        match name {
-            "working" => Self::Working,
-            "waiting" => Self::Waiting,
-            "ended" => Self::Ended,
-            _ => Self::Idle,
-        }
-    }
-}
-
-/// A place in the session list (which runs by the person's activity, newest first): the last
-/// session a page showed; the next page starts after it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SessionCursor {
-    pub active_at_ms: i64,
-    pub created_at_ms: i64,
-    pub id: String,
-}
-
-/// Where a session stands, in the one vocabulary the header, the session list and the cards
-/// share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SessionStatus {
-    /// The agent is in the middle of a turn.
-    Working,
-    /// The agent runs and waits for the person's answer or decision.
-    WaitingForYou,
-    /// Something waits for the person and no agent runs for it: it let go (parked), and the
-    /// answer resumes it.
-    Paused,
-    /// Nothing runs and nothing waits: the session takes a message.
-    Ready,
-}
-
-impl SessionStatus {
-    pub fn of(working: bool, waiting: bool) -> Self {
-        match (working, waiting) {
-            (true, true) => Self::WaitingForYou,
-            (false, true) => Self::Paused,
-            (true, false) => Self::Working,
-            (false, false) => Self::Ready,
-        }
-    }
-
-    /// For styles (`data-status`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::WaitingForYou => "waiting",
-            Self::Paused => "paused",
-            Self::Ready => "ready",
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Working => "Working",
-            Self::WaitingForYou => "Waiting for you",
-            Self::Paused => "Paused",
-            Self::Ready => "Ready",
-        }
-    }
-
-    /// What the label means, for screen readers and tooltips.
-    pub fn explained(self) -> &'static str {
-        match self {
-            Self::Working => "Working: the agent is busy with your last message",
-            Self::WaitingForYou => "Waiting for you: the agent asks you something and waits for your answer",
-            Self::Paused => "Paused: the agent waits for your answer and is not running; your answer resumes it",
-            Self::Ready => "Ready: the agent takes your next message",
-        }
-    }
-}
+use crate::interaction::{Interaction, InteractionOutcome, InteractionRequest};
 
 /// What the session's agent is doing.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -235,6 +77,12 @@ pub struct QueuedMessage {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentRef>,
     pub queued_at_ms: i64,
+}
+
+impl QueuedMessage {
+    fn new(id: &str, text: &str, attachments: &[AttachmentRef], queued_at_ms: i64) -> Self {
+        Self { id: id.to_string(), text: text.to_string(), attachments: attachments.to_vec(), queued_at_ms }
+    }
 }
 
 /// A session's thread at a point of its event log.
@@ -312,107 +160,42 @@ impl Thread {
     fn apply_body(&mut self, body: &EventBody, at_ms: i64) -> Change {
         match body {
             EventBody::UserMessage { message_id, text, attachments } => {
-                self.turn.queued_messages.push(message_id.clone());
-                let change = self.push(Message::from_person(message_id, text, attachments, at_ms));
-                Change { turn: true, ..change }
+                self.receive_message(message_id, text, attachments, at_ms)
             }
-            EventBody::MessageQueued { message_id, text, attachments } => {
-                self.turn.queue.push(QueuedMessage {
-                    id: message_id.clone(),
-                    text: text.clone(),
-                    attachments: attachments.clone(),
-                    queued_at_ms: at_ms,
-                });
-                Change::turn()
-            }
-            EventBody::QueuedMessageEdited { message_id, text } => {
-                if let Some(queued) = self.turn.queue.iter_mut().find(|queued| queued.id == *message_id) {
+            EventBody::MessageQueued { message_id, text, attachments } => self.with_turn(|turn| {
+                let queued = QueuedMessage::new(message_id, text, attachments, at_ms);
+                turn.queue.push(queued)
+            }),
+            EventBody::QueuedMessageEdited { message_id, text } => self.with_turn(|turn| {
+                if let Some(queued) = turn.queue.iter_mut().find(|queued| queued.id == *message_id) {
                     queued.text = text.clone();
                 }
-                Change::turn()
-            }
+            }),
             EventBody::QueuedMessageRemoved { message_id } => {
-                self.turn.queue.retain(|queued| queued.id != *message_id);
-                Change::turn()
+                self.with_turn(|turn| turn.queue.retain(|queued| queued.id != *message_id))
             }
-            EventBody::Notice { message_id, text } => self.push(Message {
-                id: message_id.clone(),
-                role: Role::Notice,
-                blocks: vec![Block::Text { text: text.clone() }],
-                streaming: false,
-                created_at_ms: at_ms,
-                usage: None,
-            }),
-            EventBody::HistoryImported { agent_session, messages } => {
-                self.turn.agent_session = Some(agent_session.clone());
-                let first = self.messages.len();
-                self.messages.extend(messages.iter().cloned());
-                Change { messages: (first..self.messages.len()).collect(), turn: true, interactions: Vec::new() }
-            }
-            EventBody::AgentStarted { info, agent_session } => {
-                self.turn.agent_info = Some(info.clone());
+            EventBody::Notice { message_id, text } => self.push(Message::notice(message_id, text, at_ms)),
+            EventBody::HistoryImported { agent_session, messages } => self.import_history(agent_session, messages),
+            EventBody::AgentStarted { info, agent_session } => self.with_turn(|turn| {
+                turn.agent_info = Some(info.clone());
                 if agent_session.is_some() {
-                    self.turn.agent_session = agent_session.clone();
+                    turn.agent_session = agent_session.clone();
                 }
-                Change::turn()
-            }
-            EventBody::AgentRunning { running } => {
-                self.turn.agent_running = Some(*running);
-                Change::turn()
-            }
-            EventBody::PermissionModeChanged { mode } => {
-                self.turn.permission_mode = Some(*mode);
-                Change::turn()
-            }
-            EventBody::ModelChanged { model } => {
-                self.turn.model = model.clone();
-                Change::turn()
-            }
-            EventBody::TurnStarted => {
-                self.turn.working = true;
-                self.turn.last_outcome = None;
-                self.turn.resumed = false;
-                self.turn.queued_messages.clear();
-                // What was typed ahead joins the thread where its turn starts.
-                let first = self.messages.len();
-                for queued in std::mem::take(&mut self.turn.queue) {
-                    let QueuedMessage { id, text, attachments, queued_at_ms } = queued;
-                    self.messages.push(Message::from_person(&id, &text, &attachments, queued_at_ms));
-                }
-                Change { messages: (first..self.messages.len()).collect(), ..Change::turn() }
-            }
-            EventBody::ResumeStarted => {
-                self.turn.working = true;
-                self.turn.last_outcome = None;
-                self.turn.resumed = true;
-                Change::turn()
-            }
-            EventBody::AssistantMessageStarted { message_id } => self.push(Message {
-                id: message_id.clone(),
-                role: Role::Assistant,
-                blocks: Vec::new(),
-                streaming: true,
-                created_at_ms: at_ms,
-                usage: None,
             }),
-            EventBody::TextDelta { message_id, text } => {
-                self.with_message(message_id, |message| match message.blocks.last_mut() {
-                    Some(Block::Text { text: last }) => last.push_str(text),
-                    _ => message.blocks.push(Block::Text { text: text.clone() }),
-                })
-            }
-            EventBody::ToolCallStarted { message_id, tool_use_id, name } => self.with_message(message_id, |message| {
-                message.blocks.push(Block::ToolCall(ToolCall {
-                    id: tool_use_id.clone(),
-                    name: name.clone(),
-                    input: None,
-                    partial_input: String::new(),
-                    preview: Vec::new(),
-                    status: ToolStatus::Streaming,
-                    result: None,
-                    interaction: None,
-                }))
+            EventBody::AgentRunning { running } => self.with_turn(|turn| turn.agent_running = Some(*running)),
+            EventBody::PermissionModeChanged { mode } => self.with_turn(|turn| turn.permission_mode = Some(*mode)),
+            EventBody::ModelChanged { model } => self.with_turn(|turn| turn.model = model.clone()),
+            EventBody::TurnStarted => self.start_turn(),
+            EventBody::ResumeStarted => self.with_turn(|turn| {
+                turn.working = true;
+                turn.last_outcome = None;
+                turn.resumed = true;
             }),
+            EventBody::AssistantMessageStarted { message_id } => self.push(Message::reply(message_id, at_ms)),
+            EventBody::TextDelta { message_id, text } => self.append_text(message_id, text),
+            EventBody::ToolCallStarted { message_id, tool_use_id, name } => {
+                self.start_tool_call(message_id, tool_use_id, name)
+            }
             EventBody::ToolInputDelta { tool_use_id, partial_json } => {
                 self.with_tool_call(tool_use_id, |call| call.partial_input.push_str(partial_json))
             }
@@ -432,74 +215,156 @@ impl Thread {
                 call.result = Some(output.clone());
                 call.status = if *is_error { ToolStatus::Failed } else { ToolStatus::Done };
             }),
-            EventBody::InteractionOpened { tool_use_id, request, expires_at_ms } => self
-                .with_tool_call(tool_use_id, |call| {
-                    call.interaction = Some(Interaction::expiring(request.clone(), *expires_at_ms));
-                    call.preview.clear();
-                })
-                .interaction(tool_use_id),
-            EventBody::InteractionParked { tool_use_id } => self
-                .with_tool_call(tool_use_id, |call| {
-                    if let Some(interaction) = call.interaction.as_mut().filter(|i| i.is_pending()) {
-                        interaction.parked = true;
-                    }
-                })
-                .interaction(tool_use_id),
-            EventBody::InteractionResolved { tool_use_id, outcome } => self
-                .with_tool_call(tool_use_id, |call| {
-                    if let Some(interaction) = &mut call.interaction {
-                        interaction.outcome = Some(outcome.clone());
-                    }
-                })
-                .interaction(tool_use_id),
+            EventBody::InteractionOpened { tool_use_id, request, expires_at_ms } => {
+                self.open_interaction(tool_use_id, request, *expires_at_ms)
+            }
+            EventBody::InteractionParked { tool_use_id } => self.park_interaction(tool_use_id),
+            EventBody::InteractionResolved { tool_use_id, outcome } => self.resolve_interaction(tool_use_id, outcome),
             EventBody::MessageFinished { message_id } => {
                 self.with_message(message_id, |message| message.streaming = false)
             }
-            EventBody::TurnEnded { outcome, usage } => {
-                self.turn.working = false;
-                self.turn.last_outcome = Some(outcome.clone());
-                self.turn.last_usage = usage.clone();
-                if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
-                    self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
+            EventBody::TurnEnded { outcome, usage } => self.end_turn(outcome, usage.as_ref()),
+        }
+    }
+
+    /// The person's message joins the thread, waiting for the turn that takes it.
+    fn receive_message(&mut self, message_id: &str, text: &str, attachments: &[AttachmentRef], at_ms: i64) -> Change {
+        self.turn.queued_messages.push(message_id.to_string());
+        let change = self.push(Message::from_person(message_id, text, attachments, at_ms));
+        Change { turn: true, ..change }
+    }
+
+    /// A conversation the agent had before this session joins the thread, as it was.
+    fn import_history(&mut self, agent_session: &str, messages: &[Message]) -> Change {
+        self.turn.agent_session = Some(agent_session.to_string());
+        let first = self.messages.len();
+        self.messages.extend(messages.iter().cloned());
+        Change { messages: (first..self.messages.len()).collect(), turn: true, interactions: Vec::new() }
+    }
+
+    fn start_turn(&mut self) -> Change {
+        self.turn.working = true;
+        self.turn.last_outcome = None;
+        self.turn.resumed = false;
+        self.turn.queued_messages.clear();
+        // What was typed ahead joins the thread where its turn starts.
+        let first = self.messages.len();
+        for queued in std::mem::take(&mut self.turn.queue) {
+            let QueuedMessage { id, text, attachments, queued_at_ms } = queued;
+            self.messages.push(Message::from_person(&id, &text, &attachments, queued_at_ms));
+        }
+        Change { messages: (first..self.messages.len()).collect(), ..Change::turn() }
+    }
+
+    fn append_text(&mut self, message_id: &str, text: &str) -> Change {
+        self.with_message(message_id, |message| match message.blocks.last_mut() {
+            Some(Block::Text { text: last }) => last.push_str(text),
+            _ => message.blocks.push(Block::Text { text: text.to_string() }),
+        })
+    }
+
+    fn start_tool_call(&mut self, message_id: &str, tool_use_id: &str, name: &str) -> Change {
+        self.with_message(message_id, |message| {
+            message.blocks.push(Block::ToolCall(ToolCall {
+                id: tool_use_id.to_string(),
+                name: name.to_string(),
+                input: None,
+                partial_input: String::new(),
+                preview: Vec::new(),
+                status: ToolStatus::Streaming,
+                result: None,
+                interaction: None,
+            }))
+        })
+    }
+
+    fn open_interaction(
+        &mut self,
+        tool_use_id: &str,
+        request: &InteractionRequest,
+        expires_at_ms: Option<i64>,
+    ) -> Change {
+        self.with_tool_call(tool_use_id, |call| {
+            call.interaction = Some(Interaction::expiring(request.clone(), expires_at_ms));
+            call.preview.clear();
+        })
+        .interaction(tool_use_id)
+    }
+
+    fn park_interaction(&mut self, tool_use_id: &str) -> Change {
+        self.with_tool_call(tool_use_id, |call| {
+            if let Some(interaction) = call.interaction.as_mut().filter(|i| i.is_pending()) {
+                interaction.parked = true;
+            }
+        })
+        .interaction(tool_use_id)
+    }
+
+    fn resolve_interaction(&mut self, tool_use_id: &str, outcome: &InteractionOutcome) -> Change {
+        self.with_tool_call(tool_use_id, |call| {
+            if let Some(interaction) = &mut call.interaction {
+                interaction.outcome = Some(outcome.clone());
+            }
+        })
+        .interaction(tool_use_id)
+    }
+
+    fn end_turn(&mut self, outcome: &TurnOutcome, usage: Option<&Usage>) -> Change {
+        self.turn.working = false;
+        self.turn.last_outcome = Some(outcome.clone());
+        self.turn.last_usage = usage.cloned();
+        let mut change = Change::turn();
+        if let Some(usage) = usage {
+            self.add_usage(usage, &mut change);
+        }
+        self.cancel_what_outlived_its_turn(outcome, &mut change);
+        change
+    }
+
+    /// Adds a turn's usage to the session's totals, and shows it under the turn's last reply.
+    fn add_usage(&mut self, usage: &Usage, change: &mut Change) {
+        if let Some(cost) = usage.cost_usd {
+            self.turn.total_cost_usd = Some(self.turn.total_cost_usd.unwrap_or(0.0) + cost);
+        }
+        let total = self.turn.total_usage.take().unwrap_or_default();
+        self.turn.total_usage = Some(total.plus(usage));
+        // Shown under the turn's last reply.
+        if let Some(index) = self.messages.iter().rposition(|m| m.role == Role::Assistant) {
+            self.messages[index].usage = Some(usage.clone());
+            change.messages.push(index);
+        }
+    }
+
+    /// Nothing streams, runs or waits for the person past the end of its turn, but for a parked
+    /// interaction: it outlives its turn, and its answer starts the next.
+    fn cancel_what_outlived_its_turn(&mut self, outcome: &TurnOutcome, change: &mut Change) {
+        for (index, message) in self.messages.iter_mut().enumerate() {
+            let mut changed = std::mem::replace(&mut message.streaming, false);
+            for block in &mut message.blocks {
+                let Block::ToolCall(call) = block else { continue };
+                let parked = call.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked);
+                if !call.status.is_finished() && !parked {
+                    call.status = ToolStatus::Cancelled;
+                    changed = true;
                 }
-                let mut change = Change::turn();
-                if let Some(usage) = usage {
-                    let total = self.turn.total_usage.take().unwrap_or_default();
-                    self.turn.total_usage = Some(total.plus(usage));
-                    // Shown under the turn's last reply.
-                    if let Some(index) = self.messages.iter().rposition(|m| m.role == Role::Assistant) {
-                        self.messages[index].usage = Some(usage.clone());
-                        change.messages.push(index);
-                    }
+                if let Some(interaction) = &mut call.interaction
+                    && interaction.is_pending()
+                    && !parked
+                {
+                    interaction.outcome = Some(InteractionOutcome::Cancelled { reason: outcome.cancel_reason() });
+                    change.interactions.push(call.id.clone());
+                    changed = true;
                 }
-                // Nothing streams, runs or waits for the person past the end of its turn, but
-                // for a parked interaction: it outlives its turn, and its answer starts the next.
-                for (index, message) in self.messages.iter_mut().enumerate() {
-                    let mut changed = std::mem::replace(&mut message.streaming, false);
-                    for block in &mut message.blocks {
-                        let Block::ToolCall(call) = block else { continue };
-                        let parked = call.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked);
-                        if !call.status.is_finished() && !parked {
-                            call.status = ToolStatus::Cancelled;
-                            changed = true;
-                        }
-                        if let Some(interaction) = &mut call.interaction
-                            && interaction.is_pending()
-                            && !parked
-                        {
-                            interaction.outcome =
-                                Some(InteractionOutcome::Cancelled { reason: outcome.cancel_reason() });
-                            change.interactions.push(call.id.clone());
-                            changed = true;
-                        }
-                    }
-                    if changed && !change.messages.contains(&index) {
-                        change.messages.push(index);
-                    }
-                }
-                change
+            }
+            if changed && !change.messages.contains(&index) {
+                change.messages.push(index);
             }
         }
+    }
+
+    fn with_turn(&mut self, change: impl FnOnce(&mut TurnState)) -> Change {
+        change(&mut self.turn);
+        Change::turn()
     }
 
     fn push(&mut self, message: Message) -> Change {

@@ -12,6 +12,8 @@ use askbridge::store::Store;
 pub struct Harness {
     pub app: axum::Router,
     pub manager: Arc<SessionManager>,
+    /// The manager's store, to read what it stored (the same in-memory database).
+    pub store: Store,
 }
 
 /// The router as `askbridge serve` builds it with its default flags.
@@ -20,6 +22,7 @@ pub async fn harness() -> Harness {
         panic!("serve")
     };
     let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
-    let manager = SessionManager::new(Store::open_in_memory().await.unwrap(), Arc::new(ScriptedAgent::new(scenario)));
-    Harness { app: router(&args, manager.clone()), manager }
+    let store = Store::open_in_memory().await.unwrap();
+    let manager = SessionManager::new(store.clone(), Arc::new(ScriptedAgent::new(scenario)));
+    Harness { app: router(&args, manager.clone()), manager, store }
 }

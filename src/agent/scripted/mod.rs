@@ -147,11 +147,7 @@ impl ScriptedAgent {
         let message = place.as_ref().map_or(request.text.as_str(), |place| place.message.as_str());
         let steps = self.scenario.turn_for(message).map_or(&no_reply[..], |turn| &turn.steps);
         let (first_step, mut parked_call) = match &place {
-            Some(place) => match (tool_step(steps, place.tool_call), &place.tool_use_id) {
-                (Some(step), Some(parked)) => (step, Some(parked.clone())),
-                (Some(step), None) => (step + 1, None),
-                (None, _) => return Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
-            },
+            Some(place) => place.first_step(steps)?,
             None => (0, None),
         };
 
@@ -213,13 +209,18 @@ impl ScriptedAgent {
             }
         }
         sink.finish_message(&message_id).await?;
-        Ok(Some(Usage {
-            input_tokens: Some(request.text.split_whitespace().count() as u64),
-            output_tokens: Some(words),
-            cost_usd: Some(0.0),
-            duration_ms: Some(started.elapsed().as_millis() as u64),
-            ..Usage::default()
-        }))
+        Ok(Some(turn_usage(request, words, started)))
+    }
+}
+
+/// What a scripted turn used: the person's words in, the agent's words out, and no cost.
+fn turn_usage(request: &TurnRequest, words: u64, started: std::time::Instant) -> Usage {
+    Usage {
+        input_tokens: Some(request.text.split_whitespace().count() as u64),
+        output_tokens: Some(words),
+        cost_usd: Some(0.0),
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        ..Usage::default()
     }
 }
 
@@ -255,6 +256,18 @@ struct ResumePoint {
     /// resume cut short after it), and the turn goes on after it.
     tool_use_id: Option<String>,
     last_answer: Option<String>,
+}
+
+impl ResumePoint {
+    /// The step among `steps` the resumed turn goes on from, and the parked call it answers when
+    /// that call has no result yet.
+    fn first_step(&self, steps: &[Step]) -> Result<(usize, Option<String>), AgentError> {
+        match (tool_step(steps, self.tool_call), &self.tool_use_id) {
+            (Some(step), Some(parked)) => Ok((step, Some(parked.clone()))),
+            (Some(step), None) => Ok((step + 1, None)),
+            (None, _) => Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
+        }
+    }
 }
 
 /// Finds the call a parked turn stopped at: the last tool call, since the person's message, that

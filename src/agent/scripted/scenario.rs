@@ -208,6 +208,22 @@ struct RawStep {
 
 impl RawStep {
     fn check(self) -> Result<Step, String> {
+        self.check_fields_fit_its_kind()?;
+        if let Some(tool) = self.ask {
+            return ask_step(tool, self.input, self.input_json);
+        }
+        if let Some(text) = self.say {
+            return Ok(Step::Say { text });
+        }
+        if let Some(ms) = self.pause_ms {
+            return Ok(Step::Pause { duration: Duration::from_millis(ms) });
+        }
+        self.into_tool_step()
+    }
+
+    /// A step is of one kind (`say`, `tool`, `ask` or `pause_ms`), and has only fields that kind
+    /// reads.
+    fn check_fields_fit_its_kind(&self) -> Result<(), String> {
         let kinds = [self.say.is_some(), self.tool.is_some(), self.ask.is_some(), self.pause_ms.is_some()];
         if kinds.iter().filter(|present| **present).count() != 1 {
             return Err("a step needs exactly one of `say`, `tool`, `ask` or `pause_ms`".to_string());
@@ -236,26 +252,10 @@ impl RawStep {
         if self.ask.is_none() && self.input_json.is_some() {
             return Err("`input_json` belongs to an `ask` step".to_string());
         }
-        if let Some(tool) = self.ask {
-            if !crate::question::is_question_tool(&tool) {
-                return Err(format!(
-                    "`ask` names a question tool (AskUserQuestion or AskFollowupQuestion), not “{tool}”"
-                ));
-            }
-            let input = match (self.input, self.input_json) {
-                (Some(_), Some(_)) => return Err("an `ask` step takes `input` or `input_json`, not both".to_string()),
-                (Some(value), None) => serde_json::to_value(value).map_err(|error| format!("`input`: {error}"))?,
-                (None, Some(text)) => Value::String(text),
-                (None, None) => return Err("an `ask` step needs the question in `input`".to_string()),
-            };
-            return Ok(Step::Ask { tool, input });
-        }
-        if let Some(text) = self.say {
-            return Ok(Step::Say { text });
-        }
-        if let Some(ms) = self.pause_ms {
-            return Ok(Step::Pause { duration: Duration::from_millis(ms) });
-        }
+        Ok(())
+    }
+
+    fn into_tool_step(self) -> Result<Step, String> {
         let name = self.tool.unwrap_or_default();
         if name.trim().is_empty() {
             return Err("`tool` needs a tool name, such as \"Bash\"".to_string());
@@ -268,18 +268,7 @@ impl RawStep {
             return Err("`input` must be a table of arguments, such as { command = \"ls\" }".to_string());
         }
         let permission = match self.approve {
-            Some(true) => {
-                let suggestions = self
-                    .suggestions
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|s| serde_json::to_value(s).map_err(|error| format!("`suggestions`: {error}")))
-                    .collect::<Result<Vec<_>, _>>()?;
-                if suggestions.iter().any(|s| s.get("type").and_then(Value::as_str).is_none()) {
-                    return Err("each of `suggestions` needs a `type`, such as \"addRules\"".to_string());
-                }
-                Some(Permission { reason: self.reason, suggestions })
-            }
+            Some(true) => Some(permission(self.reason, self.suggestions)?),
             _ => None,
         };
         Ok(Step::Tool {
@@ -291,6 +280,32 @@ impl RawStep {
             permission,
         })
     }
+}
+
+fn ask_step(tool: String, input: Option<toml::Value>, input_json: Option<String>) -> Result<Step, String> {
+    if !crate::question::is_question_tool(&tool) {
+        return Err(format!("`ask` names a question tool (AskUserQuestion or AskFollowupQuestion), not “{tool}”"));
+    }
+    let input = match (input, input_json) {
+        (Some(_), Some(_)) => return Err("an `ask` step takes `input` or `input_json`, not both".to_string()),
+        (Some(value), None) => serde_json::to_value(value).map_err(|error| format!("`input`: {error}"))?,
+        (None, Some(text)) => Value::String(text),
+        (None, None) => return Err("an `ask` step needs the question in `input`".to_string()),
+    };
+    Ok(Step::Ask { tool, input })
+}
+
+/// What a tool step with `approve = true` asks the person.
+fn permission(reason: Option<String>, suggestions: Option<Vec<toml::Value>>) -> Result<Permission, String> {
+    let suggestions = suggestions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|s| serde_json::to_value(s).map_err(|error| format!("`suggestions`: {error}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    if suggestions.iter().any(|s| s.get("type").and_then(Value::as_str).is_none()) {
+        return Err("each of `suggestions` needs a `type`, such as \"addRules\"".to_string());
+    }
+    Ok(Permission { reason, suggestions })
 }
 
 #[cfg(test)]

@@ -1,0 +1,237 @@
+//! The agents this server offers: each one that can work on this machine (Claude Code when found
+//! and signed in, the Messages API with a key, the offline demo always), and which one new sessions
+//! get by default (`--agent`, or `auto`'s choice); and whether any may bypass permissions here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tracing::info;
+
+use super::cli::{AgentChoice, BoxError, ServeArgs};
+use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
+use crate::agent::claude::{AgentEnv, ClaudeCliBackend, ClaudeConfig};
+use crate::agent::scripted::{Scenario, ScriptedAgent};
+use crate::agent::{AgentBackend, Agents};
+
+/// Every agent that can work on this machine, `--agent`'s the default for new sessions: Claude
+/// Code when found and signed in, the Messages API with a key, and the offline demo always.
+pub(super) fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
+    let environment = Environment::of_this_process();
+    let (auto, why) = choose_agent(args, &environment);
+    let choice = match args.agent {
+        AgentChoice::Auto => {
+            info!(agent = ?auto, "--agent auto: {why}");
+            auto
+        }
+        chosen => chosen,
+    };
+    let default = build_agent(args, choice)?;
+    let mut others = Vec::new();
+    for other in [AgentChoice::Claude, AgentChoice::Anthropic, AgentChoice::Scripted] {
+        if other == choice || !can_work(args, &environment, other) {
+            continue;
+        }
+        match build_agent(args, other) {
+            Ok(agent) => others.push(agent),
+            Err(error) => info!(agent = ?other, %error, "not offered to new sessions"),
+        }
+    }
+    Ok(Arc::new(Agents::new(default, others)))
+}
+
+/// Whether `agent` can work here besides the one `--agent` picked.
+fn can_work(args: &ServeArgs, environment: &Environment, agent: AgentChoice) -> bool {
+    let key = args.api_key_file.is_some() || args.api_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+    match agent {
+        AgentChoice::Claude => {
+            let claude = match &args.claude_bin {
+                Some(bin) => bin.is_file(),
+                None => claude_on_path(environment.path.as_deref()).is_some(),
+            };
+            claude && claude_login(environment, key).is_some()
+        }
+        AgentChoice::Anthropic => key,
+        AgentChoice::Scripted | AgentChoice::Auto => true,
+    }
+}
+
+fn build_agent(args: &ServeArgs, choice: AgentChoice) -> Result<Arc<dyn AgentBackend>, BoxError> {
+    match choice {
+        AgentChoice::Auto | AgentChoice::Scripted => {
+            let scenario = match &args.scenario {
+                Some(path) => Scenario::load(path)?,
+                None => Scenario::demo(),
+            };
+            info!(scenario = %scenario.name, turns = scenario.turns.len(), "scripted agent ready");
+            Ok(Arc::new(ScriptedAgent::new(scenario)))
+        }
+        AgentChoice::Claude => {
+            let workdir = match &args.workdir {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir()?,
+            };
+            if !workdir.is_dir() {
+                return Err(format!("--workdir {} is not a folder", workdir.display()).into());
+            }
+            let bin = args.claude_bin.clone().unwrap_or_else(|| PathBuf::from("claude"));
+            let agent_env = AgentEnv::new(&args.agent_env)?;
+            // A key given as a file reaches the CLI as its variable (the file stays ours).
+            let mut env = Vec::new();
+            if args.api_key_file.is_some()
+                && let Some(key) = api_key(args)?
+            {
+                env.push(("ANTHROPIC_API_KEY".to_string(), key));
+            }
+            info!(bin = %bin.display(), workdir = %workdir.display(), mode = %args.permission_mode, "Claude Code agent ready");
+            Ok(Arc::new(ClaudeCliBackend::new(ClaudeConfig {
+                bin,
+                workdir,
+                permission_mode: args.permission_mode,
+                model: args.model.clone(),
+                answer_path: args.answer_path,
+                agent_env,
+                env,
+                allow_bypass: bypass_refused(args).is_none(),
+                max_agents: args.max_agents.unwrap_or_else(ClaudeConfig::default_max_agents),
+                idle_exit: Some(args.idle_exit),
+            })))
+        }
+        AgentChoice::Anthropic => {
+            let api_key = api_key(args)?
+                .ok_or("--agent anthropic needs an API key: set ANTHROPIC_API_KEY, or give --api-key-file FILE")?;
+            let system_prompt = match &args.system_prompt {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("cannot read --system-prompt {}: {e}", path.display()))?,
+                ),
+                None => None,
+            };
+            let mut config = AnthropicConfig::new(&api_key);
+            config.base_url = args.base_url.clone();
+            config.model = args.model.clone().unwrap_or(config.model);
+            config.max_tokens = args.max_tokens;
+            config.system_prompt = system_prompt.filter(|p| !p.trim().is_empty());
+            info!(base_url = %config.base_url, model = %config.model, max_tokens = config.max_tokens, "Messages API agent ready");
+            Ok(Arc::new(AnthropicAgent::new(config)?))
+        }
+    }
+}
+
+/// The API key from `--api-key-file` or `ANTHROPIC_API_KEY`, if either gives one.
+pub(super) fn api_key(args: &ServeArgs) -> Result<Option<String>, BoxError> {
+    if let Some(path) = &args.api_key_file {
+        let key =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read --api-key-file {}: {e}", path.display()))?;
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("--api-key-file {} is empty", path.display()).into());
+        }
+        return Ok(Some(key.to_string()));
+    }
+    Ok(args.api_key.as_deref().map(str::trim).filter(|k| !k.is_empty()).map(str::to_string))
+}
+
+/// What `--agent auto` looks at, apart from the flags.
+pub(super) struct Environment {
+    pub(super) path: Option<std::ffi::OsString>,
+    pub(super) home: Option<PathBuf>,
+    pub(super) vars: Vec<(String, String)>,
+}
+
+impl Environment {
+    fn of_this_process() -> Self {
+        let vars = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR"]
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect();
+        Self { path: std::env::var_os("PATH"), home: std::env::var_os("HOME").map(PathBuf::from), vars }
+    }
+
+    fn var(&self, name: &str) -> Option<&str> {
+        self.vars.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str()).filter(|v| !v.trim().is_empty())
+    }
+}
+
+/// `--agent auto`: Claude Code when a working one is found (given with `--claude-bin`, or
+/// `claude` on PATH — not the copy a project's `node_modules/.bin` holds for its own tests —
+/// and logged in or given a key); else the Messages API when a key is set; else the offline demo.
+/// Returns the choice and why, for the log.
+pub(super) fn choose_agent(args: &ServeArgs, env: &Environment) -> (AgentChoice, String) {
+    let claude = match &args.claude_bin {
+        Some(bin) => bin.is_file().then(|| bin.clone()),
+        None => claude_on_path(env.path.as_deref()),
+    };
+    let key = args.api_key_file.is_some() || args.api_key.as_deref().is_some_and(|k| !k.trim().is_empty());
+    if let Some(bin) = &claude
+        && let Some(login) = claude_login(env, key)
+    {
+        return (AgentChoice::Claude, format!("Claude Code at {} ({login})", bin.display()));
+    }
+    let found = match &claude {
+        Some(bin) => format!("Claude Code at {} is not logged in; ", bin.display()),
+        None => "no Claude Code found; ".to_string(),
+    };
+    if key {
+        (AgentChoice::Anthropic, format!("{found}an API key is set: the Messages API"))
+    } else {
+        (AgentChoice::Scripted, format!("{found}no API key: the offline scripted demo"))
+    }
+}
+
+/// `claude` on PATH, skipping `node_modules/.bin` folders (`make` puts the project's own there).
+fn claude_on_path(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    std::env::split_paths(path?)
+        .filter(|dir| !dir.ends_with("node_modules/.bin"))
+        .map(|dir| dir.join("claude"))
+        .find(|bin| is_executable(bin))
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// How Claude Code would sign in, if it can: a key or token in the environment, or a login
+/// stored in its config folder.
+fn claude_login(env: &Environment, key: bool) -> Option<&'static str> {
+    if key || env.var("ANTHROPIC_API_KEY").is_some() {
+        return Some("with an API key");
+    }
+    if env.var("ANTHROPIC_AUTH_TOKEN").is_some() || env.var("CLAUDE_CODE_OAUTH_TOKEN").is_some() {
+        return Some("with a token");
+    }
+    let config = match env.var("CLAUDE_CONFIG_DIR") {
+        Some(dir) => PathBuf::from(dir),
+        None => env.home.as_ref()?.join(".claude"),
+    };
+    if config.join(".credentials.json").is_file() {
+        return Some("logged in");
+    }
+    let state = env.home.as_ref().map(|home| home.join(".claude.json"));
+    let logged_in = state
+        .and_then(|file| std::fs::read_to_string(file).ok())
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|state| state.get("oauthAccount").is_some_and(|a| !a.is_null()));
+    logged_in.then_some("logged in")
+}
+
+/// Why no session may switch to bypassPermissions on this server, if none may.
+pub(super) fn bypass_refused(args: &ServeArgs) -> Option<String> {
+    if args.no_bypass {
+        Some("this server was started with --no-bypass, so bypassPermissions is not available".into())
+    } else if !args.addr.ip().is_loopback() && !args.allow_bypass {
+        Some(format!(
+            "bypassPermissions is off on a network address ({}): it lets anyone with the token run              anything without a card. Start the server with --allow-bypass to allow it.",
+            args.addr
+        ))
+    } else {
+        None
+    }
+}

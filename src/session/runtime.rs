@@ -1,0 +1,396 @@
+//! A loaded session's event log: the one place where events are numbered, applied to the thread,
+//! stored and then broadcast. A session's lock is held from numbering to broadcast, which is what
+//! keeps sequence numbers gap-free and in the order every tab sees them. The log is also the
+//! bridge's ledger: an interaction is resolved under the same lock, against the thread as stored.
+//!
+//! Several servers may share one store (Postgres). Then the store's compare-and-set on a session's
+//! last sequence number is what orders its events: an append that finds the log moved on takes the
+//! other servers' events (applied and broadcast to this server's tabs, as every event is) and is
+//! judged again. The store's notifications say when to catch up; they are a hint, the sequence
+//! numbers in the store are the truth. What this server caught up with goes to the manager too
+//! ([`SessionLog::remote_events`]): an answer given elsewhere reaches the agent waiting here.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+use super::stream::{MAX_QUEUED, STREAM_INTERVAL, Stream};
+use crate::ids::now_ms;
+use crate::store::{Append, Store, StoreError, StoreResult};
+use crate::thread::{EventBody, SessionEvent, Thread};
+
+/// Live events kept for slow tabs before they must catch up from the store (which a tab that
+/// lags does, `live::hub`). The channel's slots are allocated with it, for every loaded session,
+/// waiting or not: 1,024 of them were most of the 55 KiB a waiting session cost (issue 12,
+/// `make bench-parked`); a tab that falls 64 events behind reads them from the store instead.
+const CHANNEL_CAPACITY: usize = 64;
+
+/// How many times an event is tried again after other servers appended first. Each try follows
+/// the events it found, so only a session written to by that many servers at once runs out.
+const ATTEMPTS: usize = 32;
+
+/// What a compare-and-set's judge decided, having read the thread. It lives for one attempt:
+/// boxing the event to make the two variants the same size would cost an allocation per append.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Judged<T> {
+    /// Append this event; once it is stored, the caller gets `T`.
+    Append(EventBody, T),
+    /// Append nothing: the caller gets `T` at once.
+    Done(T),
+}
+
+/// An event another server appended, as this one caught up with it: (session, event).
+pub type RemoteEvent = (String, Arc<SessionEvent>);
+
+/// Told of every event a session's log takes, this server's and those caught up from others,
+/// once stored, under the session's lock: it must return at once (the notifier hands its work
+/// to a task of its own). Set once, by the server (`SessionManager::observe_events`).
+pub type EventObserver = Arc<dyn Fn(&str, &SessionEvent) + Send + Sync>;
+
+/// A loaded session: its thread as of its last event, and its live channel.
+pub struct SessionRuntime {
+    id: String,
+    state: tokio::sync::Mutex<RuntimeState>,
+    events: broadcast::Sender<Arc<SessionEvent>>,
+    /// The last event applied, readable without the lock: a notification of an event this
+    /// runtime has is ignored without waiting for it.
+    seq: AtomicU64,
+    /// When it was last asked for, on the log's use clock: the least recently used idle session
+    /// is evicted first.
+    used_at: AtomicU64,
+    remote: mpsc::UnboundedSender<RemoteEvent>,
+    observer: Arc<OnceLock<EventObserver>>,
+    /// What the agent streamed and is not stored yet (group commit, `stream`).
+    stream: Mutex<Stream>,
+}
+
+pub(super) struct RuntimeState {
+    pub thread: Thread,
+    /// Cancels the running turn.
+    pub turn: Option<CancellationToken>,
+    /// The fencing token of the lease the running turn holds (where servers share the store):
+    /// the agent's writes carry it.
+    pub fence: Option<String>,
+    /// Another server took the running turn's lease: its agent stops, and writes nothing more.
+    pub lease_lost: bool,
+}
+
+impl SessionRuntime {
+    /// The runtime of a session just loaded with its stored `thread`, asked for at `used_at` on
+    /// the log's use clock.
+    pub(super) fn loaded(
+        id: &str,
+        thread: Thread,
+        used_at: u64,
+        remote: mpsc::UnboundedSender<RemoteEvent>,
+        observer: Arc<OnceLock<EventObserver>>,
+    ) -> Self {
+        SessionRuntime {
+            id: id.to_string(),
+            seq: AtomicU64::new(thread.seq),
+            used_at: AtomicU64::new(used_at),
+            state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
+            events: broadcast::channel(CHANNEL_CAPACITY).0,
+            remote,
+            observer,
+            stream: Mutex::default(),
+        }
+    }
+
+    /// Asked for again, at `at` on the log's use clock.
+    pub(super) fn used(&self, at: u64) {
+        self.used_at.store(at, Ordering::Relaxed);
+    }
+
+    pub(super) fn used_at(&self) -> u64 {
+        self.used_at.load(Ordering::Relaxed)
+    }
+
+    /// No tab follows it, no turn runs and its lock is free (whether anything else holds it is
+    /// the caller's to see).
+    pub(super) fn is_idle(&self) -> bool {
+        self.events.receiver_count() == 0 && self.state.try_lock().is_ok_and(|state| state.turn.is_none())
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Receives every event appended from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<SessionEvent>> {
+        self.events.subscribe()
+    }
+
+    pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, RuntimeState> {
+        self.state.lock().await
+    }
+
+    /// The sequence number of the last event this runtime has.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq.load(Ordering::Acquire)
+    }
+
+    pub(super) async fn append(&self, store: &Store, body: EventBody) -> StoreResult<()> {
+        let mut state = self.state.lock().await;
+        self.append_locked(store, &mut state, body).await
+    }
+
+    /// Queues a piece the agent streamed (a text or argument delta), to be stored with the others
+    /// that come meanwhile ([`super::stream`]) and broadcast once stored. A write of earlier
+    /// pieces that failed is the error here.
+    pub(super) async fn stream(self: &Arc<Self>, store: &Store, piece: EventBody) -> StoreResult<()> {
+        let (queued, start_writer) = {
+            let mut stream = self.stream.lock().expect("stream lock");
+            if let Some(error) = stream.failed.take() {
+                return Err(error);
+            }
+            let queued = stream.push(piece);
+            (queued, !std::mem::replace(&mut stream.writing, true))
+        };
+        if start_writer {
+            tokio::spawn(self.clone().write_stream(store.clone()));
+        }
+        if queued >= MAX_QUEUED {
+            // The store lags far behind the agent: it waits for the write.
+            let mut state = self.state.lock().await;
+            self.write_queued(store, &mut state).await?;
+        }
+        Ok(())
+    }
+
+    /// Keeps a failed write of streamed pieces for the agent to hear at its next event.
+    fn stream_failed(&self, error: StoreError) {
+        warn!(session = %self.id, %error, "could not store what the agent streamed");
+        self.stream.lock().expect("stream lock").failed = Some(error);
+    }
+
+    /// What a failed write of streamed pieces left for the agent to hear.
+    pub(super) fn stream_failure(&self) -> Option<StoreError> {
+        self.stream.lock().expect("stream lock").failed.take()
+    }
+
+    /// Writes the queued pieces at once, then at most every [`STREAM_INTERVAL`] while more come.
+    /// It holds the runtime only while it writes: an idle session it waits for can be let go
+    /// (its turn's end wrote whatever was queued).
+    async fn write_stream(self: Arc<Self>, store: Store) {
+        let mut runtime = self;
+        loop {
+            let started = tokio::time::Instant::now();
+            let written = {
+                let mut state = runtime.state.lock().await;
+                runtime.write_queued(&store, &mut state).await
+            };
+            if let Err(error) = written {
+                runtime.stream_failed(error);
+            }
+            let waiting = Arc::downgrade(&runtime);
+            drop(runtime);
+            tokio::time::sleep_until(started + STREAM_INTERVAL).await;
+            let Some(again) = waiting.upgrade() else { return };
+            runtime = again;
+            let mut stream = runtime.stream.lock().expect("stream lock");
+            if stream.is_empty() {
+                stream.writing = false;
+                return;
+            }
+        }
+    }
+
+    /// Stores (and broadcasts) the queued pieces, merged, under the lock the caller holds.
+    async fn write_queued(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        let queued = self.stream.lock().expect("stream lock").take();
+        if store.journals() {
+            return self.write_pieces(store, state, queued).await;
+        }
+        for piece in queued {
+            self.judge_and_write(store, state, |_| Ok::<_, StoreError>(Judged::Append(piece.clone(), ()))).await?;
+        }
+        Ok(())
+    }
+
+    /// Numbers, applies, stores (in one write to the journal) and then broadcasts the pieces,
+    /// under the lock the caller holds. Only a server alone on its store journals: no other
+    /// server appends, so there is nothing to judge again.
+    async fn write_pieces(&self, store: &Store, state: &mut RuntimeState, pieces: Vec<EventBody>) -> StoreResult<()> {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        let events: Vec<SessionEvent> = pieces
+            .into_iter()
+            .map(|body| {
+                let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
+                state.thread.apply(&event);
+                event
+            })
+            .collect();
+        if let Err(error) = store.append_pieces(&self.id, events.clone()).await {
+            self.back_to_stored(store, state).await;
+            return Err(error);
+        }
+        events.into_iter().for_each(|event| self.published(event));
+        Ok(())
+    }
+
+    /// Memory ran ahead of the disk: back to what is stored — but for whether a turn runs, which
+    /// only this process knows (a turn whose end could not be stored is over).
+    async fn back_to_stored(&self, store: &Store, state: &mut RuntimeState) {
+        if let Ok(mut thread) = store.load_thread(&self.id).await {
+            thread.turn.working = state.turn.is_some();
+            state.thread = thread;
+        }
+    }
+
+    /// An event of this runtime's, stored: to the tabs, and to the observer.
+    fn published(&self, event: SessionEvent) {
+        self.seq.store(event.seq, Ordering::Release);
+        self.observed(&event);
+        let _ = self.events.send(Arc::new(event));
+    }
+
+    /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
+    /// after the events of other servers sharing the store, if they appended first. For events
+    /// that follow whatever came before (an agent's output); what depends on the thread as it
+    /// was is judged again instead (`append_judged`).
+    pub(super) async fn append_locked(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        body: EventBody,
+    ) -> StoreResult<()> {
+        self.append_judged(store, state, |_| Ok(Judged::Append(body.clone(), ()))).await
+    }
+
+    /// The compare-and-set on the session's log, the one way every event is appended: `judge`
+    /// reads the thread as this server has it and says what to append (or that nothing is to be
+    /// appended, and what to answer); the event is stored only if the stored log still ends where
+    /// this thread does. If another server appended first, this runtime takes its events and
+    /// `judge` reads the thread again, up to [`ATTEMPTS`] times; then the conflict is the error.
+    ///
+    /// Whatever a write must prove beyond the sequence number (the lease this server holds, as a
+    /// fencing token) belongs here, for every event at once.
+    pub(super) async fn append_judged<T, E: From<StoreError>>(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
+    ) -> Result<T, E> {
+        // What the agent streamed before this comes before it in the log. If that cannot be
+        // written (the lease went to another server, say), the agent hears it at its next event;
+        // this event is judged on its own (a person's answer is not the agent's write).
+        if let Err(error) = self.write_queued(store, state).await {
+            self.stream_failed(error);
+        }
+        self.judge_and_write(store, state, judge).await
+    }
+
+    /// `append_judged`, without first writing what the agent streamed.
+    async fn judge_and_write<T, E: From<StoreError>>(
+        &self,
+        store: &Store,
+        state: &mut RuntimeState,
+        mut judge: impl FnMut(&Thread) -> Result<Judged<T>, E>,
+    ) -> Result<T, E> {
+        let mut attempt = 1;
+        loop {
+            let (body, answer) = match judge(&state.thread)? {
+                Judged::Done(answer) => return Ok(answer),
+                Judged::Append(body, answer) => (body, answer),
+            };
+            match self.write_once(store, state, body).await {
+                Ok(()) => return Ok(answer),
+                Err(StoreError::SequenceConflict { .. }) if attempt < ATTEMPTS => attempt += 1,
+                Err(error) => return Err(error.into()),
+            }
+        }
+    }
+
+    /// One try of `append_judged`: when another server appended first, this runtime takes what
+    /// it appended (stored, applied, broadcast) and the conflict is returned, to judge again.
+    async fn write_once(&self, store: &Store, state: &mut RuntimeState, body: EventBody) -> StoreResult<()> {
+        if state.lease_lost && body.is_agents() {
+            // What the agent here still says as it stops, once another server took it over.
+            return Err(StoreError::LeaseLost { session: self.id.clone() });
+        }
+        let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
+        let change = state.thread.apply(&event);
+        let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
+        match store.append(Append { fence, ..Append::of(&self.id, &event, &state.thread, &change) }).await {
+            Ok(()) => {}
+            Err(conflict @ StoreError::SequenceConflict { .. }) => {
+                // Ours was applied in memory only: the thread is read again as stored, and the
+                // events other servers wrote go to this server's tabs.
+                let running = state.turn.is_some();
+                state.thread = store.load_thread(&self.id).await?;
+                state.thread.turn.working |= running;
+                let missed = store.events_after(&self.id, event.seq - 1, u32::MAX).await?;
+                for missed in missed.into_iter().filter(|missed| missed.seq <= state.thread.seq) {
+                    self.publish_remote(missed);
+                }
+                self.seq.store(state.thread.seq, Ordering::Release);
+                return Err(conflict);
+            }
+            Err(error) => {
+                if let StoreError::LeaseLost { .. } = error {
+                    // Another server runs this session's agent now: the one here stops, and
+                    // nothing it does is written.
+                    warn!(session = %self.id, "another server took this session's lease; its agent here stops");
+                    state.lease_lost = true;
+                    if let Some(turn) = &state.turn {
+                        turn.cancel();
+                    }
+                }
+                self.back_to_stored(store, state).await;
+                return Err(error);
+            }
+        }
+        self.published(event);
+        Ok(())
+    }
+
+    /// Takes the events other servers appended since this runtime's last one: applied, then
+    /// broadcast to this server's tabs.
+    pub(super) async fn catch_up_locked(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        const PAGE: u32 = 512;
+        loop {
+            let events = store.events_after(&self.id, state.thread.seq, PAGE).await?;
+            let full = events.len() == PAGE as usize;
+            for event in events {
+                if event.seq != state.thread.seq + 1 {
+                    // Not the next one: the log has no gaps, so the session was deleted and made
+                    // again under its id, which ids from new_id never are. Nothing to take.
+                    warn!(session = %self.id, seq = event.seq, have = state.thread.seq, "the stored log skips");
+                    return Ok(());
+                }
+                state.thread.apply(&event);
+                self.seq.store(event.seq, Ordering::Release);
+                self.publish_remote(event);
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// An event another server stored, now this runtime's too: to the tabs, and to the manager.
+    fn publish_remote(&self, event: SessionEvent) {
+        self.observed(&event);
+        let event = Arc::new(event);
+        let _ = self.events.send(event.clone());
+        let _ = self.remote.send((self.id.clone(), event));
+    }
+
+    fn observed(&self, event: &SessionEvent) {
+        if let Some(observe) = self.observer.get() {
+            observe(&self.id, event);
+        }
+    }
+
+    /// Catches up under the lock (see `catch_up_locked`).
+    pub(super) async fn catch_up(&self, store: &Store) -> StoreResult<()> {
+        let mut state = self.state.lock().await;
+        self.catch_up_locked(store, &mut state).await
+    }
+}
