@@ -131,36 +131,7 @@ mod browser {
     pub fn Tray(attachments: Attachments) -> impl IntoView {
         let picker = NodeRef::<html::Input>::new();
         let files = attachments.files;
-        // Paste and drop anywhere in the composer (the message box first of all).
-        let in_composer = |target: Option<web_sys::EventTarget>| {
-            target
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                .is_some_and(|el| el.closest(".composer").ok().flatten().is_some())
-        };
-        let paste = window_event_listener(ev::paste, move |ev| {
-            let Some(list) = ev.clipboard_data().and_then(|data| data.files()) else { return };
-            if in_composer(ev.target()) && list.length() > 0 {
-                ev.prevent_default();
-                add_all(attachments, &list);
-            }
-        });
-        let drag = window_event_listener(ev::dragover, move |ev| {
-            if in_composer(ev.target()) {
-                ev.prevent_default();
-            }
-        });
-        let drop = window_event_listener(ev::drop, move |ev| {
-            let Some(list) = ev.data_transfer().and_then(|data| data.files()) else { return };
-            if in_composer(ev.target()) && list.length() > 0 {
-                ev.prevent_default();
-                add_all(attachments, &list);
-            }
-        });
-        on_cleanup(move || {
-            paste.remove();
-            drag.remove();
-            drop.remove();
-        });
+        take_what_is_pasted_or_dropped(attachments);
 
         view! {
             <ul class="attachment-list" aria-label="Attached files" hidden=move || files.with(Vec::is_empty)>
@@ -215,6 +186,40 @@ mod browser {
                 {move || attachments.problem.get().unwrap_or_default()}
             </p>
         }
+    }
+
+    /// Files pasted or dropped anywhere in the composer (the message box first of all) are
+    /// attached, for as long as the tray is drawn.
+    fn take_what_is_pasted_or_dropped(attachments: Attachments) {
+        let in_composer = |target: Option<web_sys::EventTarget>| {
+            target
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .is_some_and(|el| el.closest(".composer").ok().flatten().is_some())
+        };
+        let paste = window_event_listener(ev::paste, move |ev| {
+            let Some(list) = ev.clipboard_data().and_then(|data| data.files()) else { return };
+            if in_composer(ev.target()) && list.length() > 0 {
+                ev.prevent_default();
+                add_all(attachments, &list);
+            }
+        });
+        let drag = window_event_listener(ev::dragover, move |ev| {
+            if in_composer(ev.target()) {
+                ev.prevent_default();
+            }
+        });
+        let drop = window_event_listener(ev::drop, move |ev| {
+            let Some(list) = ev.data_transfer().and_then(|data| data.files()) else { return };
+            if in_composer(ev.target()) && list.length() > 0 {
+                ev.prevent_default();
+                add_all(attachments, &list);
+            }
+        });
+        on_cleanup(move || {
+            paste.remove();
+            drag.remove();
+            drop.remove();
+        });
     }
 
     fn add_all(attachments: Attachments, list: &web_sys::FileList) {

@@ -113,23 +113,7 @@ pub fn TranscriptPane(id: String) -> impl IntoView {
     let title = move || shown.with(|s| s.as_ref().map(|(_, session)| session.title.clone()).unwrap_or_default());
     use_document_title(title);
     let in_terminal = move || shown.with(|s| s.as_ref().is_some_and(|(_, session)| session.in_terminal));
-    let heading = view! {
-        <div class="session-heading">
-            <h1 class="session-title" title=title>
-                {move || if shown.with(Option::is_some) { title() } else { "Claude Code session".into() }}
-            </h1>
-            <span class="session-meta">
-                <span class="agent-badge">"claude code"</span>
-                <span class="status-badge" data-status="working" hidden=move || !in_terminal()>
-                    <span class="status-dot" aria-hidden="true"></span>
-                    "Running in a terminal"
-                </span>
-                <span class="agent-info" title=move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))>
-                    {move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))}
-                </span>
-            </span>
-        </div>
-    };
+    let heading = transcript_heading(shown, title);
     let problem = move || load.problem().or_else(|| earlier.problem()).or_else(|| go_on.problem());
     view! {
         {pane_header(heading)}
@@ -141,7 +125,7 @@ pub fn TranscriptPane(id: String) -> impl IntoView {
                     "Claude Code's own record of this session, read-only. Continue it here, or in a terminal:"
                 }}
             </p>
-            {move || command.get().map(|command| resume_command(command))}
+            {move || command.get().map(resume_command)}
             <button
                 class="button primary"
                 disabled=move || shown.with(Option::is_none) || in_terminal() || go_on.pending()
@@ -163,6 +147,31 @@ pub fn TranscriptPane(id: String) -> impl IntoView {
             }
             .into_any(),
         }}
+    }
+}
+
+/// The transcript's heading: its title, and where it runs.
+fn transcript_heading(
+    shown: RwSignal<Option<(ThreadState, ClaudeSession)>>,
+    title: impl Fn() -> String + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let in_terminal = move || shown.with(|s| s.as_ref().is_some_and(|(_, session)| session.in_terminal));
+    view! {
+        <div class="session-heading">
+            <h1 class="session-title" title=title>
+                {move || if shown.with(Option::is_some) { title() } else { "Claude Code session".into() }}
+            </h1>
+            <span class="session-meta">
+                <span class="agent-badge">"claude code"</span>
+                <span class="status-badge" data-status="working" hidden=move || !in_terminal()>
+                    <span class="status-dot" aria-hidden="true"></span>
+                    "Running in a terminal"
+                </span>
+                <span class="agent-info" title=move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))>
+                    {move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))}
+                </span>
+            </span>
+        </div>
     }
 }
 

@@ -46,53 +46,9 @@ enum Shown {
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
-    let (
-        WorkspaceData {
-            agent,
-            sessions,
-            problem,
-            default_workdir,
-            default_mode,
-            examples,
-            claude_sessions,
-            agent_label,
-        },
-        current,
-    ) = initial_data().unwrap_or_else(|error| {
-        let data = WorkspaceData {
-            agent: String::new(),
-            default_workdir: None,
-            default_mode: PermissionMode::default(),
-            sessions: Vec::new(),
-            problem: Some(error),
-            examples: Vec::new(),
-            claude_sessions: false,
-            agent_label: String::new(),
-        };
-        (data, None)
-    });
-    let workspace = Workspace {
-        sessions: RwSignal::new(sessions),
-        connection: RwSignal::new(ConnectionStatus::Connecting),
-        drawer_open: RwSignal::new(false),
-        hydrated: RwSignal::new(false),
-        thread: RwSignal::new(None),
-        opening: ServerCall::new(),
-        just_opened: StoredValue::new(None),
-        compose: RwSignal::new(None),
-        examples: StoredValue::new(examples),
-        claude_sessions,
-        default_workdir: StoredValue::new(default_workdir.clone()),
-        box_keys: StoredValue::new(None),
-        new_session: NewSessionOptions {
-            works_in_folder: RwSignal::new(default_workdir.is_some()),
-            workdir: RwSignal::new(default_workdir.unwrap_or_default()),
-            mode: RwSignal::new(default_mode),
-            agent: RwSignal::new(agent.clone()),
-            agent_label: RwSignal::new(if agent_label.is_empty() { agent } else { agent_label }),
-            model: RwSignal::new(String::new()),
-        },
-    };
+    let (data, current) = initial_data().unwrap_or_else(|error| (WorkspaceData::failed(error), None));
+    let problem = data.problem.clone();
+    let workspace = Workspace::from_data(data);
     provide_context(workspace);
     Bell::provide();
     #[cfg(feature = "ssr")]
@@ -134,6 +90,60 @@ pub fn Workspace() -> impl IntoView {
             </main>
             {keys_help()}
         </div>
+    }
+}
+
+impl Workspace {
+    /// The page's state, from the data it was rendered with.
+    fn from_data(data: WorkspaceData) -> Self {
+        let WorkspaceData {
+            agent,
+            sessions,
+            default_workdir,
+            default_mode,
+            examples,
+            claude_sessions,
+            agent_label,
+            ..
+        } = data;
+        Workspace {
+            sessions: RwSignal::new(sessions),
+            connection: RwSignal::new(ConnectionStatus::Connecting),
+            drawer_open: RwSignal::new(false),
+            hydrated: RwSignal::new(false),
+            thread: RwSignal::new(None),
+            opening: ServerCall::new(),
+            just_opened: StoredValue::new(None),
+            compose: RwSignal::new(None),
+            examples: StoredValue::new(examples),
+            claude_sessions,
+            default_workdir: StoredValue::new(default_workdir.clone()),
+            box_keys: StoredValue::new(None),
+            new_session: NewSessionOptions {
+                works_in_folder: RwSignal::new(default_workdir.is_some()),
+                workdir: RwSignal::new(default_workdir.unwrap_or_default()),
+                mode: RwSignal::new(default_mode),
+                agent: RwSignal::new(agent.clone()),
+                agent_label: RwSignal::new(if agent_label.is_empty() { agent } else { agent_label }),
+                model: RwSignal::new(String::new()),
+            },
+        }
+    }
+}
+
+impl WorkspaceData {
+    /// What a page whose data could not be read is drawn from: nothing but the problem.
+    fn failed(error: AppError) -> Self {
+        WorkspaceData {
+            agent: String::new(),
+            default_workdir: None,
+            default_mode: PermissionMode::default(),
+            sessions: Vec::new(),
+            problem: Some(error),
+            examples: Vec::new(),
+            claude_sessions: false,
+            agent_label: String::new(),
+        }
     }
 }
 
@@ -310,13 +320,37 @@ fn connect_live(workspace: Workspace, live: Live) {
 /// of recent sessions one click away.
 fn welcome_pane(workspace: Workspace) -> impl IntoView {
     let options = workspace.new_session;
-    let NewSessionOptions { workdir, mode, agent, agent_label, works_in_folder, .. } = options;
+    let NewSessionOptions { mode, agent, agent_label, .. } = options;
     use_document_title(String::new);
-    let examples = workspace.examples.get_value();
     // The examples are the default agent's (the demo's): shown while it is the one picked.
     let default_agent = agent.get_untracked();
-    let other_agent = move || agent.with(|picked| *picked != default_agent);
-    let try_these = (!examples.is_empty()).then(|| {
+    let other_agent = Signal::derive(move || agent.with(|picked| *picked != default_agent));
+    view! {
+        {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
+        <section class="welcome">
+            <h2>"Work with your coding agent from the browser"</h2>
+            <p>
+                "Write a message to start a session. When the agent asks you something or needs \
+                 permission, a card appears here and your answer goes straight back to it."
+            </p>
+            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent_label.get()}</span></p>
+            {try_these(workspace, other_agent)}
+        </section>
+        {working_folder(workspace)}
+        <div class="session-options">
+            // The agents and their models come with the session pane's chunk, once the page is
+            // interactive: the first load of `/` carries none of their code.
+            {move || workspace.hydrated.get().then(|| super::lazy::new_session_choices(options))}
+            {mode_select(mode.get_untracked(), move |chosen| mode.set(chosen))}
+        </div>
+    }
+}
+
+/// The example messages, one click to put one in the message box; hidden while another agent
+/// than the demo is picked.
+fn try_these(workspace: Workspace, other_agent: Signal<bool>) -> Option<impl IntoView> {
+    let examples = workspace.examples.get_value();
+    (!examples.is_empty()).then(|| {
         let buttons = examples
             .into_iter()
             .map(|text| {
@@ -339,8 +373,13 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
                 <div class="example-buttons">{buttons}</div>
             </div>
         }
-    });
-    // The folders of the sessions the person was last active in, newest first, without repeats.
+    })
+}
+
+/// The new session's working folder, with the folders of the sessions the person was last active
+/// in, newest first, without repeats, one click each.
+fn working_folder(workspace: Workspace) -> impl IntoView {
+    let NewSessionOptions { workdir, works_in_folder, .. } = workspace.new_session;
     let recent_folders = Memo::new(move |_| {
         let mut folders: Vec<String> = Vec::new();
         workspace.sessions.with(|list| {
@@ -352,62 +391,42 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
         });
         folders
     });
+    let recent = move || {
+        recent_folders
+            .get()
+            .into_iter()
+            .map(|folder| {
+                let chosen = folder.clone();
+                let name = folder.rsplit('/').find(|p| !p.is_empty()).unwrap_or("/").to_string();
+                view! {
+                    <button
+                        type="button"
+                        class="chip-button"
+                        title=folder.clone()
+                        aria-pressed=move || (workdir.get() == folder).to_string()
+                        on:click=move |_| workdir.set(chosen.clone())
+                    >
+                        {name}
+                    </button>
+                }
+            })
+            .collect_view()
+    };
     view! {
-        {pane_header(view! { <div class="session-heading"><h1 class="session-title">"New session"</h1></div> })}
-        <section class="welcome">
-            <h2>"Work with your coding agent from the browser"</h2>
-            <p>
-                "Write a message to start a session. When the agent asks you something or needs \
-                 permission, a card appears here and your answer goes straight back to it."
-            </p>
-            <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent_label.get()}</span></p>
-            {try_these}
-        </section>
-        {
-            let recent = move || {
-                recent_folders
-                    .get()
-                    .into_iter()
-                    .map(|folder| {
-                        let chosen = folder.clone();
-                        let name = folder.rsplit('/').find(|p| !p.is_empty()).unwrap_or("/").to_string();
-                        view! {
-                            <button
-                                type="button"
-                                class="chip-button"
-                                title=folder.clone()
-                                aria-pressed=move || (workdir.get() == folder).to_string()
-                                on:click=move |_| workdir.set(chosen.clone())
-                            >
-                                {name}
-                            </button>
-                        }
-                    })
-                    .collect_view()
-            };
-            view! {
-                <div class="workdir-options" hidden=move || !works_in_folder.get()>
-                <label class="workdir-field">
-                    <span>"Working folder"</span>
-                    <input
-                        type="text"
-                        spellcheck="false"
-                        prop:value=move || workdir.get()
-                        on:input=move |ev| workdir.set(event_target_value(&ev))
-                    />
-                </label>
-                <div class="recent-folders" role="group" aria-label="Recent folders" hidden=move || recent_folders.with(Vec::is_empty)>
-                    <span class="recent-head">"Recent:"</span>
-                    {recent}
-                </div>
-                </div>
-            }
-        }
-        <div class="session-options">
-            // The agents and their models come with the session pane's chunk, once the page is
-            // interactive: the first load of `/` carries none of their code.
-            {move || workspace.hydrated.get().then(|| super::lazy::new_session_choices(options))}
-            {mode_select(mode.get_untracked(), move |chosen| mode.set(chosen))}
+        <div class="workdir-options" hidden=move || !works_in_folder.get()>
+        <label class="workdir-field">
+            <span>"Working folder"</span>
+            <input
+                type="text"
+                spellcheck="false"
+                prop:value=move || workdir.get()
+                on:input=move |ev| workdir.set(event_target_value(&ev))
+            />
+        </label>
+        <div class="recent-folders" role="group" aria-label="Recent folders" hidden=move || recent_folders.with(Vec::is_empty)>
+            <span class="recent-head">"Recent:"</span>
+            {recent}
+        </div>
         </div>
     }
 }
