@@ -10,7 +10,7 @@ pub(crate) mod traces;
 
 pub use from_cli::{
     ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, CompactMetadata, ContentBlock,
-    Delta, EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage,
+    Delta, EchoContent, FromCli, HookCallback, Init, ResultMessage, Status, StreamEvent, StreamMessage, SystemMessage,
     TOLD_ON_HOOK_EOF, TOLD_WHEN_KILLED, UserEcho,
 };
 pub use to_cli::{
