@@ -9,7 +9,7 @@ mod writer;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
@@ -17,8 +17,8 @@ use self::waiting::{Asking, Waiting};
 use self::writer::ThreadWriter;
 use super::process::{CliProcess, Output};
 use super::protocol::{
-    CanUseTool, CliRequest, CompactMetadata, ContentBlock, FromCli, HostRequest, Init, ResultMessage, Status,
-    SystemMessage, ToCli, UserEcho, allow, deny, hook_defer, hook_deny,
+    CanUseTool, CliRequest, CompactMetadata, ContentBlock, FromCli, HookOutput, HostRequest, Init, Reply,
+    ResultMessage, Status, SystemMessage, ToCli, UserEcho, allow, deny, hook_defer, hook_deny,
 };
 use super::reply::{Answer, HookAnswers};
 use crate::agent::{AgentError, Sink, TurnRequest};
@@ -334,7 +334,7 @@ impl<'a> Turn<'a> {
             }
             // A hook we did not register for a question: no decision.
             CliRequest::HookCallback(_) => {
-                cli.send(ToCli::success(&request_id, json!({})));
+                cli.send(ToCli::success(&request_id, HookOutput::none()));
             }
             CliRequest::Other(request) => {
                 warn!(session = %self.request.session_id, %request, "Claude Code asked something this build does not know");
@@ -446,7 +446,7 @@ impl<'a> Turn<'a> {
             "AskBridge could not store this {what}, so the user never saw it ({error}). {consequence} \
              The turn ends here."
         );
-        let reply = if asking.hook { hook_deny(&told) } else { deny(&told) };
+        let reply: Reply = if asking.hook { hook_deny(&told).into() } else { deny(&told).into() };
         cli.send(ToCli::success(request_id, reply));
         let reason = format!(
             "The agent's {what} could not be stored, so it was never shown ({error}). The agent was told so, \

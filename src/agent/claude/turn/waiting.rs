@@ -103,7 +103,7 @@ impl Waiting {
             // and the decision reach the resumed agent in words.
             let answer = match sink.ask_approval(&tool_use_id, approval.clone(), true, &cancel).await {
                 Ok(outcome) => approval_reply(&outcome, &approval)
-                    .map_or(Answer::Nothing, |reply| Answer::Reply { reply, answers: None }),
+                    .map_or(Answer::Nothing, |reply| Answer::Reply { reply: reply.into(), answers: None }),
                 Err(AgentError::Parked) => Answer::Parked,
                 Err(AgentError::Failed(error)) => Answer::Unstored(error),
                 Err(_) => Answer::Nothing,
