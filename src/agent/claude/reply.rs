@@ -1,6 +1,6 @@
 //! What the CLI is told of the person's decision, in its own format: a `can_use_tool` answer or
 //! a hook's, for a question or a permission request; and the answers the hook delivered, kept
-//! until the CLI echoes the tool's result. The turn (`turn.rs`) sends these; a terminal's hooks
+//! until the CLI echoes the tool's result. The turn (`turn/`) sends these; a terminal's hooks
 //! (`terminal/`) use the same.
 
 use std::collections::HashMap;
