@@ -3,7 +3,7 @@
 //! bridge as an agent's, and the hook's request is what waits for it; the other hooks say what
 //! the terminal does (working, waiting, idle, ended) for the session list.
 //!
-//! The reply is the CLI's own (`question_reply`, `approval_reply` of the Claude Code agent): a
+//! The reply is the CLI's own (`question_decision`, `approval_reply` of the Claude Code agent): a
 //! question's answers go back as `updatedInput.answers`, a denial with the person's message. When
 //! the hook's request goes away first (the person answered in the terminal, pressed Esc, the
 //! hook's limit passed, or its connection dropped), the card says so, never "answered".
@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use super::wire::{HookInput, HookReply, HookRequest, Withdrawal, Withdrawn};
-use crate::agent::claude::protocol::permission_request_reply;
-use crate::agent::claude::{AnswerPath, approval_reply, question_reply};
+use crate::agent::claude::protocol::{PermissionReply, permission_request_reply};
+use crate::agent::claude::{approval_reply, question_decision};
 use crate::approval::Approval;
 use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
@@ -218,12 +218,12 @@ impl Relay {
         asked: &Asked,
     ) -> Option<Value> {
         let decision = match asked {
-            Asked::Question(input) => question_reply(outcome, input, AnswerPath::CanUseTool),
+            Asked::Question(input) => question_decision(outcome, input),
             Asked::Approval(approval) => approval_reply(outcome, approval),
         }?;
         // What the model reads, so that the thread shows it (the terminal runs the tool).
-        let result = match (decision["behavior"].as_str(), outcome) {
-            (Some("deny"), _) => Some((decision["message"].as_str().unwrap_or_default().to_string(), true)),
+        let result = match (&decision, outcome) {
+            (PermissionReply::Deny { message }, _) => Some((message.clone(), true)),
             (_, InteractionOutcome::Answered { answers }) => Some((words::as_tool_result(answers), false)),
             (_, InteractionOutcome::Allowed { .. }) => {
                 Some(("Allowed here; the tool runs in the terminal, where its output is.".to_string(), false))
@@ -235,7 +235,7 @@ impl Relay {
         {
             warn!(session, tool_use_id, %error, "could not record the call's result");
         }
-        Some(permission_request_reply(decision))
+        serde_json::to_value(permission_request_reply(decision)).ok()
     }
 
     /// The hook's request went away before the person decided here.

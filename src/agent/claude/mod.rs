@@ -40,7 +40,7 @@ use crate::thread::{Block, EventBody, Message, ModelChoice, SlashCommand, Usage}
 
 pub use self::config::{AnswerPath, ClaudeConfig, claude_config_dir};
 pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
-pub use self::reply::{approval_reply, question_reply};
+pub use self::reply::{approval_reply, question_decision, question_reply};
 
 /// The name sessions that Claude Code runs are stored with.
 pub const AGENT_NAME: &str = "claude";
@@ -533,10 +533,10 @@ mod tests {
     fn a_decline_or_an_expiry_is_never_an_answer() {
         let input = json!({"questions": []});
         for outcome in [InteractionOutcome::Declined { reason: None }, InteractionOutcome::Expired] {
-            let reply = question_reply(&outcome, &input, AnswerPath::CanUseTool).unwrap();
+            let reply = serde_json::to_value(question_reply(&outcome, &input, AnswerPath::CanUseTool)).unwrap();
             assert_eq!(reply["behavior"], "deny");
             assert!(reply["message"].as_str().unwrap().contains("Do not assume"));
-            let hook = question_reply(&outcome, &input, AnswerPath::Hook).unwrap();
+            let hook = serde_json::to_value(question_reply(&outcome, &input, AnswerPath::Hook)).unwrap();
             assert_eq!(hook["hookSpecificOutput"]["permissionDecision"], "deny");
         }
         let cancelled = InteractionOutcome::Cancelled { reason: "x".into() };

@@ -218,7 +218,7 @@ impl CliProcess {
                     continue;
                 }
                 match FromCli::parse(&line) {
-                    Ok(FromCli::ControlResponse(response))
+                    Ok(FromCli::ControlResponse { response })
                         if answers.lock().expect("awaiting lock").contains_key(response.request_id()) =>
                     {
                         let asked = answers.lock().expect("awaiting lock").remove(response.request_id());

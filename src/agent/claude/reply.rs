@@ -1,14 +1,14 @@
 //! What the CLI is told of the person's decision, in its own format: a `can_use_tool` answer or
 //! a hook's, for a question or a permission request; and the answers the hook delivered, kept
-//! until the CLI echoes the tool's result. The turn (`turn.rs`) sends these; a terminal's hooks
+//! until the CLI echoes the tool's result. The turn (`turn/`) sends these; a terminal's hooks
 //! (`terminal/`) use the same.
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::config::AnswerPath;
-use super::protocol::{allow, deny, hook_allow, hook_deny, input_with_answers};
+use super::protocol::{PermissionReply, Reply, allow, deny, hook_allow, hook_deny, input_with_answers};
 use crate::approval::Approval;
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, words};
@@ -17,7 +17,7 @@ use crate::question::{QuestionAnswer, words};
 pub(super) enum Answer {
     /// What the CLI is told; with the person's answers when the hook delivered them (the CLI then
     /// fills in the tool's result by itself, and the turn keeps them for it: [`HookAnswers`]).
-    Reply { reply: Value, answers: Option<Vec<QuestionAnswer>> },
+    Reply { reply: Reply, answers: Option<Vec<QuestionAnswer>> },
     /// The wait was parked: a hook's call is deferred; a permission request cannot be (it stays
     /// unanswered, and the CLI is stopped).
     Parked,
@@ -51,15 +51,14 @@ impl HookAnswers {
 
 /// The person's decision on a permission request, as the CLI expects it (a `can_use_tool`
 /// answer; a terminal's PermissionRequest hook takes the same as its `decision`).
-pub fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<Value> {
+pub fn approval_reply(outcome: &InteractionOutcome, approval: &Approval) -> Option<PermissionReply> {
     Some(match outcome {
-        InteractionOutcome::Allowed { always } => {
-            let mut reply = allow(approval.input.clone());
-            if let Some(suggestion) = always.and_then(|i| approval.suggestions.get(i)) {
-                reply["updatedPermissions"] = json!([suggestion.value]);
-            }
-            reply
-        }
+        InteractionOutcome::Allowed { always } => PermissionReply::Allow {
+            updated_input: approval.input.clone(),
+            updated_permissions: always
+                .and_then(|i| approval.suggestions.get(i))
+                .map(|suggestion| vec![suggestion.value.clone()]),
+        },
         InteractionOutcome::Denied { message: Some(message) } => deny(message),
         InteractionOutcome::Denied { message: None } => {
             deny(if approval.is_plan() { "The user wants to keep planning." } else { "The user denied this." })
@@ -82,15 +81,20 @@ pub(super) fn question_answer(outcome: InteractionOutcome, input: &Value, path: 
 }
 
 /// What the CLI is told, in the agent's own format, or `None` when nobody will read it.
-pub fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Value> {
+pub fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerPath) -> Option<Reply> {
+    let decision = question_decision(outcome, input)?;
+    Some(match (path, decision) {
+        (AnswerPath::CanUseTool, decision) => decision.into(),
+        (AnswerPath::Hook, PermissionReply::Allow { updated_input, .. }) => hook_allow(updated_input).into(),
+        (AnswerPath::Hook, PermissionReply::Deny { message }) => hook_deny(&message).into(),
+    })
+}
+
+/// The outcome of a question as a `can_use_tool` answer (a terminal's PermissionRequest hook takes
+/// the same as its `decision`): the answers, or why there are none; `None` when nobody will read it.
+pub fn question_decision(outcome: &InteractionOutcome, input: &Value) -> Option<PermissionReply> {
     let refusal = match outcome {
-        InteractionOutcome::Answered { answers } => {
-            let updated = input_with_answers(input, answers);
-            return Some(match path {
-                AnswerPath::CanUseTool => allow(updated),
-                AnswerPath::Hook => hook_allow(updated),
-            });
-        }
+        InteractionOutcome::Answered { answers } => return Some(allow(input_with_answers(input, answers))),
         InteractionOutcome::Cancelled { .. } | InteractionOutcome::Lost { .. } => return None,
         InteractionOutcome::Declined { reason } => {
             let mut message = "The user declined to answer these questions: they chose none of the options and \
@@ -110,15 +114,16 @@ pub fn question_reply(outcome: &InteractionOutcome, input: &Value, path: AnswerP
             "The questions were not answered.".to_string()
         }
     };
-    Some(match path {
-        AnswerPath::CanUseTool => deny(&refusal),
-        AnswerPath::Hook => hook_deny(&refusal),
-    })
+    Some(deny(&refusal))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+    use crate::agent::claude::protocol::CanUseTool;
+    use crate::agent::claude::protocol::traces::first_exchange;
 
     fn jwt() -> Vec<QuestionAnswer> {
         vec![QuestionAnswer::new("Which auth?", &["JWT"], None, None)]
@@ -131,7 +136,7 @@ mod tests {
         let Answer::Reply { reply, answers } = question_answer(answered.clone(), &input, AnswerPath::Hook) else {
             panic!("an answer is a reply")
         };
-        assert_eq!(reply["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(serde_json::to_value(reply).unwrap()["hookSpecificOutput"]["permissionDecision"], "allow");
         assert_eq!(answers, Some(jwt()));
         let Answer::Reply { answers, .. } = question_answer(answered, &input, AnswerPath::CanUseTool) else {
             panic!("an answer is a reply")
@@ -139,6 +144,15 @@ mod tests {
         assert_eq!(answers, None, "the CLI's own result already says it");
         let declined = question_answer(InteractionOutcome::Declined { reason: None }, &input, AnswerPath::Hook);
         assert!(matches!(declined, Answer::Reply { answers: None, .. }));
+    }
+
+    #[test]
+    fn always_allow_is_written_exactly_as_the_trace_shows() {
+        let (request, response) = first_exchange("d_bash_allow_always.jsonl", "can_use_tool");
+        let ask: CanUseTool = serde_json::from_value(request).unwrap();
+        let approval = Approval::new(&ask.tool_name, ask.input.clone()).with_suggestions(&ask.permission_suggestions);
+        let reply = approval_reply(&InteractionOutcome::Allowed { always: Some(0) }, &approval).unwrap();
+        assert_eq!(serde_json::to_value(reply).unwrap(), response);
     }
 
     #[test]

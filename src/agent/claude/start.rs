@@ -26,7 +26,7 @@ pub async fn start_cli(
     let answered = tokio::time::timeout(START_TIMEOUT, async {
         loop {
             match process.output.recv().await {
-                Some(Output::Message(FromCli::ControlResponse(response))) if response.request_id() == request_id => {
+                Some(Output::Message(FromCli::ControlResponse { response })) if response.request_id() == request_id => {
                     return Some(response);
                 }
                 Some(Output::Message(_)) => {}

@@ -19,7 +19,9 @@ pub const TOLD_WHEN_KILLED: &str = "[Tool call interrupted: the session ended be
                                 so its outcome is unknown. Check whether it took effect before relying on it or \
                                 running it again.]";
 
-#[derive(Debug, Clone, PartialEq)]
+/// One line of the CLI's stdout, by its `type`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromCli {
     System(SystemMessage),
     Assistant(AssistantMessage),
@@ -30,12 +32,17 @@ pub enum FromCli {
         request_id: String,
         request: CliRequest,
     },
-    ControlResponse(ControlResponse),
+    /// The CLI's answer to a request of ours.
+    ControlResponse {
+        response: ControlResponse,
+    },
     ControlCancelRequest {
         request_id: String,
     },
     /// Progress reports the host needs not act on: `tool_progress` (a hook's heartbeat every 30
-    /// s while it waits, §8) and `command_lifecycle` (a resumed session's start and end, §12).
+    /// s while it waits, §8) and `command_lifecycle` (a resumed session's start and end, §12);
+    /// what they say, without their `type`.
+    #[serde(rename = "tool_progress", alias = "command_lifecycle")]
     Progress(Value),
     /// `/clear` (or a `/clear` alias) started a new conversation: the next `init` carries its
     /// id. Captured on 2.1.332: `{"type":"conversation_reset","new_conversation_id":…,
@@ -43,7 +50,8 @@ pub enum FromCli {
     ConversationReset {
         trigger: Option<String>,
     },
-    /// A message this build does not understand, kept whole for the log.
+    /// A message this build does not understand (its type, or its shape), kept whole for the log.
+    #[serde(untagged)]
     Unknown(Value),
 }
 
@@ -55,40 +63,50 @@ impl FromCli {
     }
 
     pub fn from_value(value: Value) -> Self {
-        fn typed<T: serde::de::DeserializeOwned>(value: &Value) -> Option<T> {
-            serde_json::from_value(value.clone()).ok()
-        }
-        let parsed = match value.get("type").and_then(Value::as_str) {
-            Some("system") => typed(&value).map(Self::System),
-            Some("assistant") => typed(&value).map(Self::Assistant),
-            Some("user") => typed(&value).map(Self::User),
-            Some("result") => typed(&value).map(Self::Result),
-            Some("stream_event") => typed(&value).map(Self::StreamEvent),
-            Some("control_request") => {
-                let request_id = value.get("request_id").and_then(Value::as_str).map(str::to_string);
-                let request = value.get("request").map(CliRequest::from_value);
-                request_id.zip(request).map(|(request_id, request)| Self::ControlRequest { request_id, request })
-            }
-            Some("control_response") => value.get("response").and_then(typed).map(Self::ControlResponse),
-            Some("tool_progress" | "command_lifecycle") => Some(Self::Progress(value.clone())),
-            Some("conversation_reset") => Some(Self::ConversationReset {
-                trigger: value.get("trigger").and_then(Value::as_str).map(str::to_string),
-            }),
-            Some("control_cancel_request") => value
-                .get("request_id")
-                .and_then(Value::as_str)
-                .map(|id| Self::ControlCancelRequest { request_id: id.to_string() }),
-            _ => None,
-        };
-        parsed.unwrap_or(Self::Unknown(value))
+        // Never fails: what is not understood falls to `Unknown`.
+        Self::deserialize(&value).unwrap_or(Self::Unknown(value))
     }
 }
 
-/// `system` lines: `init` at the start of each turn, `status` when the permission mode changes,
-/// `session_state_changed` (running / requires_action / idle).
+/// `system` lines, by `subtype` (§5, §13). A subtype this build does not know, or a known one in
+/// a shape it does not expect, is kept as sent: a new CLI release must not break a session.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct SystemMessage {
-    pub subtype: String,
+#[serde(tag = "subtype", rename_all = "snake_case")]
+pub enum SystemMessage {
+    /// At the start of each turn: what runs, where, in which mode.
+    Init(Init),
+    /// The permission mode changed; or, after compacting, how it went.
+    Status(Status),
+    /// After `/compact`, or when the CLI compacts by itself.
+    CompactBoundary {
+        compact_metadata: Option<CompactMetadata>,
+    },
+    /// Only with `CLAUDE_CODE_SDK_READS_SESSION_STATE=1`: `running`, `requires_action`, `idle`.
+    SessionStateChanged {
+        state: Option<String>,
+    },
+    /// A background task (a subagent, §13) started, and what it was asked to do.
+    TaskStarted {
+        task_id: Option<String>,
+        description: Option<String>,
+    },
+    /// A background task ended: `status` is `completed`, `failed` or `stopped`.
+    TaskNotification {
+        task_id: Option<String>,
+        status: Option<String>,
+    },
+    /// Reports on background tasks the host needs not act on.
+    TaskProgress,
+    TaskUpdated,
+    BackgroundTasksChanged,
+    /// A subtype this build does not know, kept whole for the log.
+    #[serde(untagged)]
+    Other(Value),
+}
+
+/// `system`/`init`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Init {
     pub session_id: Option<String>,
     pub model: Option<String>,
     #[serde(default)]
@@ -97,19 +115,19 @@ pub struct SystemMessage {
     pub claude_code_version: Option<String>,
     #[serde(rename = "permissionMode")]
     pub permission_mode: Option<String>,
-    pub state: Option<String>,
-    /// Background tasks (subagents, §13): `task_started`, `task_notification` (with a `status`).
-    pub task_id: Option<String>,
-    pub description: Option<String>,
-    pub status: Option<String>,
-    /// `compact_boundary` (after `/compact`, or when the CLI compacts by itself): `trigger`
-    /// (`manual`, `auto`), `pre_tokens`, `post_tokens`.
-    pub compact_metadata: Option<CompactMetadata>,
-    /// A `status` line after compacting: `success` or `failed`, with `compact_error`.
+}
+
+/// `system`/`status`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Status {
+    #[serde(rename = "permissionMode")]
+    pub permission_mode: Option<String>,
+    /// After compacting: `success` or `failed`, with `compact_error`.
     pub compact_result: Option<String>,
     pub compact_error: Option<String>,
 }
 
+/// `compact_boundary`'s figures: `trigger` (`manual`, `auto`), `pre_tokens`, `post_tokens`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct CompactMetadata {
     pub trigger: Option<String>,
@@ -319,23 +337,15 @@ pub enum Delta {
     Other,
 }
 
-/// Requests the CLI makes of the host.
-#[derive(Debug, Clone, PartialEq)]
+/// Requests the CLI makes of the host, by `subtype`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "subtype", rename_all = "snake_case")]
 pub enum CliRequest {
     CanUseTool(CanUseTool),
     HookCallback(HookCallback),
+    /// A request this build does not know (or a known one in a shape it does not expect).
+    #[serde(untagged)]
     Other(Value),
-}
-
-impl CliRequest {
-    fn from_value(value: &Value) -> Self {
-        let typed = match value.get("subtype").and_then(Value::as_str) {
-            Some("can_use_tool") => serde_json::from_value(value.clone()).ok().map(Self::CanUseTool),
-            Some("hook_callback") => serde_json::from_value(value.clone()).ok().map(Self::HookCallback),
-            _ => None,
-        };
-        typed.unwrap_or_else(|| Self::Other(value.clone()))
-    }
 }
 
 /// The CLI asks whether a tool may run; for `AskUserQuestion` it waits for the answers.
@@ -417,6 +427,7 @@ mod tests {
             if let FromCli::ControlRequest { request, .. } = &parsed {
                 assert!(!matches!(request, CliRequest::Other(_)), "{file}: unknown request: {msg}");
             }
+            assert!(!matches!(parsed, FromCli::System(SystemMessage::Other(_))), "{file}: unknown subtype: {msg}");
         }
         assert!(seen > 250, "{seen}");
     }
@@ -430,6 +441,16 @@ mod tests {
         let new_field = FromCli::parse(r#"{"type":"control_cancel_request","request_id":"r","future":true}"#).unwrap();
         assert_eq!(new_field, FromCli::ControlCancelRequest { request_id: "r".into() });
         assert!(FromCli::parse("not json").is_err());
+        // A new `system` subtype, or a known one in a new shape, is kept as sent.
+        let subtype = FromCli::parse(r#"{"type":"system","subtype":"dreaming","x":1}"#).unwrap();
+        assert_eq!(subtype, FromCli::System(SystemMessage::Other(json!({"subtype": "dreaming", "x": 1}))));
+        let init = FromCli::parse(r#"{"type":"system","subtype":"init","tools":7}"#).unwrap();
+        assert!(matches!(init, FromCli::System(SystemMessage::Other(_))), "{init:?}");
+        let request = FromCli::parse(r#"{"type":"control_request","request_id":"r","request":{"subtype":"x"}}"#);
+        assert_eq!(
+            request.unwrap(),
+            FromCli::ControlRequest { request_id: "r".into(), request: CliRequest::Other(json!({"subtype": "x"})) }
+        );
     }
 
     /// The messages of one trace from the CLI, parsed.
@@ -444,7 +465,7 @@ mod tests {
     #[test]
     fn a_deferred_call_ends_the_turn_and_is_asked_again_on_resume() {
         let (_, response) = first_exchange("l_defer.jsonl", "hook_callback");
-        assert_eq!(hook_defer(), response);
+        assert_eq!(serde_json::to_value(hook_defer()).unwrap(), response);
         let result = from_cli("l_defer.jsonl").into_iter().find_map(|m| match m {
             FromCli::Result(result) => Some(result),
             _ => None,
@@ -491,7 +512,9 @@ mod tests {
         let ask = ask.expect("the subagent asks");
         assert_eq!((ask.tool_name.as_str(), ask.agent_id.as_deref()), ("Bash", Some("af879b53ea1fd8c50")));
         let started = messages.iter().find_map(|m| match m {
-            FromCli::System(s) if s.subtype == "task_started" => Some((s.task_id.clone(), s.description.clone())),
+            FromCli::System(SystemMessage::TaskStarted { task_id, description }) => {
+                Some((task_id.clone(), description.clone()))
+            }
             _ => None,
         });
         assert_eq!(started, Some((Some("af879b53ea1fd8c50".into()), Some("Run the command".into()))));

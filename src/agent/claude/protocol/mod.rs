@@ -10,10 +10,10 @@ pub(crate) mod traces;
 
 pub use from_cli::{
     ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, CompactMetadata, ContentBlock,
-    Delta, EchoContent, FromCli, HookCallback, ResultMessage, StreamEvent, StreamMessage, SystemMessage,
+    Delta, EchoContent, FromCli, HookCallback, Init, ResultMessage, Status, StreamEvent, StreamMessage, SystemMessage,
     TOLD_ON_HOOK_EOF, TOLD_WHEN_KILLED, UserEcho,
 };
 pub use to_cli::{
-    ControlResponse, HostRequest, ToCli, UserContent, allow, deny, hook_allow, hook_defer, hook_deny,
-    input_with_answers, permission_request_reply, question_hooks,
+    ControlResponse, HookDecision, HookOutput, HostRequest, PermissionReply, PreToolUse, Reply, ToCli, UserContent,
+    allow, deny, hook_allow, hook_defer, hook_deny, input_with_answers, permission_request_reply, question_hooks,
 };

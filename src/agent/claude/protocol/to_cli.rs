@@ -41,7 +41,8 @@ impl ToCli {
         }
     }
 
-    pub fn success(request_id: &str, response: Value) -> Self {
+    pub fn success(request_id: &str, response: impl Serialize) -> Self {
+        let response = serde_json::to_value(response).expect("replies serialize");
         Self::ControlResponse { response: ControlResponse::Success { request_id: request_id.into(), response } }
     }
 
@@ -124,44 +125,121 @@ pub fn input_with_answers(input: &Value, answers: &[QuestionAnswer]) -> Value {
     Value::Object(updated)
 }
 
+/// What the host answers a request of the CLI's with, in the form the request's path reads.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Reply {
+    /// A `can_use_tool` answer.
+    CanUseTool(PermissionReply),
+    /// A hook's answer.
+    Hook(HookOutput),
+}
+
+/// A `can_use_tool` answer (a terminal's PermissionRequest hook takes the same as its `decision`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "behavior", rename_all = "snake_case")]
+pub enum PermissionReply {
+    /// Run the tool with `updatedInput` (for a question: with the person's answers added); with
+    /// `updatedPermissions`, the rule the person chose to keep ("always allow").
+    Allow {
+        #[serde(rename = "updatedInput")]
+        updated_input: Value,
+        #[serde(rename = "updatedPermissions", skip_serializing_if = "Option::is_none")]
+        updated_permissions: Option<Vec<Value>>,
+    },
+    /// Do not run it; the model reads `message`.
+    Deny { message: String },
+}
+
+/// A hook's answer: `{}` (no decision) or a decision for the hook's event.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HookOutput {
+    #[serde(rename = "hookSpecificOutput", skip_serializing_if = "Option::is_none")]
+    pub hook_specific_output: Option<HookDecision>,
+}
+
+/// A hook's decision, by the event it answers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "hookEventName")]
+pub enum HookDecision {
+    PreToolUse(PreToolUse),
+    /// A terminal's PermissionRequest hook answers with what a `can_use_tool` answer would be
+    /// (docs/claude-terminal.md §1, §2).
+    PermissionRequest {
+        decision: PermissionReply,
+    },
+}
+
+/// A PreToolUse hook's decision.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "permissionDecision", rename_all = "snake_case")]
+pub enum PreToolUse {
+    /// Allowed with `updatedInput` carrying the answers, the question is answered at once and the
+    /// model reads exactly what the can_use_tool answer gives it (§8).
+    Allow {
+        #[serde(rename = "updatedInput")]
+        updated_input: Value,
+    },
+    Deny {
+        #[serde(rename = "permissionDecisionReason")]
+        reason: String,
+    },
+    /// Parks the call (§12): the CLI ends its turn with `stop_reason: tool_deferred`, and a later
+    /// `--resume` asks again.
+    Defer,
+}
+
+impl HookOutput {
+    /// No decision: the hook lets the CLI go on as it would.
+    pub fn none() -> Self {
+        Self { hook_specific_output: None }
+    }
+
+    fn decide(decision: HookDecision) -> Self {
+        Self { hook_specific_output: Some(decision) }
+    }
+}
+
+impl From<PermissionReply> for Reply {
+    fn from(reply: PermissionReply) -> Self {
+        Self::CanUseTool(reply)
+    }
+}
+
+impl From<HookOutput> for Reply {
+    fn from(reply: HookOutput) -> Self {
+        Self::Hook(reply)
+    }
+}
+
 /// `can_use_tool` answers.
-pub fn allow(updated_input: Value) -> Value {
-    json!({"behavior": "allow", "updatedInput": updated_input})
+pub fn allow(updated_input: Value) -> PermissionReply {
+    PermissionReply::Allow { updated_input, updated_permissions: None }
 }
 
-pub fn deny(message: &str) -> Value {
-    json!({"behavior": "deny", "message": message})
+pub fn deny(message: &str) -> PermissionReply {
+    PermissionReply::Deny { message: message.to_string() }
 }
 
-/// PreToolUse hook answers. Allowed with `updatedInput` carrying the answers, the question is
-/// answered at once and the model reads exactly what the can_use_tool answer gives it (§8).
-pub fn hook_allow(updated_input: Value) -> Value {
-    json!({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "allow",
-        "updatedInput": updated_input,
-    }})
+/// PreToolUse hook answers (§8).
+pub fn hook_allow(updated_input: Value) -> HookOutput {
+    HookOutput::decide(HookDecision::PreToolUse(PreToolUse::Allow { updated_input }))
 }
 
-/// Parks the call (§12): the CLI ends its turn with `stop_reason: tool_deferred`, and a later
-/// `--resume` asks again.
-pub fn hook_defer() -> Value {
-    json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
+/// Parks the call (§12).
+pub fn hook_defer() -> HookOutput {
+    HookOutput::decide(HookDecision::PreToolUse(PreToolUse::Defer))
+}
+
+pub fn hook_deny(reason: &str) -> HookOutput {
+    HookOutput::decide(HookDecision::PreToolUse(PreToolUse::Deny { reason: reason.to_string() }))
 }
 
 /// A terminal's PermissionRequest hook answers with what a `can_use_tool` answer would be
 /// (`allow` with `updatedInput`, or `deny` with the message the model reads), as its `decision`
 /// (docs/claude-terminal.md §1, §2).
-pub fn permission_request_reply(decision: Value) -> Value {
-    json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}})
-}
-
-pub fn hook_deny(reason: &str) -> Value {
-    json!({"hookSpecificOutput": {
-        "hookEventName": "PreToolUse",
-        "permissionDecision": "deny",
-        "permissionDecisionReason": reason,
-    }})
+pub fn permission_request_reply(decision: PermissionReply) -> HookOutput {
+    HookOutput::decide(HookDecision::PermissionRequest { decision })
 }
 
 #[cfg(test)]
@@ -187,6 +265,11 @@ mod tests {
         }
     }
 
+    /// A reply as the CLI reads it.
+    fn wire(reply: impl Into<Reply>) -> Value {
+        serde_json::to_value(reply.into()).unwrap()
+    }
+
     #[test]
     fn answers_are_written_exactly_as_the_traces_show() {
         let (request, response) = first_exchange("a_allow.jsonl", "can_use_tool");
@@ -194,14 +277,14 @@ mod tests {
             QuestionAnswer::new("Which auth method should we use?", &["JWT"], None, None),
             QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+        assert_eq!(wire(allow(input_with_answers(&request["input"], &answers))), response);
 
         let (request, response) = first_exchange("c_other.jsonl", "can_use_tool");
         let answers = [
             QuestionAnswer::new("Which auth method should we use?", &[], Some("OAuth via Google, please"), None),
             QuestionAnswer::new("Which features?", &["Dark mode"], Some("Offline support"), None),
         ];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+        assert_eq!(wire(allow(input_with_answers(&request["input"], &answers))), response);
 
         let (request, response) = first_exchange("a_allow_response.jsonl", "can_use_tool");
         let answers = [QuestionAnswer::new(
@@ -210,10 +293,10 @@ mod tests {
             None,
             Some("short-lived tokens please"),
         )];
-        assert_eq!(allow(input_with_answers(&request["input"], &answers)), response);
+        assert_eq!(wire(allow(input_with_answers(&request["input"], &answers))), response);
 
         let (_, response) = first_exchange("b_deny.jsonl", "can_use_tool");
-        assert_eq!(deny("The user dismissed the questions without answering."), response);
+        assert_eq!(wire(deny("The user dismissed the questions without answering.")), response);
     }
 
     #[test]
@@ -226,11 +309,11 @@ mod tests {
             QuestionAnswer::new("Which features?", &["Dark mode", "i18n"], None, None),
         ];
         let updated = input_with_answers(&callback.tool_input(), &answers);
-        assert_eq!(hook_allow(updated), response);
+        assert_eq!(wire(hook_allow(updated)), response);
 
         let (_, response) = first_exchange("f_hook_deny.jsonl", "hook_callback");
         let reason =
             "The user has already answered: Which auth method should we use? = JWT; Which features? = Dark mode, i18n";
-        assert_eq!(hook_deny(reason), response);
+        assert_eq!(wire(hook_deny(reason)), response);
     }
 }

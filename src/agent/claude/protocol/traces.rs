@@ -43,7 +43,7 @@ pub(crate) fn initialize_response(file: &str) -> Value {
 
 /// The first `(request, response)` pair of a trace: the CLI's can_use_tool or hook_callback
 /// and the host's answer to it.
-pub(super) fn first_exchange(file: &str, subtype: &str) -> (Value, Value) {
+pub(crate) fn first_exchange(file: &str, subtype: &str) -> (Value, Value) {
     let lines: Vec<_> = trace_lines().into_iter().filter(|(f, _, _)| f == file).collect();
     let (request_id, request) = lines
         .iter()
