@@ -236,12 +236,16 @@ pub async fn list_sessions(
     }
 }
 
+/// A server call's answer on its way, as the chunk hands it out.
+#[cfg(feature = "hydrate")]
+type Loading<T> = Pin<Box<dyn Future<Output = Result<T, AppError>>>>;
+
 #[cfg(feature = "hydrate")]
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn list_sessions_in_chunk(
     after: Option<crate::thread::SessionCursor>,
     query: Option<String>,
-) -> Result<Pin<Box<dyn Future<Output = Result<Vec<SessionSummary>, AppError>>>>, ChunkMissing> {
+) -> Result<Loading<Vec<SessionSummary>>, ChunkMissing> {
     use server_fn::ServerFn;
     Ok(Box::pin(crate::api::ListSessions::run_on_client(crate::api::ListSessions { after, query, limit: None })))
 }
@@ -250,9 +254,7 @@ fn list_sessions_in_chunk(
 /// also means that its event reader is set (`set_event_reader`) before the session is followed.
 #[cfg(feature = "hydrate")]
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn load_session_in_chunk(
-    id: String,
-) -> Result<Pin<Box<dyn Future<Output = Result<SessionView, AppError>>>>, ChunkMissing> {
+fn load_session_in_chunk(id: String) -> Result<Loading<SessionView>, ChunkMissing> {
     use server_fn::ServerFn;
     set_event_reader(super::session_pane::apply_live_event);
     Ok(Box::pin(crate::api::LoadSession::run_on_client(crate::api::LoadSession { id })))

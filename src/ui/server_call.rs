@@ -49,6 +49,15 @@ impl<S> Clone for ServerCall<S> {
 
 impl<S> Copy for ServerCall<S> {}
 
+impl<S> Default for ServerCall<S>
+where
+    S: ServerFn<Error = AppError> + 'static,
+{
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<S> ServerCall<S>
 where
     S: ServerFn<Error = AppError> + 'static,

@@ -32,6 +32,8 @@ use crate::error::AppError;
 use crate::live::ConnectionStatus;
 
 /// What the pane shows.
+// One value per page, replaced when the person moves: boxing the session would gain nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 enum Shown {
     Welcome,

@@ -103,6 +103,37 @@ impl Session {
     }
 }
 
+/// What the CLI is told as a turn starts: the person's message (with its files), or on a resume
+/// the decisions taken after a restart in words, or the words that go on after answers it already
+/// had. A resume with nothing to say is told nothing: the CLI asks its parked call again by itself.
+async fn tell(
+    cli: &mut CliProcess,
+    request: &TurnRequest,
+    words: &[(String, String)],
+    sink: &Sink,
+) -> Result<(), AgentError> {
+    if !request.resume && !request.attachments.new.is_empty() {
+        let files = &request.attachments;
+        let content = crate::agent::anthropic::files::message_content(&request.text, &files.new, &files.bytes);
+        cli.send(ToCli::user_content(serde_json::to_value(content).unwrap_or_default()));
+    } else if !request.resume {
+        cli.send(ToCli::user_text(&request.text));
+    } else if !words.is_empty() {
+        for (tool_use_id, told) in words {
+            sink.tool_result(tool_use_id, &format!("Decided after a restart; the agent was told: {told}"), false)
+                .await?;
+        }
+        let told: Vec<&str> = words.iter().map(|(_, told)| told.as_str()).collect();
+        cli.send(ToCli::user_text(&told.join("\n\n")));
+    } else if !has_parked_call(&request.history) {
+        // A resume cut short after the CLI had the answers (their results are in its
+        // transcript): nothing is asked again, and the turn goes on with the words the CLI
+        // itself adds after an answer (protocol §12).
+        cli.send(ToCli::user_text(crate::agent::CONTINUE));
+    }
+    Ok(())
+}
+
 impl ClaudeCliBackend {
     /// Why sessions cannot switch to bypassPermissions here, if they cannot.
     fn bypass_refusal(&self) -> Option<&'static str> {
@@ -191,25 +222,7 @@ impl ClaudeCliBackend {
         }
         let Slot { process, announced, preapproved } = &mut *slot;
         let cli = process.as_mut().expect("started above");
-        if !request.resume && !request.attachments.new.is_empty() {
-            let files = &request.attachments;
-            let content = crate::agent::anthropic::files::message_content(&request.text, &files.new, &files.bytes);
-            cli.send(ToCli::user_content(serde_json::to_value(content).unwrap_or_default()));
-        } else if !request.resume {
-            cli.send(ToCli::user_text(&request.text));
-        } else if !words.is_empty() {
-            for (tool_use_id, told) in &words {
-                sink.tool_result(tool_use_id, &format!("Decided after a restart; the agent was told: {told}"), false)
-                    .await?;
-            }
-            let told: Vec<&str> = words.iter().map(|(_, told)| told.as_str()).collect();
-            cli.send(ToCli::user_text(&told.join("\n\n")));
-        } else if !has_parked_call(&request.history) {
-            // A resume cut short after the CLI had the answers (their results are in its
-            // transcript): nothing is asked again, and the turn goes on with the words the CLI
-            // itself adds after an answer (protocol §12).
-            cli.send(ToCli::user_text(crate::agent::CONTINUE));
-        }
+        tell(cli, &request, &words, &sink).await?;
         // A resume with nothing to say lets the CLI ask its parked call again by itself.
         // Should the session drop this turn before it ends, the CLI goes with it, and all it started.
         let dropped = KillTreeOnDrop(cli.pid());

@@ -72,6 +72,8 @@ impl Launch {
 }
 
 /// What the stdout reader hands over.
+// One at a time through a channel: boxing the message would allocate once more per line read.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Output {
     Message(FromCli),
@@ -165,6 +167,50 @@ pub struct CliProcess {
     next_request: u64,
 }
 
+/// Reads the CLI's stdout, line by line: an answer to a control request goes to whoever asked
+/// (`answers`), every other message to the turn, in order, and then `Output::Closed`.
+fn read_stdout(
+    stdout: tokio::process::ChildStdout,
+    session: &str,
+    answers: Awaiting,
+) -> mpsc::UnboundedReceiver<Output> {
+    let (output_tx, output_rx) = mpsc::unbounded_channel();
+    let reader_session = session.to_string();
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.trim().is_empty() {
+                continue;
+            }
+            match FromCli::parse(&line) {
+                Ok(FromCli::ControlResponse { response })
+                    if answers.lock().expect("awaiting lock").contains_key(response.request_id()) =>
+                {
+                    let asked = answers.lock().expect("awaiting lock").remove(response.request_id());
+                    if let Some(asked) = asked {
+                        let _ = asked.send(response);
+                    }
+                }
+                Ok(message) => {
+                    if let FromCli::Unknown(value) = &message {
+                        debug!(session = reader_session, %value, "a message this build does not know");
+                    }
+                    if output_tx.send(Output::Message(message)).is_err() {
+                        return;
+                    }
+                }
+                Err(error) => {
+                    warn!(session = reader_session, %error, line, "Claude Code wrote a line that is not JSON")
+                }
+            }
+        }
+        // Whoever still waits learns that no answer is coming.
+        answers.lock().expect("awaiting lock").clear();
+        let _ = output_tx.send(Output::Closed);
+    });
+    output_rx
+}
+
 impl CliProcess {
     pub fn spawn(launch: &Launch, session: &str) -> std::io::Result<Self> {
         let mut command = Command::new(&launch.bin);
@@ -206,43 +252,8 @@ impl CliProcess {
             // Dropping stdin closes it: the CLI finishes and exits.
         });
 
-        let (output_tx, output_rx) = mpsc::unbounded_channel();
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let reader_session = session.to_string();
         let awaiting = Awaiting::default();
-        let answers = awaiting.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stdout).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match FromCli::parse(&line) {
-                    Ok(FromCli::ControlResponse { response })
-                        if answers.lock().expect("awaiting lock").contains_key(response.request_id()) =>
-                    {
-                        let asked = answers.lock().expect("awaiting lock").remove(response.request_id());
-                        if let Some(asked) = asked {
-                            let _ = asked.send(response);
-                        }
-                    }
-                    Ok(message) => {
-                        if let FromCli::Unknown(value) = &message {
-                            debug!(session = reader_session, %value, "a message this build does not know");
-                        }
-                        if output_tx.send(Output::Message(message)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(error) => {
-                        warn!(session = reader_session, %error, line, "Claude Code wrote a line that is not JSON")
-                    }
-                }
-            }
-            // Whoever still waits learns that no answer is coming.
-            answers.lock().expect("awaiting lock").clear();
-            let _ = output_tx.send(Output::Closed);
-        });
+        let output_rx = read_stdout(child.stdout.take().expect("stdout is piped"), session, awaiting.clone());
 
         let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL)));
         let tail = stderr_tail.clone();

@@ -184,7 +184,7 @@ fn code_block(lines: &[&str], start: usize, fence: &str, info: &str, out: &mut S
         work(lines[i].len() + 1);
         let closing = unindent(lines[i]).is_some_and(|rest| {
             let rest = rest.trim_end();
-            rest.starts_with(fence) && rest.chars().all(|c| Some(c) == fence.chars().next())
+            rest.starts_with(fence) && rest.chars().all(|c| fence.starts_with(c))
         });
         if closing {
             i += 1;
@@ -708,7 +708,7 @@ impl<'a> Inline<'a> {
                     let found = run_length(s, i, c);
                     let before = s[i - 1];
                     let after = s.get(i + found).copied();
-                    let closes = !before.is_whitespace() && !(c == '_' && after.is_some_and(char::is_alphanumeric));
+                    let closes = !(before.is_whitespace() || c == '_' && after.is_some_and(char::is_alphanumeric));
                     if found == run && closes && i > from {
                         return Some(i);
                     }
@@ -773,14 +773,7 @@ fn skip(s: &[char], mut i: usize, mut go: impl FnMut(usize) -> bool) -> usize {
 }
 
 fn starts_with(s: &[char], at: usize, prefix: &str) -> bool {
-    let mut index = at;
-    for c in prefix.chars() {
-        if s.get(index) != Some(&c) {
-            return false;
-        }
-        index += 1;
-    }
-    true
+    (at..).zip(prefix.chars()).all(|(index, c)| s.get(index) == Some(&c))
 }
 
 fn run_length(s: &[char], at: usize, c: char) -> usize {
