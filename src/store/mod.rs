@@ -335,8 +335,6 @@ impl Store {
         Ok(Self { pool: Pool::Sqlite(pool), journal: Some(std::sync::Arc::new(journal)), failing: Default::default() })
     }
 
-    /// Whether other servers may share this database (Postgres): then leases and notifications
-    /// matter. SQLite has one server, which holds every session.
     /// Closes the store's connections, once each has finished what it was given.
     pub async fn close(&self) {
         match &self.pool {
@@ -345,6 +343,8 @@ impl Store {
         }
     }
 
+    /// Whether other servers may share this database (Postgres): then leases and notifications
+    /// matter. SQLite has one server, which holds every session.
     pub fn is_shared(&self) -> bool {
         matches!(self.pool, Pool::Postgres(_))
     }
