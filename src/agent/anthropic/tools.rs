@@ -188,61 +188,7 @@ fn check_ask_user_question(input: &Value) -> Result<(), String> {
         }
     };
     for (q, question) in questions.iter().enumerate() {
-        let Some(question) = question.as_object() else {
-            problems.push(format!(
-                "The parameter `questions[{q}]` type is expected as `object` but provided as `{}`",
-                json_type(question)
-            ));
-            continue;
-        };
-        for key in question.keys() {
-            if !["question", "header", "options", "multiSelect"].contains(&key.as_str()) {
-                problems.push(format!("An unexpected parameter `questions[{q}].{key}` was provided"));
-            }
-        }
-        for (key, kind) in [("question", "string"), ("header", "string"), ("options", "array")] {
-            match question.get(key) {
-                None => problems.push(format!("The required parameter `questions[{q}].{key}` is missing")),
-                Some(value) if json_type(value) != kind => problems.push(format!(
-                    "The parameter `questions[{q}].{key}` type is expected as `{kind}` but provided as `{}`",
-                    json_type(value)
-                )),
-                Some(_) => {}
-            }
-        }
-        if let Some(value) = question.get("multiSelect").filter(|v| !v.is_boolean()) {
-            problems.push(format!(
-                "The parameter `questions[{q}].multiSelect` type is expected as `boolean` but provided as `{}`",
-                json_type(value)
-            ));
-        }
-        let options = question.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        for (o, option) in options.iter().enumerate() {
-            let Some(option) = option.as_object() else {
-                problems.push(format!(
-                    "The parameter `questions[{q}].options[{o}]` type is expected as `object` but provided as `{}`",
-                    json_type(option)
-                ));
-                continue;
-            };
-            for key in option.keys() {
-                if !["label", "description", "preview"].contains(&key.as_str()) {
-                    problems.push(format!("An unexpected parameter `questions[{q}].options[{o}].{key}` was provided"));
-                }
-            }
-            for key in ["label", "description"] {
-                match option.get(key) {
-                    None => {
-                        problems.push(format!("The required parameter `questions[{q}].options[{o}].{key}` is missing"))
-                    }
-                    Some(value) if !value.is_string() => problems.push(format!(
-                        "The parameter `questions[{q}].options[{o}].{key}` type is expected as `string` but provided as `{}`",
-                        json_type(value)
-                    )),
-                    Some(_) => {}
-                }
-            }
-        }
+        question_problems(q, question, &mut problems);
     }
     if !problems.is_empty() {
         return Err(format!(
@@ -251,6 +197,72 @@ fn check_ask_user_question(input: &Value) -> Result<(), String> {
         ));
     }
 
+    sizes_and_uniqueness(questions)
+}
+
+/// What is wrong with the shape of question `q`: its parameters and its options', missing,
+/// mistyped or unexpected, in Claude Code's words.
+fn question_problems(q: usize, question: &Value, problems: &mut Vec<String>) {
+    let Some(question) = question.as_object() else {
+        problems.push(format!(
+            "The parameter `questions[{q}]` type is expected as `object` but provided as `{}`",
+            json_type(question)
+        ));
+        return;
+    };
+    for key in question.keys() {
+        if !["question", "header", "options", "multiSelect"].contains(&key.as_str()) {
+            problems.push(format!("An unexpected parameter `questions[{q}].{key}` was provided"));
+        }
+    }
+    for (key, kind) in [("question", "string"), ("header", "string"), ("options", "array")] {
+        match question.get(key) {
+            None => problems.push(format!("The required parameter `questions[{q}].{key}` is missing")),
+            Some(value) if json_type(value) != kind => problems.push(format!(
+                "The parameter `questions[{q}].{key}` type is expected as `{kind}` but provided as `{}`",
+                json_type(value)
+            )),
+            Some(_) => {}
+        }
+    }
+    if let Some(value) = question.get("multiSelect").filter(|v| !v.is_boolean()) {
+        problems.push(format!(
+            "The parameter `questions[{q}].multiSelect` type is expected as `boolean` but provided as `{}`",
+            json_type(value)
+        ));
+    }
+    let options = question.get("options").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    for (o, option) in options.iter().enumerate() {
+        let Some(option) = option.as_object() else {
+            problems.push(format!(
+                "The parameter `questions[{q}].options[{o}]` type is expected as `object` but provided as `{}`",
+                json_type(option)
+            ));
+            continue;
+        };
+        for key in option.keys() {
+            if !["label", "description", "preview"].contains(&key.as_str()) {
+                problems.push(format!("An unexpected parameter `questions[{q}].options[{o}].{key}` was provided"));
+            }
+        }
+        for key in ["label", "description"] {
+            match option.get(key) {
+                None => {
+                    problems.push(format!("The required parameter `questions[{q}].options[{o}].{key}` is missing"))
+                }
+                Some(value) if !value.is_string() => problems.push(format!(
+                    "The parameter `questions[{q}].options[{o}].{key}` type is expected as `string` but provided as `{}`",
+                    json_type(value)
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// The sizes (1–4 questions of 2–4 options) and the uniqueness of texts and labels, as zod's
+/// issue list; with one option only, Claude Code's steer first.
+fn sizes_and_uniqueness(questions: &[Value]) -> Result<(), String> {
     // Sizes and uniqueness: zod's issue list.
     let mut issues = Vec::new();
     issues.extend(size_issue(vec![json!("questions")], questions.len(), 1, 4));
