@@ -3,23 +3,23 @@
 
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
-# The build flags are in .cargo/config.toml, for plain cargo too; cargo-leptos is given the same
-# ones here, so that the tests and the release share what they can.
-export RUSTFLAGS := --cfg erase_components
+# The build flags are in .cargo/config.toml, for plain cargo too.
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve lint release install test-rust examples test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve lint site release install test-rust test-servers test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
 
+# The browser tests and the size check run the server the Rust tests built (target/debug): the
+# release build of the server is `make run`'s, and would add minutes to every run for a binary
+# that differs only in its optimization.
 test: setup
 	$(MAKE) lint
 	$(MAKE) test-rust
-	$(MAKE) release
 	$(MAKE) test-e2e
-	scripts/size.sh
+	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
 # The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate: the server
 # (with its tests and examples) and the browser's WASM.
@@ -36,20 +36,29 @@ setup:
 setup-serve:
 	scripts/setup.sh serve
 
-# The release build: optimized server, size-optimized WASM (wasm-opt from npm binaryen), split
-# so that the open session's pane is a chunk of its own (src/ui/lazy.rs, docs/size.md), then
-# pre-compressed assets. Built again only when one of its inputs changed, so that `make run`
-# with nothing changed starts at once (cargo-leptos itself re-links and re-optimizes the WASM
-# every time: about 30 s).
-RELEASE_INPUTS := $(shell find src style public migrations -type f) Cargo.toml Cargo.lock package-lock.json
+# The site the server serves (scripts/build-site.mjs): the browser's WASM at its size-optimized
+# profile, split so that the open session's pane is a chunk of its own (src/ui/lazy.rs,
+# docs/size.md), optimized by wasm-opt (npm binaryen), with hashed names and pre-compressed copies.
+# Built again only when one of its inputs changed.
+SITE_INPUTS := $(shell find src style public tools/wasm-bundle/src -type f) Cargo.toml Cargo.lock \
+	package-lock.json tools/wasm-bundle/Cargo.toml scripts/build-site.mjs
+SITE_STAMP := target/site/hash.txt
+
+site: setup-serve $(SITE_STAMP)
+
+$(SITE_STAMP): $(SITE_INPUTS)
+	node scripts/build-site.mjs
+
+# The release build: the optimized server, carrying the site (server/site.rs), so that `make run`
+# with nothing changed starts at once.
+RELEASE_INPUTS := $(shell find src migrations -type f) Cargo.toml Cargo.lock
 RELEASE_STAMP := target/release/.askbridge-release
 
 release: setup-serve $(RELEASE_STAMP)
 
-$(RELEASE_STAMP): $(RELEASE_INPUTS)
-	cargo leptos build --release --split 2> >(scripts/quiet-leptos.sh >&2)
-	node scripts/precompress.mjs target/site/pkg
-	target/release/askbridge bundle-site target/site --hash-file target/release/hash.txt
+$(RELEASE_STAMP): $(RELEASE_INPUTS) $(SITE_STAMP)
+	cargo build --release --no-default-features --features ssr --bin askbridge
+	target/release/askbridge bundle-site target/site
 	@touch $@
 
 # The release binary, which carries its site, on the PATH: ~/.local/bin by default (PREFIX=…).
@@ -58,19 +67,19 @@ install: release
 	install -D -m 755 target/release/askbridge $(DESTDIR)$(PREFIX)/bin/askbridge
 	@echo "installed $(DESTDIR)$(PREFIX)/bin/askbridge"
 
-# The Claude Code tests run the pinned CLI from node_modules; the mock API example serves the
-# browser test of the same loop, and the test_postgres example the team server's.
+# The Claude Code tests run the pinned CLI from node_modules.
 test-rust:
 	cargo test --no-default-features --features ssr
-	$(MAKE) examples
 
-examples:
-	cargo build --no-default-features --features ssr --example mock_anthropic --example test_postgres
+# What the browser tests start: the server (the Rust tests' debug build), the mock API that
+# serves the Claude Code loop, and test_postgres for the team server's.
+test-servers:
+	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example test_postgres
 
-# Playwright in headless Debian Chromium against the release build (end2end/playwright.config.ts
-# starts and stops the server), with the mock API and the test Postgres it runs: `make test-e2e`
-# alone builds what it needs.
-test-e2e: release examples
+# Playwright in headless Debian Chromium against the debug server and the release site
+# (end2end/playwright.config.ts starts and stops the servers): `make test-e2e` alone builds what
+# it needs.
+test-e2e: site test-servers
 	npx playwright test --config end2end/playwright.config.ts
 
 size: release

@@ -1,8 +1,9 @@
 // Browser tests: Debian's Chromium (Playwright's own download cannot work offline) against the
-// release server, started here with an empty data folder and the end-to-end scenario.
+// server the Rust tests built (target/debug, or ASKBRIDGE_BIN) serving the release site
+// (target/site), started here with an empty data folder and the end-to-end scenario.
 import { defineConfig, devices } from "@playwright/test";
 import * as path from "node:path";
-import { claudeEnv } from "./tests/helpers";
+import { ASKBRIDGE, claudeEnv } from "./tests/helpers";
 
 const port = Number(process.env.E2E_PORT ?? 3217);
 export const baseURL = `http://127.0.0.1:${port}`;
@@ -65,7 +66,7 @@ export default defineConfig({
   webServer: [
     {
       command:
-        `rm -rf end2end/.data && exec target/release/askbridge serve --addr 127.0.0.1:${port} ` +
+        `rm -rf end2end/.data && exec ${ASKBRIDGE} serve --addr 127.0.0.1:${port} ` +
         `--data-dir end2end/.data --agent scripted --scenario end2end/fixtures/scenario.toml`,
       cwd: "..",
       url: `${baseURL}/`,
@@ -90,7 +91,7 @@ export default defineConfig({
       // traffic of its own (../shared/protocol/claude-cli.md §1).
       command:
         `rm -rf ${claudeHome} && mkdir -p ${claudeHome}/.claude ${claudeHome}/tmp ${claudeHome}/project && ` +
-        `exec target/release/askbridge serve --addr 127.0.0.1:${claudePort} --data-dir ${claudeHome}/data ` +
+        `exec ${ASKBRIDGE} serve --addr 127.0.0.1:${claudePort} --data-dir ${claudeHome}/data ` +
         `--agent claude --claude-bin ${root}/node_modules/.bin/claude --workdir ${claudeHome}/project`,
       cwd: "..",
       url: `${claudeURL}/`,
@@ -112,7 +113,7 @@ export default defineConfig({
     },
     {
       command:
-        `rm -rf end2end/.data-api && exec target/release/askbridge serve --addr 127.0.0.1:${apiPort} ` +
+        `rm -rf end2end/.data-api && exec ${ASKBRIDGE} serve --addr 127.0.0.1:${apiPort} ` +
         `--data-dir end2end/.data-api --agent anthropic --base-url ${apiMockURL} --model claude-sonnet-5-5`,
       cwd: "..",
       url: `${anthropicURL}/`,

@@ -14,8 +14,6 @@ case "$FOR" in
   *) echo "usage: scripts/setup.sh [serve|test|size]" >&2; exit 2 ;;
 esac
 
-CARGO_LEPTOS_VERSION=0.3.10
-WASM_BINDGEN_VERSION=0.2.130
 TWIGGY_VERSION=0.8.0
 
 say() { printf '\033[1;34m[setup]\033[0m %s\n' "$*" >&2; }
@@ -52,23 +50,9 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-# cargo-leptos, pinned (0.3.11 needs rustc 1.96). Its own release profile (fat LTO, one codegen
-# unit) made this install the slowest step of a first run; without them, and at opt-level 1, it
-# compiles in a fraction of the time, and the builds it runs take as long (BENCHMARKS.md §7).
-if ! cargo leptos --version 2>/dev/null | grep -q " $CARGO_LEPTOS_VERSION\$"; then
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (first time: a few minutes on 2 cores)"
-  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
-    cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
-fi
-
-# wasm-bindgen-cli at exactly the crate version in Cargo.lock (without --locked: one of its
-# locked dependencies is missing from the registry here).
-if ! wasm-bindgen --version 2>/dev/null | grep -q " $WASM_BINDGEN_VERSION"; then
-  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
-fi
-
-# npm packages: wasm-opt (binaryen, for the release WASM), Playwright, and the pinned Claude Code CLI.
+# npm packages: what builds the site beside tools/wasm-bundle (wasm-opt from binaryen, lightningcss
+# and browserslist for the stylesheet, terser for the script), Playwright, and the pinned Claude
+# Code CLI. No cargo-leptos: scripts/build-site.mjs does its part (BENCHMARKS.md §7).
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   say "installing npm packages"
   PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The first page load's weight, as a browser receives it (brotli), against the budget.
-# Starts the release server on a free port with an empty data folder, fetches the page and every
+# Starts the server (the release build, or ASKBRIDGE_BIN: `make test` gives its debug build, which
+# serves the same target/site) on a free port with an empty data folder, fetches the page and every
 # asset it names, and adds up the bytes on the wire. Run by `make size` and `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUDGET_KIB=${SIZE_BUDGET_KIB:-200}
-BIN=target/release/askbridge
+BIN=${ASKBRIDGE_BIN:-target/release/askbridge}
 [ -x "$BIN" ] || { echo "size: $BIN is missing; run 'make release' first" >&2; exit 1; }
 
 data=$(mktemp -d)
@@ -47,7 +48,7 @@ for path in / $assets; do
 done
 kib=$(( (total + 1023) / 1024 ))
 printf '%-52s %10s %10d  (%d KiB, budget %d KiB)\n' "total" "" "$total" "$kib" "$BUDGET_KIB"
-# The lazily loaded chunks (cargo leptos build --split): not in the first load, fetched when the
+# The lazily loaded chunks (scripts/build-site.mjs splits them off): not in the first load, fetched when the
 # browser is idle or a page needs them. Shown so that what moved out stays in sight.
 for chunk in target/site/pkg/*.wasm; do
   name=/pkg/$(basename "$chunk")
@@ -57,16 +58,16 @@ done
 
 # Where the WASM's bytes go, so that whoever adds a dependency sees what it costs; printed before
 # the verdict, because over budget is when it is needed. The shipped file has no function names
-# (wasm-opt drops them), so this reads wasm-bindgen's output of the same build: what wasm-opt is
-# given. It informs; only the total above decides.
+# (wasm-opt drops them), so this reads the bindings of the same build, whole and with demangled
+# names (tools/wasm-bundle --whole). It informs; only the total above decides.
 crates() {
   local wasm=target/front/wasm32-unknown-unknown/wasm-release/askbridge.wasm
-  if ! command -v twiggy >/dev/null || ! command -v wasm-bindgen >/dev/null || ! [ -f "$wasm" ]; then
-    echo "(no breakdown by crate: it needs twiggy, wasm-bindgen and $wasm; see scripts/setup.sh)"
+  if ! command -v twiggy >/dev/null || ! [ -f "$wasm" ]; then
+    echo "(no breakdown by crate: it needs twiggy and $wasm; see scripts/setup.sh)"
     return
   fi
-  wasm-bindgen --target web --no-typescript --out-dir "$data/bindgen" "$wasm" &&
-    twiggy top --format csv -n 1000000 "$data/bindgen/askbridge_bg.wasm" >"$data/top.csv" &&
+  cargo run --quiet --profile tool -p wasm-bundle -- --whole "$wasm" "$data/bindgen" askbridge &&
+    twiggy top --format csv -n 1000000 "$data/bindgen/askbridge.wasm" >"$data/top.csv" &&
     python3 - "$data/top.csv" <<'PY'
 import collections, csv, glob, re, sys
 

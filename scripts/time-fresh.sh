@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Times `make run` (to the first page) or `make test` as a fresh machine runs them: a new clone of
 # HEAD, with a home of its own, so that nothing this machine already installed or compiled is used:
-# no cargo-leptos, wasm-bindgen or twiggy, no crates downloaded, no npm cache, no target/.
+# no twiggy, no crates downloaded, no npm cache, no target/.
 #
 #   scripts/time-fresh.sh run|test [folder]     (folder: where the clone and its home go)
 #

@@ -16,7 +16,7 @@ pub struct AssetPaths {
 }
 
 impl AssetPaths {
-    /// Reads cargo-leptos' `hash.txt` (lines like `css: 1a2b…`), when the build hashed names.
+    /// Reads the site's `hash.txt` (lines like `css: 1a2b…`), when the build hashed names.
     #[cfg(feature = "ssr")]
     pub fn read(hash_file: Option<&std::path::Path>) -> Self {
         let text = hash_file.and_then(|path| std::fs::read_to_string(path).ok()).unwrap_or_default();

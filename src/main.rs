@@ -53,8 +53,8 @@ async fn run() -> std::process::ExitCode {
             connect::connect(&options).await.map(say)
         }
         Command::Disconnect => connect::disconnect().map(say),
-        Command::BundleSite { site, hash_file } => std::env::current_exe()
-            .and_then(|exe| askbridge::server::site::bundle(&exe, &site, hash_file.as_deref()))
+        Command::BundleSite { site } => std::env::current_exe()
+            .and_then(|exe| askbridge::server::site::bundle(&exe, &site))
             .map_err(|error| format!("could not put the site into the binary: {error}")),
         // Never in the way: it says nothing, and exits 0 whatever happened (no decision).
         Command::Hook => {

@@ -5,6 +5,12 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 
+/**
+ * The server the browser tests run: the Rust tests' debug build (`make test-servers`), or
+ * ASKBRIDGE_BIN. It serves the release site from target/site, found beside its own folder.
+ */
+export const ASKBRIDGE = process.env.ASKBRIDGE_BIN ?? path.resolve(__dirname, "../../target/debug/askbridge");
+
 /** Starts a session from the welcome page by sending `text`; resolves with the session's id. */
 export async function startSession(page: Page, text: string): Promise<string> {
   await page.goto("/");
@@ -84,7 +90,7 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * An AskBridge server of a test's own (the release build, with the scripted agent playing
+ * An AskBridge server of a test's own (the browser tests' build, with the scripted agent playing
  * end2end/fixtures/scenario.toml), on a free port and a fresh data folder, for tests that stop
  * and restart it. `stop()` is a graceful stop (SIGTERM); `kill()` ends it at once and is safe to
  * call whatever state it is in (fixtures call it on teardown, so a failing test leaves nothing
@@ -117,7 +123,7 @@ export class OwnServer {
   async start(): Promise<void> {
     const root = path.resolve(__dirname, "../..");
     const child = spawn(
-      path.join(root, "target/release/askbridge"),
+      ASKBRIDGE,
       ["serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir,
         "--scenario", "end2end/fixtures/scenario.toml", ...this.args],
       { cwd: root, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...this.env } },

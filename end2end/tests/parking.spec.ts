@@ -1,5 +1,5 @@
 // Parking (DESIGN §3): a question that waits outlives its agent. These tests stop and restart the
-// server, so each runs its own (the release build with the scripted agent, on a free port and a
+// server, so each runs its own (the browser tests' build with the scripted agent, on a free port and a
 // fresh data folder), started and killed by the `server` fixture whatever the test's outcome.
 import { expect, type Page } from "@playwright/test";
 import * as fs from "node:fs";

@@ -1,22 +1,24 @@
-// The release binary is the product (issue 25): `target/release/askbridge` carries its site, so
+// The binary is the product (issue 25): `make release` puts the site into it (`bundle-site`), so
 // that copied alone into an empty folder elsewhere, and started from yet another folder, it
 // serves pages that hydrate, with the bundle's files as cacheable as from the build's folder.
+// Here the browser tests' own build is copied and given the site the same way.
 import { test, expect } from "@playwright/test";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { freePort, waitForHydration } from "./helpers";
+import { ASKBRIDGE, freePort, waitForHydration } from "./helpers";
 
 // A browser of its own: it signs in with the link, as a person does.
 test.use({ extraHTTPHeaders: {} });
 
-test("the release binary, copied alone into an empty folder, serves a page that hydrates", async ({ page }) => {
+test("a binary that carries its site, copied alone into an empty folder, serves a page that hydrates", async ({ page }) => {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-alone-"));
   const binary = path.join(folder, "bin", "askbridge");
   fs.mkdirSync(path.dirname(binary));
-  fs.copyFileSync(path.resolve(__dirname, "../../target/release/askbridge"), binary);
+  fs.copyFileSync(ASKBRIDGE, binary);
   fs.chmodSync(binary, 0o755);
+  execFileSync(binary, ["bundle-site", path.resolve(__dirname, "../../target/site")]);
   const elsewhere = path.join(folder, "elsewhere");
   fs.mkdirSync(elsewhere);
   const port = await freePort();

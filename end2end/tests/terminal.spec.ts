@@ -1,5 +1,5 @@
 // A `claude` started in a terminal, the ordinary way, answered from AskBridge in a browser (issue
-// 22), on the release build: the real Claude Code CLI runs interactively in tmux against a mock of
+// 22), on the server the browser tests run: the real Claude Code CLI runs interactively in tmux against a mock of
 // the Messages API, with a HOME of its own, after `askbridge connect` to a server of the test's
 // own. Its session shows in the page's session list; opened with a click, its question (and its
 // permission prompt) is a card, and a click on the card answers the terminal: the terminal shows
@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { card, claudeEnv, OwnMock, type OwnServer, ownServerTest, waitForHydration } from "./helpers";
+import { ASKBRIDGE, card, claudeEnv, OwnMock, type OwnServer, ownServerTest, waitForHydration } from "./helpers";
 
 const test = ownServerTest;
 test.use({ serverArgs: ["--agent", "scripted"] });
@@ -17,7 +17,6 @@ test.use({ serverArgs: ["--agent", "scripted"] });
 test.setTimeout(180_000);
 
 const root = path.resolve(__dirname, "../..");
-const ASKBRIDGE = path.join(root, "target/release/askbridge");
 const CLAUDE = path.join(root, "node_modules/.bin/claude");
 /** Its last 20 characters are approved in `.claude.json`, or the UI stops at "Detected a custom API key". */
 const API_KEY = "askbridge-terminal-test-key-not-a-secret-0123456789";

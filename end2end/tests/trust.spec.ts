@@ -1,4 +1,4 @@
-// What the person gave is never dropped (issue 20), as a person meets it on the release build:
+// What the person gave is never dropped (issue 20), as a person meets it in the browser:
 // an answer the server accepted reaches the agent even when the server is killed right after it,
 // and a parked question expires when its timeout says, whatever parking and restarts came in
 // between. Each test runs its own server (on a free port, with a fresh data folder).

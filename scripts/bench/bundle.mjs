@@ -1,5 +1,5 @@
 // Section 1, the bundle: the WASM, JS and CSS the main page loads, raw, gzip (level 9) and brotli
-// (quality 11, as scripts/precompress.mjs writes them); and the first load of `/` as the server
+// (quality 11, as scripts/build-site.mjs writes them); and the first load of `/` as the server
 // sends it: the page and each asset it names, fetched with `Accept-Encoding: br, gzip`, counting
 // the body bytes on the wire (headers not counted, as scripts/size.sh counts them) and checking
 // that each came compressed.

@@ -46,11 +46,8 @@ pub enum Command {
     /// its pages wherever it is copied.
     #[command(hide = true)]
     BundleSite {
-        /// cargo-leptos's site folder.
+        /// The built site's folder (`target/site`, from `scripts/build-site.mjs`).
         site: PathBuf,
-        /// cargo-leptos's hash file (`hash.txt` beside the binary), when names are hashed.
-        #[arg(long)]
-        hash_file: Option<PathBuf>,
     },
 }
 
@@ -262,8 +259,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_PUSH_CONTACT", value_parser = parse_push_contact)]
     pub push_contact: Option<String>,
 
-    /// The built site (the WASM bundle, scripts and styles) that cargo-leptos produced. Default:
-    /// the one `make release` put in the binary, else `../site` beside the binary's folder.
+    /// The built site (the WASM bundle, scripts and styles: `make site`). Default: the one
+    /// `make release` put in the binary, else `../site` beside the binary's folder.
     #[arg(long, env = "LEPTOS_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
 }

@@ -1,8 +1,8 @@
 //! Where `serve` finds the built site (the WASM bundle, its scripts and styles, `public/`), so
 //! that `target/release/askbridge`, copied alone anywhere, serves pages that hydrate.
 //!
-//! `make release` appends the site to the binary ([`bundle`]): a tar archive of `target/site` and
-//! cargo-leptos's `hash.txt`, then a trailer (the archive's SHA-256, its length, a magic). At
+//! `make release` appends the site to the binary ([`bundle`]): a tar archive of `target/site` (its
+//! `hash.txt` included), then a trailer (the archive's SHA-256, its length, a magic). At
 //! start, such a binary unpacks it once into `<data-dir>/site/<hash>/` and serves from there.
 //! Unpacked, not served from memory: Leptos reads the split manifest and the hash file from the
 //! disk, and the files cost no memory while they wait in the page cache. Appended, not embedded
@@ -10,8 +10,9 @@
 //! embed is finished, and a second compile would double the release build's slowest step.
 //!
 //! In order: `--site-root` (or `LEPTOS_SITE_ROOT`), as given; the site bundled in the binary; the
-//! `site` folder that cargo-leptos writes beside the binary's folder (`target/site` for
-//! `target/release/askbridge`), found from the binary's own path, not the current folder.
+//! `site` folder that `scripts/build-site.mjs` writes beside the binary's folder (`target/site` for
+//! `target/release/askbridge` and `target/debug/askbridge`), found from the binary's own path, not
+//! the current folder.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -24,7 +25,7 @@ use tracing::{info, warn};
 const MAGIC: &[u8; 16] = b"askbridge-site-1";
 /// The archive's SHA-256, its length (u64, little-endian), the magic.
 const TRAILER: usize = 32 + 8 + MAGIC.len();
-/// cargo-leptos's hashes of the bundle's file names, kept in the archive under this name.
+/// The hashes in the bundle's file names, in the site's own folder (`scripts/build-site.mjs`).
 const HASH_FILE: &str = "hash.txt";
 
 /// The site a server serves.
@@ -32,7 +33,7 @@ const HASH_FILE: &str = "hash.txt";
 pub struct Site {
     /// The folder with `pkg/` and the public files.
     pub root: PathBuf,
-    /// cargo-leptos's `hash.txt`, when the bundle's names are hashed.
+    /// The site's `hash.txt`, when the bundle's names are hashed.
     pub hash_file: Option<PathBuf>,
 }
 
@@ -40,39 +41,41 @@ pub struct Site {
 /// the folder beside the binary's.
 pub fn find(explicit: Option<&Path>, data_dir: &Path) -> Site {
     let exe = std::env::current_exe().ok();
-    let exe_dir = exe.as_deref().and_then(Path::parent).map(Path::to_path_buf).unwrap_or_default();
-    let beside = |root: PathBuf| {
-        let hash_file = Some(exe_dir.join(HASH_FILE)).filter(|file| file.is_file());
-        Site { root, hash_file }
-    };
     if let Some(root) = explicit {
-        return beside(root.to_path_buf());
+        return Site::at(root.to_path_buf());
     }
     if let Some(exe) = &exe {
         // Absolute: Leptos reads the hash file at the binary's folder joined with its path.
         let sites = std::path::absolute(data_dir.join("site")).unwrap_or_else(|_| data_dir.join("site"));
         match unpack_own(exe, &sites) {
-            Ok(Some(root)) => {
-                let hash_file = Some(root.join(HASH_FILE)).filter(|file| file.is_file());
-                return Site { root, hash_file };
-            }
+            Ok(Some(root)) => return Site::at(root),
             Ok(None) => {}
             Err(error) => warn!(%error, "could not unpack the site this binary carries"),
         }
     }
-    beside(exe_dir.parent().map(|target| target.join("site")).unwrap_or_else(|| PathBuf::from("target/site")))
+    let beside = exe.as_deref().and_then(Path::parent).and_then(Path::parent).map(|target| target.join("site"));
+    Site::at(beside.unwrap_or_else(|| PathBuf::from("target/site")))
 }
 
-/// Appends `site` (a folder) and `hash_file` to the binary `exe`, in place of any site it carried.
+impl Site {
+    /// The site in `root`, with the hash file it carries, if any.
+    fn at(root: PathBuf) -> Site {
+        // Absolute: Leptos reads the hash file at the binary's folder joined with its path.
+        let hash_file = Some(root.join(HASH_FILE))
+            .filter(|file| file.is_file())
+            .map(|file| std::path::absolute(&file).unwrap_or(file));
+        Site { root, hash_file }
+    }
+}
+
+/// Appends `site` (a folder, its hash file included) to the binary `exe`, in place of any site it
+/// carried.
 /// Written to a new file that then takes the binary's name: a running binary cannot be written to.
-pub fn bundle(exe: &Path, site: &Path, hash_file: Option<&Path>) -> io::Result<()> {
+pub fn bundle(exe: &Path, site: &Path) -> io::Result<()> {
     let mut archive = tar::Builder::new(Vec::new());
     archive.follow_symlinks(true);
     archive.mode(tar::HeaderMode::Deterministic);
     archive.append_dir_all(".", site)?;
-    if let Some(hash_file) = hash_file {
-        archive.append_path_with_name(hash_file, HASH_FILE)?;
-    }
     let archive = archive.into_inner()?;
 
     let mut binary = File::open(exe)?;
@@ -162,7 +165,7 @@ mod tests {
         std::fs::create_dir_all(site.join("pkg")).unwrap();
         std::fs::write(site.join("pkg/askbridge.abc.wasm"), wasm).unwrap();
         std::fs::write(site.join("favicon.svg"), "<svg/>").unwrap();
-        std::fs::write(dir.join("hash.txt"), "wasm: abc\n").unwrap();
+        std::fs::write(site.join(HASH_FILE), format!("wasm: abc\n{wasm}\n")).unwrap();
         site
     }
 
@@ -174,14 +177,14 @@ mod tests {
         let sites = dir.path().join("data/site");
         assert_eq!(unpack_own(&exe, &sites).unwrap(), None, "a binary without a site");
 
-        bundle(&exe, &site(dir.path(), "first"), Some(&dir.path().join("hash.txt"))).unwrap();
+        bundle(&exe, &site(dir.path(), "first")).unwrap();
         let first = unpack_own(&exe, &sites).unwrap().unwrap();
         assert_eq!(std::fs::read_to_string(first.join("pkg/askbridge.abc.wasm")).unwrap(), "first");
         assert_eq!(std::fs::read_to_string(first.join("favicon.svg")).unwrap(), "<svg/>");
-        assert_eq!(std::fs::read_to_string(first.join(HASH_FILE)).unwrap(), "wasm: abc\n");
+        assert_eq!(std::fs::read_to_string(first.join(HASH_FILE)).unwrap(), "wasm: abc\nfirst\n");
 
         // Built again: the old site is replaced, not appended to, and its folder goes.
-        bundle(&exe, &site(dir.path(), "second"), None).unwrap();
+        bundle(&exe, &site(dir.path(), "second")).unwrap();
         let second = unpack_own(&exe, &sites).unwrap().unwrap();
         assert_ne!(first, second);
         assert_eq!(std::fs::read_to_string(second.join("pkg/askbridge.abc.wasm")).unwrap(), "second");
@@ -196,7 +199,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("askbridge");
         std::fs::write(&exe, b"program").unwrap();
-        bundle(&exe, &site(dir.path(), "the wasm"), None).unwrap();
+        bundle(&exe, &site(dir.path(), "the wasm")).unwrap();
         let mut binary = std::fs::read(&exe).unwrap();
         let at = binary.windows(8).position(|w| w == b"the wasm").unwrap();
         binary[at] ^= 1;

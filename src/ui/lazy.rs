@@ -1,5 +1,5 @@
 //! What the first load of a page leaves out (issue 12; the bytes are in docs/size.md). The open
-//! session is a WASM chunk of its own (`cargo leptos build --split`), so the welcome page becomes
+//! session is a WASM chunk of its own (`scripts/build-site.mjs` splits it off), so the welcome page becomes
 //! interactive without it:
 //! - its pane (its header, the thread, markdown, tool cards, question and approval cards), and
 //!   the list and the pages of Claude Code's own sessions (`claude_sessions.rs`), which share them;
@@ -28,7 +28,7 @@ use crate::api::SessionView;
 use crate::error::AppError;
 use crate::thread::SessionSummary;
 
-/// The name of the chunk, as `__wasm_split_manifest.json` (written by cargo-leptos) knows it.
+/// The name of the chunk, as `__wasm_split_manifest.json` (written by the site build) knows it.
 #[cfg(feature = "ssr")]
 const SESSION_PANE_CHUNK: &str = "session_pane";
 
