@@ -72,9 +72,33 @@ export async function sessionWithReply(request: APIRequestContext, text: string)
 export const LONG_REPLY = Array.from({ length: 300 }, (_, i) => `w${String(i + 1).padStart(3, "0")}`).join(" ");
 
 /**
- * A free loopback port below Linux's ephemeral range (32768–60999). A port the kernel picks is from
- * that range, and a server restarted on it could find it taken meanwhile by some process's outgoing
- * connection ("Address already in use": seen once, in trust.spec's restart after SIGKILL).
+ * The first `http://127.0.0.1:PORT` a server started on port 0 prints on its standard output (an
+ * AskBridge server's sign-in link, the mock API's "listening on"): where it listens, once it does.
+ */
+export function printedAddress(child: ChildProcess, name: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let printed = "";
+    const read = (chunk: Buffer) => {
+      printed += chunk;
+      const address = /http:\/\/127\.0\.0\.1:\d+/.exec(printed);
+      if (address) {
+        child.stdout!.off("data", read);
+        child.stdout!.resume();
+        resolve(address[0]);
+      }
+    };
+    child.stdout!.on("data", read);
+    child.once("error", reject);
+    child.once("exit", (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before it listened:\n${printed}`)));
+  });
+}
+
+/**
+ * A free loopback port below Linux's ephemeral range (32768–60999), for a server that is restarted
+ * on the port it had. A port the kernel picks (port 0) is from that range, and a server restarted
+ * on it could find it taken meanwhile by some process's outgoing connection ("Address already in
+ * use": seen once, in trust.spec's restart after SIGKILL). Free when probed, which another test
+ * may change before the server binds it: `OwnServer` then starts on another.
  */
 export async function freePort(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
@@ -97,26 +121,36 @@ export async function freePort(): Promise<number> {
  * running).
  */
 export class OwnServer {
-  readonly url: string;
   private child: ChildProcess | null = null;
   private exited: Promise<number | null> = Promise.resolve(null);
   private stderr = "";
 
   private constructor(
-    readonly port: number,
+    private port: number,
     readonly dataDir: string,
     private readonly args: string[],
     private readonly env: NodeJS.ProcessEnv,
-  ) {
-    this.url = `http://127.0.0.1:${port}`;
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
   }
 
   /** `env` is added to this process's environment (for `--agent claude`, see `claudeEnv`). */
   static async start(args: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<OwnServer> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-"));
     const server = new OwnServer(await freePort(), dataDir, args, env);
-    await server.start();
-    return server;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await server.start();
+        return server;
+      } catch (error) {
+        // Taken between the probe and the bind: another port, a few times. A restart keeps its port.
+        if (attempt === 5 || !/cannot listen on .*in use/i.test(server.stderr)) throw error;
+        server.port = await freePort();
+        server.stderr = "";
+      }
+    }
   }
 
   /** Starts the server (again: same port, same data folder) and resolves once it answers. */
@@ -228,16 +262,7 @@ export class OwnMock {
     const killOnExit = () => child.kill("SIGKILL");
     process.once("exit", killOnExit);
     child.once("exit", () => process.removeListener("exit", killOnExit));
-    // It prints `mock-anthropic listening on http://127.0.0.1:PORT` once it listens.
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = "";
-      child.stdout!.on("data", (chunk) => {
-        out += chunk;
-        const found = out.match(/listening on (http:\/\/\S+)/);
-        if (found) resolve(found[1]);
-      });
-      child.once("exit", () => reject(new Error(`mock_anthropic exited: ${out}`)));
-    });
+    const url = await printedAddress(child, "mock_anthropic");
     return new OwnMock(url, child, script);
   }
 

@@ -7,7 +7,7 @@ import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ASKBRIDGE, freePort, waitForHydration } from "./helpers";
+import { ASKBRIDGE, printedAddress, waitForHydration } from "./helpers";
 
 // A browser of its own: it signs in with the link, as a person does.
 test.use({ extraHTTPHeaders: {} });
@@ -21,20 +21,19 @@ test("a binary that carries its site, copied alone into an empty folder, serves 
   execFileSync(binary, ["bundle-site", path.resolve(__dirname, "../../target/site")]);
   const elsewhere = path.join(folder, "elsewhere");
   fs.mkdirSync(elsewhere);
-  const port = await freePort();
   const token = "standalone-test-token-0123456789";
   // Nothing points it at a site: not the current folder, not LEPTOS_SITE_ROOT.
   const env = { ...process.env, ASKBRIDGE_TOKEN: token };
   delete env.LEPTOS_SITE_ROOT;
-  const server = spawn(binary, ["serve", "--addr", `127.0.0.1:${port}`, "--data-dir", path.join(folder, "data")], {
+  const server = spawn(binary, ["serve", "--addr", "127.0.0.1:0", "--data-dir", path.join(folder, "data")], {
     cwd: elsewhere,
     env,
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", "pipe", "pipe"],
   });
   let log = "";
   server.stderr!.on("data", (chunk) => (log = (log + chunk).slice(-8_000)));
   try {
-    const url = `http://127.0.0.1:${port}`;
+    const url = await printedAddress(server, "the copied binary");
     await expect
       .poll(async () => (await fetch(`${url}/`, { headers: { Authorization: `Bearer ${token}` } }).catch(() => null))?.status, {
         message: `the copied binary answers (its log: ${log})`,
