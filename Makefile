@@ -4,6 +4,7 @@
 SHELL := /bin/bash
 export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # The build flags are in .cargo/config.toml, for plain cargo too.
+# Each step says "[step] NAME" as it starts: scripts/time-fresh.sh times the steps by these lines.
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
@@ -19,11 +20,13 @@ test: setup
 	$(MAKE) lint
 	$(MAKE) test-rust
 	$(MAKE) test-e2e
+	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
 # The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate: the server
 # (with its tests and examples) and the browser's WASM.
 lint:
+	@echo "[step] lint"
 	cargo fmt --check
 	cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --no-default-features --features hydrate --target wasm32-unknown-unknown -- -D warnings
@@ -31,9 +34,11 @@ lint:
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
 # Postgres or tmux).
 setup:
+	@echo "[step] setup"
 	scripts/setup.sh test
 
 setup-serve:
+	@echo "[step] setup"
 	scripts/setup.sh serve
 
 # The site the server serves (scripts/build-site.mjs): the browser's WASM at its size-optimized
@@ -47,6 +52,7 @@ SITE_STAMP := target/site/hash.txt
 site: setup-serve $(SITE_STAMP)
 
 $(SITE_STAMP): $(SITE_INPUTS)
+	@echo "[step] site"
 	node scripts/build-site.mjs
 
 # The release build: the optimized server, carrying the site (server/site.rs), so that `make run`
@@ -57,6 +63,7 @@ RELEASE_STAMP := target/release/.askbridge-release
 release: setup-serve $(RELEASE_STAMP)
 
 $(RELEASE_STAMP): $(RELEASE_INPUTS) $(SITE_STAMP)
+	@echo "[step] server"
 	cargo build --release --no-default-features --features ssr --bin askbridge
 	target/release/askbridge bundle-site target/site
 	@touch $@
@@ -69,17 +76,20 @@ install: release
 
 # The Claude Code tests run the pinned CLI from node_modules.
 test-rust:
+	@echo "[step] test-rust"
 	cargo test --no-default-features --features ssr
 
 # What the browser tests start: the server (the Rust tests' debug build), the mock API that
 # serves the Claude Code loop, and test_postgres for the team server's.
 test-servers:
+	@echo "[step] test-servers"
 	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example test_postgres
 
 # Playwright in headless Debian Chromium against the debug server and the release site
 # (end2end/playwright.config.ts starts and stops the servers): `make test-e2e` alone builds what
 # it needs.
 test-e2e: site test-servers
+	@echo "[step] test-e2e"
 	npx playwright test --config end2end/playwright.config.ts
 
 size: release

@@ -7,8 +7,10 @@
 #
 # What it cannot make fresh, and a new machine pays for (BUILD-NOTES.md has the figures): the Rust
 # toolchain and its wasm32 target (rustup's home is shared), and Debian's Chromium, tmux and
-# PostgreSQL if this machine has them. Prints the seconds, keeps the whole log in the folder, and
-# records the result in target/bench/fresh-run.json or fresh-test.json, which `make bench` shows.
+# PostgreSQL if this machine has them. Prints the seconds and each step's (the Makefile's
+# "[step] NAME" lines, and the site build's own), keeps the whole log in the folder with each line's
+# second, and records the result in target/bench/fresh-run.json or fresh-test.json, which
+# `make bench` shows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,32 +34,44 @@ fresh() {
 
 LOG="$DIR/$WHAT.log"
 COMMIT="$(git rev-parse --short HEAD)"
+# Each line of output, after the second it came at.
+stamped() {
+  while IFS= read -r line; do printf '%5d %s\n' $(( $(date +%s) - start )) "$line"; done
+}
+# Each step's seconds, from one "[step] NAME" line to the next (a step run twice adds up), as JSON.
+steps() {
+  awk -v end="$1" '
+    / \[step\] / { if (name != "") took[name] += $1 - from; name = $3; from = $1; if (!(name in took)) order[n++] = name }
+    END { if (name != "") took[name] += end - from
+          printf "{"; for (i = 0; i < n; i++) printf "%s\"%s\":%d", (i ? "," : ""), order[i], took[order[i]]; printf "}" }
+  ' "$LOG"
+}
 record() { # seconds, exit status
   mkdir -p target/bench
-  printf '{"what":"%s","seconds":%s,"status":%s,"commit":"%s","date":"%s","load_before":"%s"}\n' \
-    "$WHAT" "$1" "$2" "$COMMIT" "$(date -u +%FT%TZ)" "$LOAD" >"target/bench/fresh-$WHAT.json"
+  printf '{"what":"%s","seconds":%s,"status":%s,"commit":"%s","date":"%s","load_before":"%s","steps":%s}\n' \
+    "$WHAT" "$1" "$2" "$COMMIT" "$(date -u +%FT%TZ)" "$LOAD" "$(steps "$1")" >"target/bench/fresh-$WHAT.json"
+  echo "steps (seconds): $(steps "$1")"
 }
 LOAD="$(cut -d' ' -f1-3 /proc/loadavg)"
 start=$(date +%s)
 echo "fresh $WHAT of $COMMIT in $DIR, from $(date -u +%H:%M:%S)" >&2
 if [ "$WHAT" = test ]; then
   status=0
-  (cd "$DIR/repo" && fresh make test) >"$LOG" 2>&1 || status=$?
+  (cd "$DIR/repo" && fresh make test) 2>&1 | stamped >"$LOG" || status=$?
   took=$(( $(date +%s) - start ))
   record "$took" "$status"
   echo "make test: exit $status after $took s (log: $LOG)"
   exit "$status"
 fi
 
-# make run: until the printed sign-in link serves the page.
-port=$(( 20000 + RANDOM % 20000 ))
+# make run: until the printed sign-in link serves the page. Port 0: the link says which it got.
 (cd "$DIR/repo" && exec setsid env -i HOME="$DIR/home" CARGO_HOME="$DIR/home/.cargo" \
   RUSTUP_HOME="${RUSTUP_HOME:-$HOME/.rustup}" PATH="$DIR/home/.cargo/bin:/usr/local/bin:/usr/bin:/bin" \
-  TERM=dumb LANG=C.UTF-8 make run ARGS="--addr 127.0.0.1:$port --agent scripted") >"$LOG" 2>&1 &
+  TERM=dumb LANG=C.UTF-8 make run ARGS="--addr 127.0.0.1:0 --agent scripted") > >(stamped >"$LOG") 2>&1 &
 maker=$!
 trap 'kill -- -"$maker" 2>/dev/null || true' EXIT
 while kill -0 "$maker" 2>/dev/null; do
-  link=$(grep -o "http://127.0.0.1:$port/[^ ]*" "$LOG" | head -1 || true)
+  link=$(grep -o "http://127.0.0.1:[0-9]*/[^ ]*" "$LOG" | head -1 || true)
   if [ -n "$link" ] && curl -sf -c /dev/null -L "$link" | grep -q "<html"; then
     took=$(( $(date +%s) - start ))
     record "$took" 0
