@@ -24,7 +24,8 @@ fn waits_for(thread: ThreadState) -> &'static str {
     }
 }
 
-pub fn queued_messages(thread: ThreadState) -> impl IntoView {
+/// The queue, at the end of the thread that `scroller` scrolls.
+pub fn queued_messages(thread: ThreadState, scroller: NodeRef<html::Div>) -> impl IntoView {
     let call = ServerCall::<ChangeQueue>::new();
     let queue = Memo::new(move |_| thread.turn.with(|turn| turn.queue.clone()));
     let held = Memo::new(move |_| {
@@ -43,7 +44,7 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
         <For each=move || queue.get() key=|queued| (queued.id.clone(), queued.text.clone()) let:queued>
             {
                 let fresh = !shown_at_start.contains(&queued.id);
-                queued_message(thread, call, queued, fresh)
+                queued_message(thread, call, queued, fresh.then_some(scroller))
             }
         </For>
         <div class="queued-actions" hidden=move || queue.with(Vec::is_empty) || !held.get()>
@@ -57,21 +58,19 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
     }
 }
 
-/// One queued message; `fresh`: queued while this page showed the thread, so it is scrolled into
-/// view (the queue is the thread's end: the thread follows it again).
+/// One queued message; `scroll`: the thread's scroller, when the message was queued while this
+/// page showed the thread, so that it is scrolled into view (the queue is the thread's end: the
+/// thread follows it again).
 fn queued_message(
     thread: ThreadState,
     call: ServerCall<ChangeQueue>,
     queued: QueuedMessage,
-    fresh: bool,
+    scroll: Option<NodeRef<html::Div>>,
 ) -> impl IntoView {
     let QueuedMessage { id, text, attachments, .. } = queued;
-    let article = NodeRef::<html::Article>::new();
-    if fresh {
+    if let Some(scroller) = scroll {
         request_animation_frame(move || {
-            let Some(scroller) = article.get_untracked().and_then(|el| el.closest(".thread").ok().flatten()) else {
-                return;
-            };
+            let Some(scroller) = scroller.try_get_untracked().flatten() else { return };
             thread.following.try_set_value(true);
             scroller.set_scroll_top(scroller.scroll_height());
         });
@@ -95,7 +94,7 @@ fn queued_message(
     };
     let files: Vec<AnyView> = attachments.iter().map(attachment).collect();
     view! {
-        <article class="message queued" data-role="user" aria-label="Queued message" node_ref=article>
+        <article class="message queued" data-role="user" aria-label="Queued message">
             {queued_text(text, editing, editor, save.clone())}
             {files}
             {queued_note(thread, call, editing, save, remove)}
