@@ -7,8 +7,6 @@
 use leptos::html;
 use leptos::prelude::*;
 
-#[cfg(feature = "hydrate")]
-use super::slash::INPUT_ID;
 use super::slash::Key;
 use super::state::use_workspace;
 
@@ -49,128 +47,173 @@ pub fn file_list(
     take: Callback<Key>,
     open: RwSignal<bool>,
 ) -> impl IntoView {
-    let workspace = use_workspace();
-    // The `@` word at the caret, read again as the box's text changes.
-    let word = Memo::new(move |_| {
-        let text = draft.get();
-        let caret = input
-            .get_untracked()
-            .and_then(|el| el.selection_start().ok().flatten())
-            .map_or(text.encode_utf16().count(), |at| at as usize);
-        at_word(&text, caret)
-    });
-    let found = RwSignal::new(Vec::<String>::new());
-    let problem = RwSignal::new(None::<String>);
-    let active = RwSignal::new(0_usize);
-    // Asked for at every change of the word; an answer to a word no longer typed is dropped.
-    Effect::new(move |_| {
-        let Some((_, query)) = word.get() else {
-            open.set(false);
-            return;
-        };
-        active.set(0);
-        let (session, agent) = whose.get_untracked();
-        let workdir = session.is_none().then(|| workspace.new_session.workdir.get_untracked());
-        let agent = session.is_none().then_some(agent);
-        #[cfg(feature = "hydrate")]
-        leptos::task::spawn_local(async move {
-            let listed = crate::api::folder_files(session, workdir, agent, query.clone()).await;
-            if word.with_untracked(|w| w.as_ref().map(|(_, q)| q) != Some(&query)) {
-                return;
-            }
-            match listed {
-                Ok(files) => {
-                    problem.set(None);
-                    found.set(files);
-                }
-                Err(error) => {
-                    found.set(Vec::new());
-                    problem.set(Some(error.to_string()));
-                }
-            }
+    let list = FileList::new(draft, input, open);
+    list.ask_as_typed(whose);
+    keys.set_value(Some(Callback::new(move |key: String| list.on_key(&key))));
+    on_cleanup(move || keys.set_value(None));
+    list.name_the_active_option();
+    list.view(take)
+}
+
+/// The `@` list's state: the word it lists files for, what the server found for it, and the
+/// option the keys have moved to.
+#[derive(Clone, Copy)]
+struct FileList {
+    draft: RwSignal<String>,
+    input: NodeRef<html::Textarea>,
+    open: RwSignal<bool>,
+    /// The `@` word at the caret, read again as the box's text changes.
+    word: Memo<Option<(usize, String)>>,
+    found: RwSignal<Vec<String>>,
+    problem: RwSignal<Option<String>>,
+    active: RwSignal<usize>,
+}
+
+impl FileList {
+    fn new(draft: RwSignal<String>, input: NodeRef<html::Textarea>, open: RwSignal<bool>) -> Self {
+        let word = Memo::new(move |_| {
+            let text = draft.get();
+            let caret = input
+                .get_untracked()
+                .and_then(|el| el.selection_start().ok().flatten())
+                .map_or(text.encode_utf16().count(), |at| at as usize);
+            at_word(&text, caret)
         });
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (session, workdir, agent, query);
-    });
-    let choose = move |index: usize| -> Key {
-        let Some((start, typed)) = word.get_untracked() else { return Key::Pass };
-        let Some(path) = found.with_untracked(|files| files.get(index).cloned()) else { return Key::Pass };
-        let (text, caret) = with_path(&draft.get_untracked(), start, &typed, &path);
-        open.set(false);
+        Self {
+            draft,
+            input,
+            open,
+            word,
+            found: RwSignal::new(Vec::new()),
+            problem: RwSignal::new(None),
+            active: RwSignal::new(0),
+        }
+    }
+
+    /// Asks the server for the files at every change of the word; an answer to a word no longer
+    /// typed is dropped. A word no longer there closes the list.
+    fn ask_as_typed(self, whose: Signal<(Option<String>, String)>) {
+        let workspace = use_workspace();
+        let Self { open, word, found, problem, active, .. } = self;
+        Effect::new(move |_| {
+            let Some((_, query)) = word.get() else {
+                open.set(false);
+                return;
+            };
+            active.set(0);
+            let (session, agent) = whose.get_untracked();
+            let workdir = session.is_none().then(|| workspace.new_session.workdir.get_untracked());
+            let agent = session.is_none().then_some(agent);
+            #[cfg(feature = "hydrate")]
+            leptos::task::spawn_local(async move {
+                let listed = crate::api::folder_files(session, workdir, agent, query.clone()).await;
+                if word.with_untracked(|w| w.as_ref().map(|(_, q)| q) != Some(&query)) {
+                    return;
+                }
+                match listed {
+                    Ok(files) => {
+                        problem.set(None);
+                        found.set(files);
+                    }
+                    Err(error) => {
+                        found.set(Vec::new());
+                        problem.set(Some(error.to_string()));
+                    }
+                }
+            });
+            #[cfg(not(feature = "hydrate"))]
+            let _ = (session, workdir, agent, query, found, problem);
+        });
+    }
+
+    /// The path of option `index` in place of the word; the list closes.
+    fn choose(self, index: usize) -> Key {
+        let Some((start, typed)) = self.word.get_untracked() else { return Key::Pass };
+        let Some(path) = self.found.with_untracked(|files| files.get(index).cloned()) else { return Key::Pass };
+        let (text, caret) = with_path(&self.draft.get_untracked(), start, &typed, &path);
+        self.open.set(false);
         // Once the box holds the new text, the caret goes after the path.
+        let input = self.input;
         request_animation_frame(move || {
             if let Some(el) = input.get_untracked() {
                 let _ = el.set_selection_range(caret as u32, caret as u32);
             }
         });
         Key::Take { text, send: false }
-    };
-    let on_key = move |key: String| -> Key {
-        let count = found.with_untracked(Vec::len);
-        match key.as_str() {
-            "Escape" => open.set(false),
-            "ArrowDown" if count > 0 => active.update(|a| *a = (*a + 1) % count),
-            "ArrowUp" if count > 0 => active.update(|a| *a = (*a + count - 1) % count),
-            "Enter" | "Tab" if count > 0 => return choose(active.get_untracked()),
+    }
+
+    fn on_key(self, key: &str) -> Key {
+        let count = self.found.with_untracked(Vec::len);
+        match key {
+            "Escape" => self.open.set(false),
+            "ArrowDown" if count > 0 => self.active.update(|a| *a = (*a + 1) % count),
+            "ArrowUp" if count > 0 => self.active.update(|a| *a = (*a + count - 1) % count),
+            "Enter" | "Tab" if count > 0 => return self.choose(self.active.get_untracked()),
             _ => return Key::Pass,
         }
         Key::Handled
-    };
-    keys.set_value(Some(Callback::new(on_key)));
-    on_cleanup(move || keys.set_value(None));
-    #[cfg(feature = "hydrate")]
-    {
-        Effect::new(move |_| {
-            let active = (!found.with(Vec::is_empty)).then(|| option_id(active.get()));
-            if let Some(input) = document().get_element_by_id(INPUT_ID) {
-                let _ = input.set_attribute("aria-controls", "file-list");
-                let _ = match active {
-                    Some(id) => input.set_attribute("aria-activedescendant", &id),
-                    None => input.remove_attribute("aria-activedescendant"),
-                };
-            }
-        });
-        on_cleanup(|| {
-            if let Some(input) = document().get_element_by_id(INPUT_ID) {
-                let _ = input.set_attribute("aria-controls", "slash-list");
-                let _ = input.remove_attribute("aria-activedescendant");
-            }
-        });
     }
-    let options = move || {
-        found
-            .get()
-            .into_iter()
-            .enumerate()
-            .map(|(i, path)| {
-                let (folder, name) = match path.rsplit_once('/') {
-                    Some((folder, name)) => (format!("{folder}/"), name.to_string()),
-                    None => (String::new(), path.clone()),
-                };
-                view! {
-                    <li
-                        id=option_id(i)
-                        role="option"
-                        class="slash-option file-option"
-                        aria-selected=move || (active.get() == i).to_string()
-                        // The box keeps the focus (and the keyboard) while an option is clicked.
-                        on:mousedown=|ev| ev.prevent_default()
-                        on:click=move |_| take.run(choose(i))
-                    >
-                        <span class="slash-name">{name}</span>
-                        <span class="slash-hint">{folder}</span>
-                    </li>
+
+    /// While the list is drawn, the box controls it and names its highlighted option
+    /// (`aria-activedescendant`); the `/` list is the box's again after.
+    fn name_the_active_option(self) {
+        #[cfg(feature = "hydrate")]
+        {
+            let Self { input, found, active, .. } = self;
+            Effect::new(move |_| {
+                let active = (!found.with(Vec::is_empty)).then(|| option_id(active.get()));
+                if let Some(input) = input.get_untracked() {
+                    let _ = input.set_attribute("aria-controls", "file-list");
+                    let _ = match active {
+                        Some(id) => input.set_attribute("aria-activedescendant", &id),
+                        None => input.remove_attribute("aria-activedescendant"),
+                    };
                 }
-            })
-            .collect_view()
-    };
-    view! {
-        <ul id="file-list" class="slash-list" role="listbox" aria-label="Files">
-            {options}
-            <li class="file-list-note" role="presentation" hidden=move || problem.with(Option::is_none) && !found.with(Vec::is_empty)>
-                {move || problem.get().unwrap_or_else(|| "No file matches".into())}
+            });
+            on_cleanup(move || {
+                if let Some(input) = input.get_untracked() {
+                    let _ = input.set_attribute("aria-controls", "slash-list");
+                    let _ = input.remove_attribute("aria-activedescendant");
+                }
+            });
+        }
+    }
+
+    fn view(self, take: Callback<Key>) -> impl IntoView {
+        let Self { found, problem, .. } = self;
+        let options =
+            move || found.get().into_iter().enumerate().map(|(i, path)| self.option(i, path, take)).collect_view();
+        view! {
+            <ul id="file-list" class="slash-list" role="listbox" aria-label="Files">
+                {options}
+                <li class="file-list-note" role="presentation" hidden=move || problem.with(Option::is_none) && !found.with(Vec::is_empty)>
+                    {move || problem.get().unwrap_or_else(|| "No file matches".into())}
+                </li>
+            </ul>
+        }
+    }
+
+    /// Option `i`: the file's name, then its folder.
+    fn option(self, i: usize, path: String, take: Callback<Key>) -> impl IntoView {
+        let (folder, name) = match path.rsplit_once('/') {
+            Some((folder, name)) => (format!("{folder}/"), name.to_string()),
+            None => (String::new(), path.clone()),
+        };
+        let active = self.active;
+        view! {
+            <li
+                id=option_id(i)
+                role="option"
+                class="slash-option file-option"
+                aria-selected=move || (active.get() == i).to_string()
+                // The box keeps the focus (and the keyboard) while an option is clicked.
+                on:mousedown=|ev| ev.prevent_default()
+                on:click=move |_| take.run(self.choose(i))
+            >
+                <span class="slash-name">{name}</span>
+                <span class="slash-hint">{folder}</span>
             </li>
-        </ul>
+        }
     }
 }
 

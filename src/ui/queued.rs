@@ -24,7 +24,8 @@ fn waits_for(thread: ThreadState) -> &'static str {
     }
 }
 
-pub fn queued_messages(thread: ThreadState) -> impl IntoView {
+/// The queue, at the end of the thread that `scroller` scrolls.
+pub fn queued_messages(thread: ThreadState, scroller: NodeRef<html::Div>) -> impl IntoView {
     let call = ServerCall::<ChangeQueue>::new();
     let queue = Memo::new(move |_| thread.turn.with(|turn| turn.queue.clone()));
     let held = Memo::new(move |_| {
@@ -43,7 +44,7 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
         <For each=move || queue.get() key=|queued| (queued.id.clone(), queued.text.clone()) let:queued>
             {
                 let fresh = !shown_at_start.contains(&queued.id);
-                queued_message(thread, call, queued, fresh)
+                queued_message(thread, call, queued, fresh.then_some(scroller))
             }
         </For>
         <div class="queued-actions" hidden=move || queue.with(Vec::is_empty) || !held.get()>
@@ -57,21 +58,19 @@ pub fn queued_messages(thread: ThreadState) -> impl IntoView {
     }
 }
 
-/// One queued message; `fresh`: queued while this page showed the thread, so it is scrolled into
-/// view (the queue is the thread's end: the thread follows it again).
+/// One queued message; `scroll`: the thread's scroller, when the message was queued while this
+/// page showed the thread, so that it is scrolled into view (the queue is the thread's end: the
+/// thread follows it again).
 fn queued_message(
     thread: ThreadState,
     call: ServerCall<ChangeQueue>,
     queued: QueuedMessage,
-    fresh: bool,
+    scroll: Option<NodeRef<html::Div>>,
 ) -> impl IntoView {
     let QueuedMessage { id, text, attachments, .. } = queued;
-    let article = NodeRef::<html::Article>::new();
-    if fresh {
+    if let Some(scroller) = scroll {
         request_animation_frame(move || {
-            let Some(scroller) = article.get_untracked().and_then(|el| el.closest(".thread").ok().flatten()) else {
-                return;
-            };
+            let Some(scroller) = scroller.try_get_untracked().flatten() else { return };
             thread.following.try_set_value(true);
             scroller.set_scroll_top(scroller.scroll_height());
         });
@@ -93,13 +92,24 @@ fn queued_message(
         }
         change(QueueChange::Edit { message_id: save_id.clone(), text });
     };
-    let save_on_click = {
-        let save = save.clone();
-        move |_| save()
-    };
-    let original = text.clone();
     let files: Vec<AnyView> = attachments.iter().map(attachment).collect();
-    // The editor takes the focus as it opens.
+    view! {
+        <article class="message queued" data-role="user" aria-label="Queued message">
+            {queued_text(text, editing, editor, save.clone())}
+            {files}
+            {queued_note(thread, call, editing, save, remove)}
+        </article>
+    }
+}
+
+/// The message's text; while `editing`, a box to edit it in, which takes the focus as it opens:
+/// Enter saves, Esc goes back to the text.
+fn queued_text(
+    text: String,
+    editing: RwSignal<bool>,
+    editor: NodeRef<html::Textarea>,
+    save: impl Fn() + Clone + Send + Sync + 'static,
+) -> impl IntoView {
     Effect::new(move |_| {
         if editing.get()
             && let Some(el) = editor.get()
@@ -107,80 +117,95 @@ fn queued_message(
             let _ = el.focus();
         }
     });
+    move || {
+        if editing.get() {
+            queued_editor(text.clone(), editing, editor, save.clone()).into_any()
+        } else {
+            view! { <p class="plain-text">{text.clone()}</p> }.into_any()
+        }
+    }
+}
+
+fn queued_editor(
+    original: String,
+    editing: RwSignal<bool>,
+    editor: NodeRef<html::Textarea>,
+    save: impl Fn() + Send + Sync + 'static,
+) -> impl IntoView {
     view! {
-        <article class="message queued" data-role="user" aria-label="Queued message" node_ref=article>
-            {move || {
-                if editing.get() {
-                    let save = save.clone();
-                    view! {
-                        <textarea
-                            node_ref=editor
-                            class="queued-editor"
-                            aria-label="Edit the queued message"
-                            rows="3"
-                            prop:value=original.clone()
-                            on:keydown=move |ev| {
-                                if ev.is_composing() {
-                                    return;
-                                }
-                                if ev.key() == "Enter" && !ev.shift_key() {
-                                    ev.prevent_default();
-                                    save();
-                                } else if ev.key() == "Escape" {
-                                    ev.prevent_default();
-                                    ev.stop_propagation();
-                                    editing.set(false);
-                                }
-                            }
-                        ></textarea>
-                    }
-                    .into_any()
-                } else {
-                    view! { <p class="plain-text">{text.clone()}</p> }.into_any()
+        <textarea
+            node_ref=editor
+            class="queued-editor"
+            aria-label="Edit the queued message"
+            rows="3"
+            prop:value=original
+            on:keydown=move |ev| {
+                if ev.is_composing() {
+                    return;
                 }
-            }}
-            {files}
-            <p class="queued-note">
-                <span class="queued-when">{move || waits_for(thread)}</span>
-                <span class="queued-buttons">
-                    <button
-                        type="button"
-                        class="link-button"
-                        hidden=move || editing.get()
-                        disabled=move || call.pending()
-                        on:click=move |_| editing.set(true)
-                    >
-                        "Edit"
-                    </button>
-                    <button
-                        type="button"
-                        class="link-button"
-                        hidden=move || !editing.get()
-                        disabled=move || call.pending()
-                        on:click=save_on_click
-                    >
-                        "Save"
-                    </button>
-                    <button
-                        type="button"
-                        class="link-button"
-                        hidden=move || !editing.get()
-                        on:click=move |_| editing.set(false)
-                    >
-                        "Cancel"
-                    </button>
-                    <button
-                        type="button"
-                        class="link-button"
-                        hidden=move || editing.get()
-                        disabled=move || call.pending()
-                        on:click=remove
-                    >
-                        "Remove"
-                    </button>
-                </span>
-            </p>
-        </article>
+                if ev.key() == "Enter" && !ev.shift_key() {
+                    ev.prevent_default();
+                    save();
+                } else if ev.key() == "Escape" {
+                    ev.prevent_default();
+                    ev.stop_propagation();
+                    editing.set(false);
+                }
+            }
+        ></textarea>
+    }
+}
+
+/// When the message will be sent, and its buttons: Edit and Remove, or, while `editing`, Save and
+/// Cancel.
+fn queued_note(
+    thread: ThreadState,
+    call: ServerCall<ChangeQueue>,
+    editing: RwSignal<bool>,
+    save: impl Fn() + Send + Sync + 'static,
+    remove: impl Fn(leptos::ev::MouseEvent) + Send + Sync + 'static,
+) -> impl IntoView {
+    view! {
+        <p class="queued-note">
+            <span class="queued-when">{move || waits_for(thread)}</span>
+            <span class="queued-buttons">
+                <button
+                    type="button"
+                    class="link-button"
+                    hidden=move || editing.get()
+                    disabled=move || call.pending()
+                    on:click=move |_| editing.set(true)
+                >
+                    "Edit"
+                </button>
+                <button
+                    type="button"
+                    class="link-button"
+                    hidden=move || !editing.get()
+                    disabled=move || call.pending()
+                    on:click=move |_| save()
+                >
+                    "Save"
+                </button>
+                <button
+                    type="button"
+                    class="link-button"
+                    hidden=move || !editing.get()
+                    on:click=move |_| editing.set(false)
+                >
+                    "Cancel"
+                </button>
+                <button
+                    type="button"
+                    class="link-button"
+                    hidden=move || editing.get()
+                    disabled=move || call.pending()
+                    on:click=remove
+                >
+                    "Remove"
+                </button>
+            </span>
+        </p>
     }
 }
 

@@ -28,7 +28,7 @@ pub fn ThreadView(thread: ThreadState) -> impl IntoView {
                     <MessageView message=entry.message.into() />
                 </For>
                 {turn_footer(thread)}
-                {super::queued::queued_messages(thread)}
+                {super::queued::queued_messages(thread, scroller)}
             </div>
         </div>
     }

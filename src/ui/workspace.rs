@@ -23,7 +23,7 @@ use super::page_data::PageData;
 use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
-use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
+use super::state::{NewSessionOptions, PageControls, ThreadState, Workspace, use_document_title};
 #[cfg(feature = "ssr")]
 use crate::api::WorkspaceView;
 use crate::api::{SessionView, WorkspaceData};
@@ -121,6 +121,7 @@ impl Workspace {
             claude_sessions,
             default_workdir: StoredValue::new(default_workdir.clone()),
             box_keys: StoredValue::new(None),
+            controls: PageControls::default(),
             new_session: NewSessionOptions {
                 works_in_folder: RwSignal::new(default_workdir.is_some()),
                 workdir: RwSignal::new(default_workdir.unwrap_or_default()),
@@ -230,6 +231,7 @@ fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
     }
     #[cfg(not(feature = "ssr"))]
     {
+        // The data the server wrote into the page, not a component's element.
         let text = leptos::prelude::document()
             .get_element_by_id(PAGE_DATA_ID)
             .and_then(|script| script.text_content())
