@@ -69,7 +69,6 @@ impl Decider {
         let Some(choice) = event
             .target()
             .and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok())
-            // The card's own markup: the decision button the click landed in.
             .and_then(|el| el.closest("[data-d]").ok().flatten())
             .and_then(|el| el.get_attribute("data-d"))
         else {

@@ -94,7 +94,6 @@ fn writing_outside(card: &web_sys::Element) -> bool {
 /// The focus is on another card that waits for the person.
 #[cfg(feature = "hydrate")]
 fn on_another_card(card: &web_sys::Element) -> bool {
-    // Where the focus is in the document as a whole, on purpose: any card of the thread.
     document()
         .active_element()
         .and_then(|active| active.closest(".interaction-card").ok().flatten())
@@ -175,7 +174,6 @@ impl Default for Sentence {
 pub fn bring_into_view(card: &leptos::web_sys::Element, first: Option<&leptos::web_sys::Element>) -> Option<bool> {
     #[cfg(feature = "hydrate")]
     {
-        // Not yet a value: the callers (the cards, Esc in the box) would each need the thread's scroller.
         let scroller = card.closest(".thread").ok().flatten()?;
         let view = scroller.get_bounding_client_rect();
         let rect = card.get_bounding_client_rect();
@@ -207,7 +205,6 @@ pub fn bring_into_view(card: &leptos::web_sys::Element, first: Option<&leptos::w
 #[cfg(feature = "hydrate")]
 fn waiting_card(but: Option<&web_sys::Element>) -> Option<web_sys::HtmlElement> {
     use wasm_bindgen::JsCast;
-    // The thread's cards in their order, across components: no registry of cards holds them yet.
     let cards = document().query_selector_all(".interaction-card[data-state='pending']").ok()?;
     (0..cards.length())
         .filter_map(|i| cards.item(i)?.dyn_into::<web_sys::HtmlElement>().ok())
@@ -223,7 +220,6 @@ pub fn go_to_waiting_card(but: Option<&leptos::web_sys::Element>) -> Option<bool
     {
         use wasm_bindgen::JsCast;
         let card = waiting_card(but)?;
-        // Within the card found above: its first unanswered question, then that question's option.
         let question = card.query_selector(".qc-question.unanswered").ok().flatten();
         let at_end = bring_into_view(&card, question.as_ref()).unwrap_or(true);
         let target = question

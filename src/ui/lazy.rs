@@ -265,7 +265,6 @@ fn load_session_in_chunk(id: String) -> Result<Loading<SessionView>, ChunkMissin
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
 fn read_page_session() -> Result<Option<SessionView>, ChunkMissing> {
     set_event_reader(super::session_pane::apply_live_event);
-    // The data the server wrote into the page, not a component's element.
     let text = document().get_element_by_id(super::page_data::SESSION_DATA_ID).and_then(|s| s.text_content());
     Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
 }
@@ -319,7 +318,6 @@ pub async fn before_hydration() -> Result<(), ChunkMissing> {
         preload_transcript_pane().await?;
         preload_claude_sessions_list().await?;
     }
-    // The server wrote the open session's data into the page (not a component's element).
     if document().get_element_by_id(super::page_data::SESSION_DATA_ID).is_some() {
         // Each split point has a loader of its own: the pane's must be ready too, or its
         // `Suspend` would wait while hydrating and the server's HTML would not be taken over.

@@ -120,7 +120,6 @@ fn follow_links_and_history(location: Location) {
         {
             return;
         }
-        // Any link of the page, whoever drew it: the document as a whole on purpose.
         let Some(anchor) = event
             .target()
             .and_then(|target| target.dyn_into::<web_sys::Element>().ok())

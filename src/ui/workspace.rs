@@ -231,7 +231,6 @@ fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
     }
     #[cfg(not(feature = "ssr"))]
     {
-        // The data the server wrote into the page, not a component's element.
         let text = leptos::prelude::document()
             .get_element_by_id(PAGE_DATA_ID)
             .and_then(|script| script.text_content())

@@ -242,7 +242,6 @@ impl Card {
         });
         let input = self.control(index, |c| c.options.get(chosen.unwrap_or(0)).and_then(|r| r.get_untracked()))?;
         let at_end = self.root.get_untracked().and_then(|root| {
-            // The card's own markup: the question that holds the option.
             let question = input.closest("fieldset").ok().flatten();
             bring_into_view(&root, question.as_ref())
         });
