@@ -191,10 +191,10 @@ mod browser {
     /// Files pasted or dropped anywhere in the composer (the message box first of all) are
     /// attached, for as long as the tray is drawn.
     fn take_what_is_pasted_or_dropped(attachments: Attachments) {
-        let composer = crate::ui::state::use_workspace().controls.composer;
-        let in_composer = move |target: Option<web_sys::EventTarget>| {
-            let el = target.and_then(|t| t.dyn_into::<web_sys::Element>().ok());
-            composer.get_untracked().is_some_and(|composer| el.is_some_and(|el| composer.contains(Some(&el))))
+        let in_composer = |target: Option<web_sys::EventTarget>| {
+            target
+                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                .is_some_and(|el| el.closest(".composer").ok().flatten().is_some())
         };
         let paste = window_event_listener(ev::paste, move |ev| {
             let Some(list) = ev.clipboard_data().and_then(|data| data.files()) else { return };

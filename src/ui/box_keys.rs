@@ -38,7 +38,7 @@ pub fn install() {
                 },
                 None => false,
             },
-            "Tab" if event.shift_key() => next_permission_mode(workspace.controls.mode),
+            "Tab" if event.shift_key() => next_permission_mode(),
             "ArrowUp" | "ArrowDown" if !event.shift_key() => {
                 recall.step(event.key() == "ArrowUp", input, draft, thread)
             }
@@ -103,12 +103,18 @@ impl Recall {
 /// Switches the page's permission mode (the header's, or the new session's) to the next one
 /// offered, as Shift+Tab does in Claude Code; never to bypass, which is confirmed first and chosen
 /// from the list. False when the page has no mode to switch.
-fn next_permission_mode(select: NodeRef<html::Select>) -> bool {
+fn next_permission_mode() -> bool {
     #[cfg(feature = "hydrate")]
     {
         use wasm_bindgen::JsCast;
-        let Some(select) = select.get_untracked() else { return false };
-        // The select's own options.
+        let Some(select) = document()
+            .query_selector("select[aria-label='Permission mode']")
+            .ok()
+            .flatten()
+            .and_then(|el| el.dyn_into::<web_sys::HtmlSelectElement>().ok())
+        else {
+            return false;
+        };
         let Ok(options) = select.query_selector_all("option") else { return false };
         let modes: Vec<String> = (0..options.length())
             .filter_map(|i| options.item(i)?.dyn_into::<web_sys::Element>().ok())
@@ -124,8 +130,5 @@ fn next_permission_mode(select: NodeRef<html::Select>) -> bool {
         true
     }
     #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = select;
-        false
-    }
+    false
 }

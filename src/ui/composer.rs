@@ -15,7 +15,7 @@ use super::kept::Kept;
 
 use super::navigation::{Location, Page, use_location};
 use super::server_call::ServerCall;
-use super::slash::{BoxList, Key};
+use super::slash::{BoxList, INPUT_ID, Key};
 use super::state::{BoxKey, ThreadState, Workspace, use_workspace};
 use crate::api::{InterruptTurn, SendMessage};
 use crate::error::{MAX_MESSAGE_CHARS, validate_message};
@@ -76,7 +76,7 @@ impl ComposerState {
         Self {
             workspace,
             location,
-            input: workspace.controls.message_box,
+            input: NodeRef::new(),
             draft: RwSignal::new(String::new()),
             queued: RwSignal::new(false),
             send_call: ServerCall::new(),
@@ -155,7 +155,7 @@ impl ComposerState {
         // `/model` is the model switch of the page (the header's, or the new session's).
         if let Some(model) = text.trim().strip_prefix("/model").filter(|rest| rest.is_empty() || rest.starts_with(' '))
         {
-            match switch_model(self.workspace.controls.model, model.trim()) {
+            match switch_model(model.trim()) {
                 Ok(()) => self.set_draft(String::new()),
                 Err(problem) => self.send_call.state().problem.set(Some(problem)),
             }
@@ -362,7 +362,6 @@ pub fn Composer(
     view! {
         <form
             class="composer"
-            node_ref=state.workspace.controls.composer
             hidden=move || hidden.get()
             on:submit=move |ev| {
                 ev.prevent_default();
@@ -412,6 +411,7 @@ fn message_box(state: ComposerState) -> impl IntoView {
             rows="1"
             prop:value=move || draft.get()
             on:input=move |ev| state.on_input(ev)
+            id=INPUT_ID
             aria-autocomplete="list"
             aria-controls="slash-list"
             on:keydown=move |ev| state.on_keydown(ev)
@@ -470,10 +470,16 @@ const WORKING: &str = "The agent is working: what you send now is queued for its
 
 /// `/model` in the box: the page's model switch takes the focus, or, with a name, is switched to
 /// it (as if picked). Says why not when the page has none or does not offer that model.
-fn switch_model(select: NodeRef<html::Select>, model: &str) -> Result<(), String> {
+fn switch_model(model: &str) -> Result<(), String> {
     #[cfg(feature = "hydrate")]
     {
-        let select = select.get_untracked().ok_or("This agent offers no models to switch between.")?;
+        use wasm_bindgen::JsCast;
+        let select = document()
+            .query_selector("select[aria-label='Model']")
+            .ok()
+            .flatten()
+            .and_then(|el| el.dyn_into::<web_sys::HtmlSelectElement>().ok())
+            .ok_or("This agent offers no models to switch between.")?;
         if !model.is_empty() {
             let before = select.value();
             select.set_value(model);
@@ -489,7 +495,7 @@ fn switch_model(select: NodeRef<html::Select>, model: &str) -> Result<(), String
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (select, model);
+        let _ = model;
         Ok(())
     }
 }

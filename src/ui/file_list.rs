@@ -7,6 +7,8 @@
 use leptos::html;
 use leptos::prelude::*;
 
+#[cfg(feature = "hydrate")]
+use super::slash::INPUT_ID;
 use super::slash::Key;
 use super::state::use_workspace;
 
@@ -159,10 +161,10 @@ impl FileList {
     fn name_the_active_option(self) {
         #[cfg(feature = "hydrate")]
         {
-            let Self { input, found, active, .. } = self;
+            let Self { found, active, .. } = self;
             Effect::new(move |_| {
                 let active = (!found.with(Vec::is_empty)).then(|| option_id(active.get()));
-                if let Some(input) = input.get_untracked() {
+                if let Some(input) = document().get_element_by_id(INPUT_ID) {
                     let _ = input.set_attribute("aria-controls", "file-list");
                     let _ = match active {
                         Some(id) => input.set_attribute("aria-activedescendant", &id),
@@ -170,8 +172,8 @@ impl FileList {
                     };
                 }
             });
-            on_cleanup(move || {
-                if let Some(input) = input.get_untracked() {
+            on_cleanup(|| {
+                if let Some(input) = document().get_element_by_id(INPUT_ID) {
                     let _ = input.set_attribute("aria-controls", "slash-list");
                     let _ = input.remove_attribute("aria-activedescendant");
                 }

@@ -183,8 +183,8 @@ impl CardLife {
     pub fn let_go_of_focus_when_closed(&self, root: NodeRef<html::Section>) {
         #[cfg(feature = "hydrate")]
         {
+            use wasm_bindgen::JsCast;
             let (phase, following) = (self.phase, self.following);
-            let message_box = super::state::use_workspace().controls.message_box;
             Effect::new(move |was_open: Option<bool>| {
                 let open = phase.with(Phase::is_open);
                 if was_open == Some(true) && !open {
@@ -200,8 +200,8 @@ impl CardLife {
                                 }
                             }
                             None => {
-                                if let Some(message_box) = message_box.get_untracked() {
-                                    _ = message_box.focus();
+                                if let Some(composer) = document().query_selector(".composer-input").ok().flatten() {
+                                    _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
                                 }
                             }
                         }

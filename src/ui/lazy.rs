@@ -173,7 +173,7 @@ fn draw_box_list(bound: BoxList) -> Result<AnyView, ChunkMissing> {
     let BoxList { draft, input, whose, keys, take, files } = bound;
     let list = move || match files.get() {
         true => super::file_list::file_list(draft, input, whose, keys, take, files).into_any(),
-        false => SlashMenu::new(draft, whose).view(input, keys, take).into_any(),
+        false => SlashMenu::new(draft, whose).view(keys, take).into_any(),
     };
     Ok(list.into_any())
 }

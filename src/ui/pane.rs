@@ -2,12 +2,11 @@
 //! banner that says the live stream is down, and the selects of the permission mode and the model
 //! (the welcome page's and the session header's).
 
-use leptos::html;
 use leptos::prelude::*;
 
 use super::icons;
 use super::notify::notify_button;
-use super::state::{PageControls, use_workspace};
+use super::state::use_workspace;
 use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
 use crate::thread::ModelChoice;
@@ -70,11 +69,10 @@ pub fn mode_select(
             }
         }
     };
-    let select = the_pages_select(|controls| controls.mode);
     view! {
         <label class="mode-field">
             <span class="mode-label">"Permissions"</span>
-            <select aria-label="Permission mode" node_ref=select on:change=on_change>{options}</select>
+            <select aria-label="Permission mode" on:change=on_change>{options}</select>
         </label>
     }
 }
@@ -105,24 +103,12 @@ pub fn model_select(
             view! { <option value=value title=hint selected=selected>{label}</option> }
         })
         .collect_view();
-    let select = the_pages_select(|controls| controls.model);
     view! {
         <label class="mode-field">
             <span class="mode-label">"Model"</span>
-            <select aria-label="Model" node_ref=select on:change=move |event| chosen(event_target_value(&event))>
-                {options}
-            </select>
+            <select aria-label="Model" on:change=move |event| chosen(event_target_value(&event))>{options}</select>
         </label>
     }
-}
-
-/// The workspace's handle on the page's model or mode select (`which`), for the message box's
-/// keys; empty again once this select is gone (a redraw's own select is drawn after this one's
-/// cleanup, so it is not the one emptied).
-fn the_pages_select(which: fn(PageControls) -> NodeRef<html::Select>) -> NodeRef<html::Select> {
-    let select = which(use_workspace().controls);
-    on_cleanup(move || select.set(None));
-    select
 }
 
 /// Says when the live stream is down, so that nobody mistakes a quiet thread for an idle agent:

@@ -28,10 +28,7 @@ pub fn SessionList() -> impl IntoView {
         if location.page_untracked() != Page::Home {
             location.navigate("/");
         }
-        // In the message box, to write the new session's first message.
-        if let Some(el) = workspace.controls.message_box.get_untracked() {
-            _ = el.focus();
-        }
+        focus_message_box();
     };
     let pages = ListPages::new(workspace.sessions);
     // Titles that more than one session has: those items show their folder too.
@@ -92,6 +89,15 @@ pub fn SessionList() -> impl IntoView {
                 {workspace.claude_sessions.then(|| claude_sessions_section(location))}
             </nav>
         </aside>
+    }
+}
+
+/// Puts the focus in the message box, to write the new session's first message.
+fn focus_message_box() {
+    #[cfg(feature = "hydrate")]
+    if let Some(el) = document().get_element_by_id(super::slash::INPUT_ID) {
+        use wasm_bindgen::JsCast;
+        _ = el.unchecked_ref::<web_sys::HtmlElement>().focus();
     }
 }
 

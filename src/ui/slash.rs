@@ -10,6 +10,9 @@ use leptos::prelude::*;
 
 use crate::thread::SlashCommand;
 
+/// The message box's id.
+pub const INPUT_ID: &str = "composer-input";
+
 /// Commands shown at once, at most (Claude Code lists about fifty).
 const SHOWN: usize = 60;
 
@@ -108,20 +111,13 @@ impl SlashMenu {
 
     /// The list, above the box; while it is drawn, the box's keys go through `keys` first, and
     /// the box names the highlighted option (`aria-activedescendant`).
-    pub fn view(
-        self,
-        input: NodeRef<leptos::html::Textarea>,
-        keys: StoredValue<Option<Callback<String, Key>>>,
-        take: Callback<Key>,
-    ) -> impl IntoView {
+    pub fn view(self, keys: StoredValue<Option<Callback<String, Key>>>, take: Callback<Key>) -> impl IntoView {
         keys.set_value(Some(Callback::new(move |key: String| self.on_key(&key))));
         on_cleanup(move || keys.set_value(None));
-        #[cfg(not(feature = "hydrate"))]
-        let _ = input;
         #[cfg(feature = "hydrate")]
         Effect::new(move |_| {
             let active = self.active_id();
-            if let Some(input) = input.get_untracked() {
+            if let Some(input) = document().get_element_by_id(INPUT_ID) {
                 let _ = match active {
                     Some(id) => input.set_attribute("aria-activedescendant", &id),
                     None => input.remove_attribute("aria-activedescendant"),

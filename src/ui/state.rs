@@ -42,21 +42,6 @@ pub struct Workspace {
     /// The message box's keys beyond Enter, once the session pane's chunk gave them
     /// (`box_keys::install`); true: the key was taken.
     pub box_keys: StoredValue<Option<Callback<BoxKey, bool>>>,
-    /// The elements that components other than their own reach for.
-    pub controls: PageControls,
-}
-
-/// The elements that other components than the one that draws them act on, handed to them as
-/// values rather than found in the page by a selector: the composer's form and message box (the
-/// session list and a closing card put the focus in the box, the attachments take what is pasted
-/// in the form), and the page's model and permission-mode selects (`/model` and Shift+Tab in the
-/// box), the session header's or the welcome page's, empty while the page shows none.
-#[derive(Clone, Copy, Default)]
-pub struct PageControls {
-    pub composer: NodeRef<html::Form>,
-    pub message_box: NodeRef<html::Textarea>,
-    pub model: NodeRef<html::Select>,
-    pub mode: NodeRef<html::Select>,
 }
 
 /// A key pressed in the message box, for the keys the session pane's chunk gives it

@@ -23,7 +23,7 @@ use super::page_data::PageData;
 use super::pane::{mode_select, pane_header};
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
-use super::state::{NewSessionOptions, PageControls, ThreadState, Workspace, use_document_title};
+use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
 #[cfg(feature = "ssr")]
 use crate::api::WorkspaceView;
 use crate::api::{SessionView, WorkspaceData};
@@ -121,7 +121,6 @@ impl Workspace {
             claude_sessions,
             default_workdir: StoredValue::new(default_workdir.clone()),
             box_keys: StoredValue::new(None),
-            controls: PageControls::default(),
             new_session: NewSessionOptions {
                 works_in_folder: RwSignal::new(default_workdir.is_some()),
                 workdir: RwSignal::new(default_workdir.unwrap_or_default()),
