@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 
-use super::wire::{ContentBlock, ImageSource};
+use crate::agent::messages_api::{ContentBlock, ImageSource};
 use crate::thread::AttachmentRef;
 use crate::thread::attachment::Kind;
 
