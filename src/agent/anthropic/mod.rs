@@ -15,7 +15,6 @@
 mod client;
 mod conversation;
 mod cost;
-pub mod files;
 mod reply;
 mod tools;
 pub mod wire;
@@ -36,7 +35,7 @@ use reply::{Call, IncompleteCall, Reply, ReplyReader, Stop};
 pub use tools::ask_user_question_schema;
 use wire::{InputMessage, MessagesRequest, Role, SystemBlock};
 
-use super::messages_api::ContentBlock;
+use super::messages_api::{ContentBlock, message_content};
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{EventBody, ModelChoice, Usage};
@@ -131,7 +130,7 @@ impl AnthropicAgent {
         }
         if !request.resume {
             let files = &request.attachments;
-            push(&mut messages, Role::User, files::message_content(&request.text, &files.new, &files.bytes));
+            push(&mut messages, Role::User, message_content(&request.text, &files.new, &files.bytes));
         } else if answered.is_empty() && messages.last().is_some_and(|m| m.role == Role::Assistant) {
             // A resume cut short after the model had the answers, in the middle of its reply.
             push(&mut messages, Role::User, vec![ContentBlock::text(crate::agent::CONTINUE)]);

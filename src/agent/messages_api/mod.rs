@@ -1,6 +1,7 @@
 //! The Anthropic Messages API on the wire, as serde types that match its JSON: the content blocks
 //! of its messages (`content.rs`), the token counts it reports (`usage.rs`), and the events of a
-//! streamed reply (`stream.rs`). Both Claude agents speak it: the Messages API agent
+//! streamed reply (`stream.rs`); and a person's message, attached files included, as those blocks
+//! (`files.rs`). Both Claude agents speak it: the Messages API agent
 //! (`agent::anthropic`) over HTTP, and Claude Code, whose stream-json embeds the API's messages
 //! and, with `--include-partial-messages`, its raw events (`agent::claude::protocol`). What only
 //! one of them needs stays with it: the HTTP request in `anthropic/wire.rs`, the CLI's envelopes
@@ -13,12 +14,14 @@
 //! must never break a turn. [`by_type`] applies the rule; each enum lists the types it knows.
 
 mod content;
+mod files;
 mod stream;
 mod usage;
 
 use serde_json::Value;
 
 pub use content::{CacheControl, ContentBlock, ImageSource, Message};
+pub use files::message_content;
 pub use stream::{Delta, ErrorBody, ErrorResponse, Event, MessageDelta};
 pub use usage::{CacheCreation, ServerToolUse, Usage};
 
