@@ -9,6 +9,7 @@
 pub mod anthropic;
 pub mod claude;
 mod error;
+pub mod messages_api;
 pub mod recording;
 mod registry;
 pub mod scripted;

@@ -1,6 +1,6 @@
 //! `POST /v1/messages` with `stream: true`: one attempt at a time, its failures sorted into what a
 //! person can act on (a bad key, a busy API worth retrying, a request the API refused), and the
-//! reply as a stream of [`StreamEvent`]s.
+//! reply as a stream of the Messages API's [`Event`]s.
 
 use std::time::Duration;
 
@@ -9,7 +9,8 @@ use futures::{Stream, StreamExt};
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 
-use super::wire::{ErrorResponse, MessagesRequest, StreamEvent};
+use super::wire::MessagesRequest;
+use crate::agent::messages_api::{ErrorResponse, Event};
 
 /// The API version this client speaks.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -168,7 +169,7 @@ impl MessagesClient {
     pub async fn stream(
         &self,
         request: &MessagesRequest,
-    ) -> Result<impl Stream<Item = Result<StreamEvent, String>> + Send + use<>, ApiError> {
+    ) -> Result<impl Stream<Item = Result<Event, String>> + Send + use<>, ApiError> {
         let response = self
             .http
             .post(&self.url)
@@ -195,7 +196,7 @@ impl MessagesClient {
             tracing::debug!(%status, "unusual success status from the Messages API");
         }
         let events = response.bytes_stream().eventsource().map(|event| match event {
-            Ok(event) => StreamEvent::parse(&event.data),
+            Ok(event) => Event::parse(&event.data),
             Err(error) => Err(format!("the connection was cut ({error})")),
         });
         Ok(events)

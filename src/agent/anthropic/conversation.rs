@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::files::message_content;
-use super::wire::{CacheControl, ContentBlock, ImageSource, InputMessage, Role};
+use super::wire::{InputMessage, Role};
+use crate::agent::messages_api::{CacheControl, ContentBlock, ImageSource, message_content};
 use crate::interaction::InteractionOutcome;
 use crate::question::words;
 use crate::thread::{Block, Image, Message, Role as ThreadRole, ToolCall, ToolStatus};

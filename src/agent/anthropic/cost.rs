@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::wire::ApiUsage;
+use crate::agent::messages_api;
 use crate::thread::Usage;
 
 /// Tokens and dollars over a turn's requests, and how big the conversation was at the last.
@@ -20,19 +20,14 @@ pub(super) struct Spent {
 }
 
 impl Spent {
-    pub(super) fn add(&mut self, usage: &ApiUsage, model: &str) {
+    pub(super) fn add(&mut self, usage: &messages_api::Usage, model: &str) {
         self.replies += 1;
         let n = |v: Option<u64>| v.unwrap_or(0);
         self.input_tokens += n(usage.input_tokens);
         self.cache_write_tokens += n(usage.cache_creation_input_tokens);
         self.cache_read_tokens += n(usage.cache_read_input_tokens);
         self.output_tokens += n(usage.output_tokens);
-        self.context_tokens = Some(
-            n(usage.input_tokens)
-                + n(usage.cache_creation_input_tokens)
-                + n(usage.cache_read_input_tokens)
-                + n(usage.output_tokens),
-        );
+        self.context_tokens = Some(usage.context_tokens());
         if let Some(cost) = cost_usd(model, usage) {
             self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
         }
@@ -60,7 +55,7 @@ fn prices(model: &str) -> Option<(f64, f64)> {
     families.iter().find(|(family, _)| model.contains(family)).map(|(_, prices)| *prices)
 }
 
-fn cost_usd(model: &str, usage: &ApiUsage) -> Option<f64> {
+fn cost_usd(model: &str, usage: &messages_api::Usage) -> Option<f64> {
     let (input, output) = prices(model)?;
     let n = |v: Option<u64>| v.unwrap_or(0) as f64 / 1_000_000.0;
     Some(
@@ -77,11 +72,12 @@ mod tests {
 
     #[test]
     fn cost_follows_the_model_family_and_counts_the_cache() {
-        let usage = ApiUsage {
+        let usage = messages_api::Usage {
             input_tokens: Some(1_000_000),
             output_tokens: Some(100_000),
             cache_creation_input_tokens: Some(1_000_000),
             cache_read_input_tokens: Some(1_000_000),
+            ..Default::default()
         };
         let cost = cost_usd("claude-sonnet-5-5", &usage).unwrap();
         assert!((cost - (2.0 + 1.0 + 2.5 + 0.2)).abs() < 1e-9, "{cost}");

@@ -9,12 +9,12 @@
 //! event and block types) or pull in their own runtime choices. The API is one POST and an SSE
 //! stream, so AskBridge speaks it directly: `reqwest` (rustls on ring: no OpenSSL, nothing for the
 //! browser bundle: server-only), `eventsource-stream` for the SSE framing, and serde types that
-//! match the wire (`wire.rs`), with room for the types the API will add.
+//! match the wire, with room for the types the API will add: the request in `wire.rs`, the
+//! content blocks and the reply's events in `agent::messages_api` (shared with Claude Code).
 
 mod client;
 mod conversation;
 mod cost;
-pub mod files;
 mod reply;
 mod tools;
 pub mod wire;
@@ -33,8 +33,9 @@ use conversation::{outcome_result, push, rebuild, with_cache_breakpoint};
 use cost::Spent;
 use reply::{Call, IncompleteCall, Reply, ReplyReader, Stop};
 pub use tools::ask_user_question_schema;
-use wire::{ContentBlock, InputMessage, MessagesRequest, Role, SystemBlock};
+use wire::{InputMessage, MessagesRequest, Role, SystemBlock};
 
+use super::messages_api::{ContentBlock, message_content};
 use super::{AgentBackend, AgentError, Sink, TurnRequest, TurnSink};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{EventBody, ModelChoice, Usage};
@@ -129,7 +130,7 @@ impl AnthropicAgent {
         }
         if !request.resume {
             let files = &request.attachments;
-            push(&mut messages, Role::User, files::message_content(&request.text, &files.new, &files.bytes));
+            push(&mut messages, Role::User, message_content(&request.text, &files.new, &files.bytes));
         } else if answered.is_empty() && messages.last().is_some_and(|m| m.role == Role::Assistant) {
             // A resume cut short after the model had the answers, in the middle of its reply.
             push(&mut messages, Role::User, vec![ContentBlock::text(crate::agent::CONTINUE)]);
@@ -369,13 +370,16 @@ async fn incomplete_call(sink: &dyn TurnSink, call: &IncompleteCall, limit: u32)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::anthropic::wire::ApiUsage;
+    use crate::agent::messages_api;
 
     #[test]
     fn turns_that_parked_are_paid_by_the_turn_that_completes() {
         let agent = AnthropicAgent::new(AnthropicConfig::new("k")).unwrap();
         let mut spent = Spent::default();
-        spent.add(&ApiUsage { input_tokens: Some(10), output_tokens: Some(5), ..Default::default() }, "claude-haiku");
+        spent.add(
+            &messages_api::Usage { input_tokens: Some(10), output_tokens: Some(5), ..Default::default() },
+            "claude-haiku",
+        );
         agent.carry("s", &spent);
         let usage = agent.usage("s", &spent, Instant::now());
         assert_eq!((usage.input_tokens, usage.output_tokens), (Some(20), Some(10)));

@@ -13,7 +13,7 @@ use tracing::{debug, warn};
 use super::client::ApiError;
 use super::conversation::OTHER_BLOCK_ID;
 use super::tools;
-use super::wire::{ApiUsage, ContentBlock, Delta, StartBlock, StreamEvent};
+use crate::agent::messages_api::{self, ContentBlock, Delta, Event};
 use crate::agent::{AgentError, TurnSink};
 use crate::question::Question;
 
@@ -38,7 +38,7 @@ pub(super) struct Reply {
     pub(super) calls: Vec<Call>,
     pub(super) incomplete_call: Option<IncompleteCall>,
     pub(super) stop_reason: Option<String>,
-    pub(super) usage: ApiUsage,
+    pub(super) usage: messages_api::Usage,
     pub(super) model: String,
 }
 
@@ -84,7 +84,7 @@ pub(super) struct ReplyReader<'a> {
     pub(super) message_id: Option<String>,
     blocks: BTreeMap<usize, Building>,
     stop_reason: Option<String>,
-    pub(super) usage: ApiUsage,
+    pub(super) usage: messages_api::Usage,
     pub(super) model: String,
 }
 
@@ -95,7 +95,7 @@ impl<'a> ReplyReader<'a> {
             message_id: None,
             blocks: BTreeMap::new(),
             stop_reason: None,
-            usage: ApiUsage::default(),
+            usage: messages_api::Usage::default(),
             model: model.to_string(),
         }
     }
@@ -111,7 +111,7 @@ impl<'a> ReplyReader<'a> {
 
     pub(super) async fn read(
         &mut self,
-        events: impl futures::Stream<Item = Result<StreamEvent, String>>,
+        events: impl futures::Stream<Item = Result<Event, String>>,
         cancel: &CancellationToken,
     ) -> Result<Reply, Stop> {
         let mut events = std::pin::pin!(events);
@@ -131,24 +131,26 @@ impl<'a> ReplyReader<'a> {
                 Some(Ok(event)) => event,
             };
             match event {
-                StreamEvent::MessageStart { message } => {
-                    if !message.model.is_empty() {
-                        self.model = message.model;
+                Event::MessageStart { message } => {
+                    if let Some(model) = message.model.filter(|model| !model.is_empty()) {
+                        self.model = model;
                     }
-                    self.usage.update(&message.usage);
+                    if let Some(usage) = &message.usage {
+                        self.usage.update(usage);
+                    }
                 }
-                StreamEvent::ContentBlockStart { index, content_block } => self.start(index, content_block).await?,
-                StreamEvent::ContentBlockDelta { index, delta } => self.delta(index, delta).await?,
-                StreamEvent::ContentBlockStop { index } => self.stop(index).await?,
-                StreamEvent::MessageDelta { delta, usage } => {
+                Event::ContentBlockStart { index, content_block } => self.start(index, content_block).await?,
+                Event::ContentBlockDelta { index, delta } => self.delta(index, delta).await?,
+                Event::ContentBlockStop { index } => self.stop(index).await?,
+                Event::MessageDelta { delta, usage } => {
                     self.stop_reason = delta.stop_reason.or(self.stop_reason.take());
                     if let Some(usage) = usage {
                         self.usage.update(&usage);
                     }
                 }
-                StreamEvent::MessageStop => return Ok(self.finish().await?),
-                StreamEvent::Ping => {}
-                StreamEvent::Error { error } => {
+                Event::MessageStop => return Ok(self.finish().await?),
+                Event::Ping => {}
+                Event::Error { error } => {
                     let status = match error.kind.as_str() {
                         "overloaded_error" => 529,
                         "rate_limit_error" => 429,
@@ -158,27 +160,31 @@ impl<'a> ReplyReader<'a> {
                     let api = ApiError::Status { status, kind: error.kind, message: error.message, retry_after: None };
                     return Err(if self.message_id.is_some() { Stop::Cut(api.to_string()) } else { Stop::Api(api) });
                 }
-                StreamEvent::Unknown { kind, data } => {
+                Event::Other(data) => {
+                    let kind = data.get("type").and_then(Value::as_str).unwrap_or_default();
                     debug!(session = self.sink.session_id(), %kind, %data, "an event type this version does not know");
                 }
             }
         }
     }
 
-    async fn start(&mut self, index: usize, block: StartBlock) -> Result<(), AgentError> {
+    async fn start(&mut self, index: usize, block: ContentBlock) -> Result<(), AgentError> {
         let message_id = self.message().await?;
         let building = match block {
-            StartBlock::Text { text } => {
+            ContentBlock::Text { text, .. } => {
                 if !text.is_empty() {
                     self.sink.text(&message_id, &text).await?;
                 }
                 Building::Text(text)
             }
-            StartBlock::ToolUse { id, name } => {
+            ContentBlock::ToolUse { id, name, .. } => {
                 self.sink.tool_call_started(&message_id, &id, &name).await?;
                 Building::Tool { id, name, json: String::new(), stopped: false, preview: Vec::new() }
             }
-            StartBlock::Other { kind, block } => {
+            // Thinking, a server tool, whatever comes next (or a block no reply holds).
+            block => {
+                let kind = block.kind().to_string();
+                let block = block.into_value();
                 let id = format!("{OTHER_BLOCK_ID}{message_id}_{index}");
                 self.sink.tool_call_started(&message_id, &id, &kind).await?;
                 Building::Other { id, kind, block, deltas: Vec::new() }
@@ -206,7 +212,7 @@ impl<'a> ReplyReader<'a> {
                     self.sink.question_preview(id, name, json, preview).await?;
                 }
             }
-            (Some(Building::Other { deltas, .. }), delta) => deltas.push(delta_value(delta)),
+            (Some(Building::Other { deltas, .. }), delta) => deltas.push(delta.into_value()),
             (_, delta) => {
                 debug!(session = self.sink.session_id(), index, ?delta, "a delta for no block it fits");
             }
@@ -293,16 +299,6 @@ fn parse_input(json: &str) -> Result<Value, serde_json::Error> {
     if json.trim().is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str(json) }
 }
 
-fn delta_value(delta: Delta) -> Value {
-    match delta {
-        Delta::Text { text } => serde_json::json!({"type": "text_delta", "text": text}),
-        Delta::InputJson { partial_json } => {
-            serde_json::json!({"type": "input_json_delta", "partial_json": partial_json})
-        }
-        Delta::Other { delta, .. } => delta,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,8 +307,8 @@ mod tests {
     use crate::interaction::InteractionOutcome;
     use crate::thread::Block;
 
-    fn events(lines: &[&str]) -> impl futures::Stream<Item = Result<StreamEvent, String>> {
-        let parsed: Vec<_> = lines.iter().map(|line| StreamEvent::parse(line)).collect();
+    fn events(lines: &[&str]) -> impl futures::Stream<Item = Result<Event, String>> {
+        let parsed: Vec<_> = lines.iter().map(|line| Event::parse(line)).collect();
         futures::stream::iter(parsed)
     }
 

@@ -114,7 +114,7 @@ async fn tell(
 ) -> Result<(), AgentError> {
     if !request.resume && !request.attachments.new.is_empty() {
         let files = &request.attachments;
-        let content = crate::agent::anthropic::files::message_content(&request.text, &files.new, &files.bytes);
+        let content = crate::agent::messages_api::message_content(&request.text, &files.new, &files.bytes);
         cli.send(ToCli::user_content(serde_json::to_value(content).unwrap_or_default()));
     } else if !request.resume {
         cli.send(ToCli::user_text(&request.text));

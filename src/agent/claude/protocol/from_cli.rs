@@ -1,12 +1,15 @@
 //! What the host reads from the CLI's stdout. Reading is tolerant: unknown fields are ignored,
 //! and a message of a type this build does not know, or one whose known type has an unexpected
 //! shape, becomes [`FromCli::Unknown`] and is logged, never an error. A new CLI release must not
-//! break a session.
+//! break a session. The Messages API objects the lines embed (assistant messages, their content
+//! blocks and usage, raw stream events) are `agent::messages_api`'s, read by its rule: a block,
+//! delta or event of a type it does not know is kept as sent.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::to_cli::ControlResponse;
+use crate::agent::messages_api::{self, ContentBlock, Event, Message};
 
 /// What Claude Code tells the model about a hook call whose host went away while the CLI lived on
 /// (§12, l_hook_eof). AskBridge's CLIs die with the server instead (`process::die_with_the_server`).
@@ -138,61 +141,9 @@ pub struct CompactMetadata {
 /// One content block of an assistant message (several lines may share `message.id`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct AssistantMessage {
-    pub message: ApiMessage,
+    pub message: Message,
     pub parent_tool_use_id: Option<String>,
     pub session_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ApiMessage {
-    pub id: String,
-    pub model: Option<String>,
-    #[serde(default)]
-    pub content: Vec<ContentBlock>,
-    /// This request's tokens (each `assistant` line of a reply repeats them).
-    #[serde(default)]
-    pub usage: Option<ApiUsage>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ContentBlock {
-    Text {
-        text: String,
-    },
-    ToolUse {
-        id: String,
-        name: String,
-        #[serde(default)]
-        input: Value,
-    },
-    ToolResult {
-        tool_use_id: String,
-        #[serde(default)]
-        content: Value,
-        #[serde(default)]
-        is_error: Option<bool>,
-    },
-    Thinking {
-        #[serde(default)]
-        thinking: String,
-    },
-    #[serde(other)]
-    Other,
-}
-
-impl ContentBlock {
-    /// A tool result's content as text (it may be a string or an array of text blocks).
-    pub fn result_text(content: &Value) -> String {
-        match content {
-            Value::String(text) => text.clone(),
-            Value::Array(blocks) => {
-                blocks.iter().filter_map(|b| b.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")
-            }
-            Value::Null => String::new(),
-            other => other.to_string(),
-        }
-    }
 }
 
 /// The CLI's echo of a user turn: tool results after tools ran, or its own notes such as
@@ -243,7 +194,7 @@ pub struct ResultMessage {
     pub session_id: Option<String>,
     pub total_cost_usd: Option<f64>,
     pub duration_ms: Option<u64>,
-    pub usage: Option<ApiUsage>,
+    pub usage: Option<messages_api::Usage>,
     #[serde(default, rename = "modelUsage")]
     pub model_usage: std::collections::HashMap<String, ModelUsage>,
     pub terminal_reason: Option<String>,
@@ -259,27 +210,6 @@ impl ResultMessage {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ApiUsage {
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    #[serde(default)]
-    pub cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
-    pub cache_read_input_tokens: Option<u64>,
-}
-
-impl ApiUsage {
-    /// The conversation's size at this request, and with its reply: input (cached or not) plus
-    /// output, what the next request carries.
-    pub fn context_tokens(&self) -> u64 {
-        [self.input_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens, self.output_tokens]
-            .into_iter()
-            .map(|n| n.unwrap_or(0))
-            .sum()
-    }
-}
-
 /// A model's share of a turn (`result.modelUsage`), for its context window.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -291,50 +221,8 @@ pub struct ModelUsage {
 /// A raw Messages API streaming event (`--include-partial-messages`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct StreamEvent {
-    pub event: ApiEvent,
+    pub event: Event,
     pub parent_tool_use_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ApiEvent {
-    MessageStart {
-        message: StreamMessage,
-    },
-    ContentBlockStart {
-        index: usize,
-        content_block: ContentBlock,
-    },
-    ContentBlockDelta {
-        index: usize,
-        delta: Delta,
-    },
-    ContentBlockStop {
-        index: usize,
-    },
-    MessageDelta,
-    MessageStop,
-    Ping,
-    #[serde(other)]
-    Other,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct StreamMessage {
-    pub id: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Delta {
-    TextDelta {
-        text: String,
-    },
-    InputJsonDelta {
-        partial_json: String,
-    },
-    #[serde(other)]
-    Other,
 }
 
 /// Requests the CLI makes of the host, by `subtype`.
@@ -433,6 +321,44 @@ mod tests {
     }
 
     #[test]
+    fn the_api_objects_in_every_trace_are_read_by_the_messages_api_model() {
+        let (mut blocks, mut events, mut results) = (0, 0, 0);
+        for (file, direction, msg) in trace_lines() {
+            if direction != "from_cli" {
+                continue;
+            }
+            match FromCli::from_value(msg.clone()) {
+                FromCli::Assistant(assistant) => {
+                    assert!(assistant.message.usage.is_some(), "{file}: {msg}");
+                    for block in &assistant.message.content {
+                        blocks += 1;
+                        assert!(!matches!(block, ContentBlock::Other(_)), "{file}: a block not understood: {msg}");
+                    }
+                }
+                FromCli::StreamEvent(stream) => {
+                    events += 1;
+                    let unknown = match &stream.event {
+                        Event::Other(_) => true,
+                        Event::ContentBlockStart { content_block, .. } => {
+                            matches!(content_block, ContentBlock::Other(_))
+                        }
+                        Event::ContentBlockDelta { delta, .. } => matches!(delta, messages_api::Delta::Other(_)),
+                        _ => false,
+                    };
+                    assert!(!unknown, "{file}: not understood: {msg}");
+                }
+                FromCli::Result(result) => {
+                    results += 1;
+                    let usage = result.usage.expect("a result reports its usage");
+                    assert!(usage.server_tool_use.is_some() && usage.cache_creation.is_some(), "{file}: {msg}");
+                }
+                _ => {}
+            }
+        }
+        assert!(blocks > 90 && events > 20 && results > 50, "{blocks} {events} {results}");
+    }
+
+    #[test]
     fn an_unknown_message_type_or_shape_is_kept_not_refused() {
         let unknown = FromCli::parse(r#"{"type":"telepathy","x":1}"#).unwrap();
         assert_eq!(unknown, FromCli::Unknown(json!({"type": "telepathy", "x": 1})));
@@ -446,6 +372,17 @@ mod tests {
         assert_eq!(subtype, FromCli::System(SystemMessage::Other(json!({"subtype": "dreaming", "x": 1}))));
         let init = FromCli::parse(r#"{"type":"system","subtype":"init","tools":7}"#).unwrap();
         assert!(matches!(init, FromCli::System(SystemMessage::Other(_))), "{init:?}");
+        // Inside a line, a Messages API block or event of a type this build does not know is kept
+        // as sent, and the line is understood.
+        let line = r#"{"type":"assistant","message":{"id":"m","content":[{"type":"thinking","thinking":"Hmm"}]}}"#;
+        let FromCli::Assistant(assistant) = FromCli::parse(line).unwrap() else { panic!("{line}") };
+        assert_eq!(
+            assistant.message.content,
+            vec![ContentBlock::Other(json!({"type": "thinking", "thinking": "Hmm"}))]
+        );
+        let line = r#"{"type":"stream_event","event":{"type":"message_annotation"}}"#;
+        let FromCli::StreamEvent(stream) = FromCli::parse(line).unwrap() else { panic!("{line}") };
+        assert_eq!(stream.event, Event::Other(json!({"type": "message_annotation"})));
         let request = FromCli::parse(r#"{"type":"control_request","request_id":"r","request":{"subtype":"x"}}"#);
         assert_eq!(
             request.unwrap(),

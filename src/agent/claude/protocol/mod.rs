@@ -1,7 +1,7 @@
 //! The Claude Code CLI's stream-json control protocol, as serde types that match the wire
 //! (captured from CLI 2.1.332; see `../shared/protocol/claude-cli.md`): what the host writes
 //! (`to_cli.rs`: messages, requests, and the answers in the CLI's form) and what it reads
-//! (`from_cli.rs`).
+//! (`from_cli.rs`). The Messages API objects inside its lines are `agent::messages_api`'s.
 
 mod from_cli;
 mod to_cli;
@@ -9,9 +9,8 @@ mod to_cli;
 pub(crate) mod traces;
 
 pub use from_cli::{
-    ApiEvent, ApiMessage, ApiUsage, AssistantMessage, CanUseTool, CliInfo, CliRequest, CompactMetadata, ContentBlock,
-    Delta, EchoContent, FromCli, HookCallback, Init, ResultMessage, Status, StreamEvent, StreamMessage, SystemMessage,
-    TOLD_ON_HOOK_EOF, TOLD_WHEN_KILLED, UserEcho,
+    AssistantMessage, CanUseTool, CliInfo, CliRequest, CompactMetadata, EchoContent, FromCli, HookCallback, Init,
+    ResultMessage, Status, StreamEvent, SystemMessage, TOLD_ON_HOOK_EOF, TOLD_WHEN_KILLED, UserEcho,
 };
 pub use to_cli::{
     ControlResponse, HookDecision, HookOutput, HostRequest, PermissionReply, PreToolUse, Reply, ToCli, UserContent,

@@ -32,7 +32,7 @@ impl ToCli {
     }
 
     /// A user message of content blocks: the text and the files attached to it, as the Messages
-    /// API writes them (`agent::anthropic::files`).
+    /// API writes them (`agent::messages_api::message_content`).
     pub fn user_content(content: Value) -> Self {
         Self::User {
             message: UserContent { role: "user".into(), content },

@@ -17,10 +17,11 @@ use self::waiting::{Asking, Waiting};
 use self::writer::ThreadWriter;
 use super::process::{CliProcess, Output};
 use super::protocol::{
-    CanUseTool, CliRequest, CompactMetadata, ContentBlock, FromCli, HookOutput, HostRequest, Init, Reply,
-    ResultMessage, Status, SystemMessage, ToCli, UserEcho, allow, deny, hook_defer, hook_deny,
+    CanUseTool, CliRequest, CompactMetadata, FromCli, HookOutput, HostRequest, Init, Reply, ResultMessage, Status,
+    SystemMessage, ToCli, UserEcho, allow, deny, hook_defer, hook_deny,
 };
 use super::reply::{Answer, HookAnswers};
+use crate::agent::messages_api::ContentBlock;
 use crate::agent::{AgentError, Sink, TurnRequest};
 use crate::approval::PermissionMode;
 use crate::question::is_question_tool;
@@ -304,7 +305,7 @@ impl<'a> Turn<'a> {
         }
         let subagent = echo.parent_tool_use_id.is_some();
         for block in echo.tool_results() {
-            let ContentBlock::ToolResult { tool_use_id, content, is_error } = block else { continue };
+            let ContentBlock::ToolResult { tool_use_id, content, is_error, .. } = block else { continue };
             if subagent && !self.thread.shows(&tool_use_id) {
                 continue;
             }

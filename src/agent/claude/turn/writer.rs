@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use super::super::protocol::{ApiEvent, ApiMessage, ContentBlock, Delta};
+use crate::agent::messages_api::{ContentBlock, Delta, Event, Message};
 use crate::agent::{AgentError, Sink};
 use crate::question::{Question, is_question_tool};
 
@@ -65,13 +65,13 @@ impl ThreadWriter {
     }
 
     /// One of the main agent's raw Messages API events (`--include-partial-messages`).
-    pub(super) async fn stream_event(&mut self, event: ApiEvent) -> Result<(), AgentError> {
+    pub(super) async fn stream_event(&mut self, event: Event) -> Result<(), AgentError> {
         match event {
-            ApiEvent::MessageStart { message } => {
+            Event::MessageStart { message } => {
                 self.ensure_message(&message.id).await?;
                 self.stream_message = Some(message.id);
             }
-            ApiEvent::ContentBlockStart { index, content_block: ContentBlock::ToolUse { id, name, .. } } => {
+            Event::ContentBlockStart { index, content_block: ContentBlock::ToolUse { id, name, .. } } => {
                 let message = self.stream_message.clone().unwrap_or_default();
                 let ours = self.ensure_message(&message).await?;
                 if self.started_tools.insert(id.clone()) {
@@ -82,7 +82,7 @@ impl ThreadWriter {
                 }
                 self.block_tools.insert((message, index), id);
             }
-            ApiEvent::ContentBlockDelta { index, delta } => self.block_delta(index, delta).await?,
+            Event::ContentBlockDelta { index, delta } => self.block_delta(index, delta).await?,
             _ => {}
         }
         Ok(())
@@ -91,12 +91,12 @@ impl ThreadWriter {
     async fn block_delta(&mut self, index: usize, delta: Delta) -> Result<(), AgentError> {
         let message = self.stream_message.clone().unwrap_or_default();
         match delta {
-            Delta::TextDelta { text } => {
+            Delta::Text { text } => {
                 let ours = self.ensure_message(&message).await?;
                 self.streamed_text.insert(message);
                 self.sink.text(&ours, &text).await?;
             }
-            Delta::InputJsonDelta { partial_json } => {
+            Delta::InputJson { partial_json } => {
                 if let Some(tool) = self.block_tools.get(&(message, index))
                     && !self.ready_tools.contains(tool)
                     && !partial_json.is_empty()
@@ -109,23 +109,23 @@ impl ThreadWriter {
                     }
                 }
             }
-            Delta::Other => {}
+            Delta::Other(_) => {}
         }
         Ok(())
     }
 
     /// One of the main agent's `assistant` lines: its text (unless it streamed), its tool calls.
-    pub(super) async fn assistant(&mut self, message: ApiMessage) -> Result<(), AgentError> {
+    pub(super) async fn assistant(&mut self, message: Message) -> Result<(), AgentError> {
         if let Some(usage) = &message.usage {
             self.context_tokens = Some(usage.context_tokens());
         }
         let ours = self.ensure_message(&message.id).await?;
         for block in message.content {
             match block {
-                ContentBlock::Text { text } if !self.streamed_text.contains(&message.id) => {
+                ContentBlock::Text { text, .. } if !self.streamed_text.contains(&message.id) => {
                     self.sink.text(&ours, &text).await?;
                 }
-                ContentBlock::ToolUse { id, name, input } => self.show_tool_call(&ours, &id, &name, input).await?,
+                ContentBlock::ToolUse { id, name, input, .. } => self.show_tool_call(&ours, &id, &name, input).await?,
                 _ => {}
             }
         }

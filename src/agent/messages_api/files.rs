@@ -1,7 +1,6 @@
 //! The person's message as the model reads it, files included (issue 21): its text, then each
 //! attached file, as the Messages API's own blocks. Claude Code's stream-json user message takes
-//! the same content array, so both backends send what this writes (Claude Code's takes it from
-//! here: these are the API's blocks).
+//! the same content array, so both backends send what this writes.
 //!
 //! An image goes as an `image` block with its bytes in base64. A text file goes as a `text` block
 //! that names it, `File: notes.txt` and a blank line before its contents: every agent reads a
@@ -14,7 +13,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 
-use super::wire::{ContentBlock, ImageSource};
+use super::{ContentBlock, ImageSource};
 use crate::thread::AttachmentRef;
 use crate::thread::attachment::Kind;
 
@@ -29,7 +28,7 @@ pub fn message_content(text: &str, files: &[AttachmentRef], bytes: &HashMap<Stri
 }
 
 /// One attached file as a block: an image, or a text block that names the file.
-pub fn file_block(file: &AttachmentRef, bytes: &HashMap<String, Arc<[u8]>>) -> ContentBlock {
+fn file_block(file: &AttachmentRef, bytes: &HashMap<String, Arc<[u8]>>) -> ContentBlock {
     let name = file.name.as_deref().unwrap_or("attached file");
     let Some(content) = bytes.get(&file.hash) else {
         return ContentBlock::text(format!("[The attached file {name} is no longer stored on the server.]"));
