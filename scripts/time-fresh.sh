@@ -22,7 +22,7 @@ mkdir -p "$DIR/home/.cargo/bin"
 git clone --quiet --no-hardlinks "$PWD" "$DIR/repo"
 # Only rustup's own proxies (cargo, rustc, …): what a machine with a Rust toolchain has.
 RUSTUP_BIN="$(command -v rustup)"
-for tool in cargo rustc rustdoc rustfmt cargo-clippy clippy-driver rust-gdb rust-lldb; do
+for tool in cargo rustc rustdoc rustfmt cargo-fmt cargo-clippy clippy-driver rust-gdb rust-lldb; do
   ln -s "$RUSTUP_BIN" "$DIR/home/.cargo/bin/$tool"
 done
 ln -s "$RUSTUP_BIN" "$DIR/home/.cargo/bin/rustup"
