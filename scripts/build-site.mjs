@@ -10,7 +10,7 @@
 // compile cargo-leptos (9 to 12 minutes of 2 cores, BENCHMARKS.md §7). What needs Rust libraries
 // (the split and wasm-bindgen) is tools/wasm-bundle; the rest are npm binaries: wasm-opt
 // (binaryen), lightningcss, terser.
-import { execFile, execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -34,6 +34,12 @@ const started = Date.now();
 const say = (what) => console.error(`\x1b[1;34m[site]\x1b[0m ${what} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
 const run = (command, args, env = {}) =>
   execFileSync(command, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, ...env } });
+// The same, started at once: resolves when it has exited successfully.
+const begun = (command, args, env = {}) => new Promise((done, fail) => {
+  const child = spawn(command, args, { cwd: root, stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, ...env } });
+  child.once("error", fail);
+  child.once("exit", (code, signal) => (code === 0 ? done() : fail(new Error(`${command} ${args.join(" ")}: ${code ?? signal}`))));
+});
 
 const site = join(target, "site");
 const staging = join(target, "site.building");
@@ -41,20 +47,25 @@ const pkg = join(staging, "pkg");
 rmSync(staging, { recursive: true, force: true });
 mkdirSync(pkg, { recursive: true });
 
+// The tool of step 2 compiles meanwhile (on a first run, about two minutes): the WASM's last
+// minute is its link, on one core.
+const tool = begun("cargo", ["build", "--quiet", "--profile", "tool", "-p", "wasm-bundle"]);
+tool.catch(() => {}); // awaited, and reported, at step 2
+
 // 1. The browser crate. The split reads the linker's relocations, hence --emit-relocs; RUSTFLAGS
 // replaces .cargo/config.toml's flags, so they are repeated here. A target folder of its own, as
 // cargo-leptos had: these flags would otherwise rebuild the checks' WASM dependencies. Leptos reads
 // LEPTOS_OUTPUT_NAME as it compiles (leptos_config's defaults); without it the module differs.
 const front = join(target, "front");
-run("cargo", [
+await begun("cargo", [
   "build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features", "--features", "hydrate",
   "--profile", "wasm-release", "--target-dir", front,
 ], { RUSTFLAGS: "--cfg erase_components -Clink-args=--emit-relocs", LEPTOS_OUTPUT_NAME: NAME });
 say("the browser's WASM is compiled");
 
 // 2. Split and bind (tools/wasm-bundle), then optimize each module, both at once.
-run("cargo", ["run", "--quiet", "--profile", "tool", "-p", "wasm-bundle", "--",
-  join(front, "wasm32-unknown-unknown/wasm-release", `${NAME}.wasm`), pkg, NAME]);
+await tool;
+run(join(target, "tool", "wasm-bundle"), [join(front, "wasm32-unknown-unknown/wasm-release", `${NAME}.wasm`), pkg, NAME]);
 say("split and bound");
 const modules = readdirSync(pkg).filter((name) => name.endsWith(".wasm"));
 const wasmOpt = join(root, "node_modules/.bin/wasm-opt");
