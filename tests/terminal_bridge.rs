@@ -147,8 +147,10 @@ impl Bridge {
     async fn terminal(&self) -> Result<Terminal, Failed> {
         // The hook looks for the call in the transcript until it is there (`FIND_CALL_FOR`): on two
         // loaded cores the CLI has written it more than 5 s late, and these tests check that the
-        // card is the transcript's call.
-        let env = [("ASKBRIDGE_HOOK_FIND_CALL_FOR", "120s")];
+        // card is the transcript's call. Likewise the server's first answer, which a live server
+        // on those cores has given after more than the hook's 150 ms (`REACH_WITHIN`): the
+        // terminal then asked by itself, and no card came.
+        let env = [("ASKBRIDGE_HOOK_FIND_CALL_FOR", "120s"), ("ASKBRIDGE_HOOK_REACH_WITHIN", "10s")];
         let terminal = Terminal::start(&self.home, &self.home.project(), &[], &env).map_err(err)?;
         terminal.wait_for("manual mode on", UI_START).await.map_err(err)?;
         Ok(terminal)

@@ -40,6 +40,9 @@ function claudeHome(mockURL: string): { home: string; project: string; env: Reco
     ANTHROPIC_API_KEY: API_KEY,
     // The machine runs tests as root.
     IS_SANDBOX: "1",
+    // The hook takes a server slower than 150 ms for one that is down, and the terminal asks by
+    // itself: on two cores busy with the other workers a live server has been that slow.
+    ASKBRIDGE_HOOK_REACH_WITHIN: "10s",
   };
   const project = path.join(home, "project");
   const config = env.CLAUDE_CONFIG_DIR;

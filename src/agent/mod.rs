@@ -6,10 +6,12 @@
 //! and puts questions and approvals to the person through the bridge), and tests use a
 //! [`RecordingSink`].
 
+pub mod acp;
 pub mod anthropic;
 pub mod claude;
 mod error;
 pub mod messages_api;
+mod process_tree;
 pub mod recording;
 mod registry;
 pub mod scripted;

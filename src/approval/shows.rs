@@ -52,6 +52,18 @@ impl Shows {
     }
 }
 
+impl Shows {
+    /// A file's change from `old` to `new` (a file that is new when `old` is `None`), as agents
+    /// that send the texts rather than the edit (ACP's `diff` content) give it.
+    pub fn file_change(path: &str, old: Option<&str>, new: &str) -> Self {
+        let mut lines = Vec::new();
+        diff_lines(old.unwrap_or_default(), new, &mut lines);
+        let more = lines.len().saturating_sub(MAX_DIFF_LINES);
+        lines.truncate(MAX_DIFF_LINES);
+        Self::File { path: path.into(), diff: lines, more }
+    }
+}
+
 fn json(input: &Value) -> Shows {
     Shows::Json { pretty: serde_json::to_string_pretty(input).unwrap_or_default() }
 }

@@ -5,30 +5,43 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use clap::ValueEnum;
 use tracing::info;
 
 use super::cli::{AgentChoice, BoxError, ServeArgs};
+use crate::agent::acp::{AcpAgent, AcpConfig};
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use crate::agent::claude::{AgentEnv, ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::agent::{AgentBackend, Agents};
 
 /// Every agent that can work on this machine, `--agent`'s the default for new sessions: Claude
-/// Code when found and signed in, the Messages API with a key, and the offline demo always.
+/// Code when found and signed in, the Messages API with a key, the offline demo always, and each
+/// `--acp` agent.
 pub(super) fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
     let environment = Environment::of_this_process();
-    let (auto, why) = choose_agent(args, &environment);
-    let choice = match args.agent {
-        AgentChoice::Auto => {
+    let mut acp = acp_agents(args)?;
+    let chosen = match AgentChoice::from_str(&args.agent, true) {
+        Ok(AgentChoice::Auto) => {
+            let (auto, why) = choose_agent(args, &environment);
             info!(agent = ?auto, "--agent auto: {why}");
-            auto
+            Some(auto)
         }
-        chosen => chosen,
+        Ok(chosen) => Some(chosen),
+        Err(_) => None,
     };
-    let default = build_agent(args, choice)?;
+    let default = match chosen {
+        Some(choice) => build_agent(args, choice)?,
+        None => {
+            let at = acp.iter().position(|agent| agent.name() == args.agent).ok_or_else(|| {
+                format!("--agent {}: no such agent (give it with --acp {}=COMMAND)", args.agent, args.agent)
+            })?;
+            acp.remove(at)
+        }
+    };
     let mut others = Vec::new();
     for other in [AgentChoice::Claude, AgentChoice::Anthropic, AgentChoice::Scripted] {
-        if other == choice || !can_work(args, &environment, other) {
+        if Some(other) == chosen || !can_work(args, &environment, other) {
             continue;
         }
         match build_agent(args, other) {
@@ -36,7 +49,37 @@ pub(super) fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, Bo
             Err(error) => info!(agent = ?other, %error, "not offered to new sessions"),
         }
     }
+    others.extend(acp);
     Ok(Arc::new(Agents::new(default, others)))
+}
+
+/// The `--acp` agents, each working in `--workdir`.
+fn acp_agents(args: &ServeArgs) -> Result<Vec<Arc<dyn AgentBackend>>, BoxError> {
+    if args.acp.is_empty() {
+        return Ok(Vec::new());
+    }
+    let workdir = match &args.workdir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    let mut agents: Vec<Arc<dyn AgentBackend>> = Vec::new();
+    for spec in &args.acp {
+        let mut config = AcpConfig::parse(spec, workdir.clone(), AgentEnv::new(&args.agent_env)?)?;
+        if ["auto", "scripted", "claude", "anthropic"].contains(&config.name)
+            || agents.iter().any(|agent| agent.name() == config.name)
+        {
+            return Err(format!("--acp {spec}: the name {} is taken", config.name).into());
+        }
+        // A key given as a file reaches the agent as its variable (the file stays ours).
+        if args.api_key_file.is_some()
+            && let Some(key) = api_key(args)?
+        {
+            config.launch.env.push(("ANTHROPIC_API_KEY".to_string(), key));
+        }
+        info!(agent = config.name, program = config.launch.program, "ACP agent offered");
+        agents.push(Arc::new(AcpAgent::new(config)));
+    }
+    Ok(agents)
 }
 
 /// Whether `agent` can work here besides the one `--agent` picked.

@@ -97,11 +97,18 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_LEASE", value_parser = humantime::parse_duration, default_value = "15s")]
     pub lease: std::time::Duration,
 
-    /// The agent new sessions talk to. auto: Claude Code if a working one is installed (on PATH or
-    /// --claude-bin, logged in or with an API key), else the Messages API if an API key is set,
-    /// else the offline scripted demo.
-    #[arg(long, env = "ASKBRIDGE_AGENT", value_enum, default_value_t = AgentChoice::Auto)]
-    pub agent: AgentChoice,
+    /// The agent new sessions talk to: auto, scripted, claude, anthropic, or the NAME of an --acp
+    /// agent. auto: Claude Code if a working one is installed (on PATH or --claude-bin, logged in
+    /// or with an API key), else the Messages API if an API key is set, else the offline demo.
+    #[arg(long, env = "ASKBRIDGE_AGENT", default_value = "auto", value_parser = parse_agent)]
+    pub agent: String,
+
+    /// An agent that speaks the Agent Client Protocol, offered beside the others: NAME=COMMAND,
+    /// the command split as a shell would (no shell runs it), e.g. --acp gemini="gemini --acp".
+    /// Repeat it for several. It works in --workdir, and gets the environment Claude Code gets
+    /// (plus --agent-env).
+    #[arg(long = "acp", value_name = "NAME=COMMAND")]
+    pub acp: Vec<String>,
 
     /// A scenario file (TOML) for the scripted agent; without it, the built-in demo plays.
     #[arg(long, env = "ASKBRIDGE_SCENARIO")]
@@ -294,6 +301,18 @@ fn parse_push_contact(contact: &str) -> Result<String, String> {
     Ok(contact.to_string())
 }
 
+/// `--agent`: one of [`AgentChoice`], or a name an `--acp` agent may have.
+fn parse_agent(name: &str) -> Result<String, String> {
+    let name = name.trim();
+    if AgentChoice::from_str(name, true).is_ok() {
+        return Ok(name.to_ascii_lowercase());
+    }
+    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Ok(name.to_string());
+    }
+    Err(format!("“{name}” is not an agent: auto, scripted, claude, anthropic, or the NAME of an --acp agent"))
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AgentChoice {
     /// Claude Code if a working one is found, else the Messages API with a key, else scripted.
@@ -315,7 +334,7 @@ mod tests {
         let cli = Cli::try_parse_from(["askbridge", "serve"]).unwrap();
         let Command::Serve(args) = cli.command else { panic!("serve") };
         assert_eq!(args.addr, "127.0.0.1:3000".parse().unwrap());
-        assert_eq!(args.agent, AgentChoice::Auto);
+        assert_eq!(args.agent, "auto");
         assert_eq!(args.data_dir, PathBuf::from("data"));
         assert_eq!(args.question_timeout, None);
     }

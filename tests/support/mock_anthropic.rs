@@ -275,6 +275,14 @@ impl MockAnthropic {
         self.shared.requests()
     }
 
+    /// From now on, answers the requests an agent makes beside the conversation with `text`,
+    /// leaving the script and the recorded requests to the conversation: requests that offer no
+    /// tools (Claude's title for a session) and Claude Code's prompt suggestions ("[SUGGESTION
+    /// MODE: …"), which Claude's ACP adapter makes around each turn (fixtures/acp/*.api.jsonl).
+    pub fn answer_side_requests(&self, text: &str) {
+        self.shared.lock().side = Some(text.to_string());
+    }
+
     /// Appends a reply to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.lock().script.push_back(reply);
@@ -362,12 +370,14 @@ struct Inner {
     requests: Vec<Value>,
     /// Replies served so far (scripted or not), for the message ids.
     served: usize,
+    /// The reply to requests beside the conversation, when they are answered apart.
+    side: Option<String>,
 }
 
 impl Shared {
     fn new(script: Vec<Reply>) -> Self {
         Shared {
-            inner: Mutex::new(Inner { script: script.into(), requests: Vec::new(), served: 0 }),
+            inner: Mutex::new(Inner { script: script.into(), requests: Vec::new(), served: 0, side: None }),
             seen: watch::Sender::new(0),
         }
     }
@@ -388,6 +398,10 @@ impl Shared {
             // The first reply meant for this request: one without a condition, or whose text is
             // in the request's messages.
             let messages = request.get("messages").map(Value::to_string).unwrap_or_default();
+            if let Some(side) = inner.side.clone().filter(|_| is_side_request(&request, &messages)) {
+                inner.served += 1;
+                return (Reply::text(&side), inner.served);
+            }
             let fits = |reply: &Reply| reply.when.as_ref().is_none_or(|when| messages.contains(when.as_str()));
             let position = inner.script.iter().position(fits);
             inner.requests.push(request);
@@ -398,6 +412,12 @@ impl Shared {
         self.seen.send_replace(count);
         (reply, number)
     }
+}
+
+/// A request an agent makes beside the conversation (see [`MockAnthropic::answer_side_requests`]).
+fn is_side_request(request: &Value, messages: &str) -> bool {
+    let no_tools = request.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty);
+    no_tools || messages.contains("[SUGGESTION MODE:")
 }
 
 fn router(shared: Arc<Shared>) -> Router {

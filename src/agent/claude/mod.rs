@@ -12,7 +12,6 @@ mod config;
 mod environment;
 mod plan_file;
 mod process;
-mod process_tree;
 pub mod protocol;
 mod reply;
 mod start;
@@ -361,7 +360,7 @@ struct KillTreeOnDrop(Option<u32>);
 impl Drop for KillTreeOnDrop {
     fn drop(&mut self) {
         if let Some(pid) = self.0 {
-            process_tree::Tree::of(pid).kill();
+            crate::agent::process_tree::Tree::of(pid).kill();
         }
     }
 }

@@ -14,8 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use super::environment::{AgentEnv, SESSION_MARKER};
-use super::process_tree::Tree;
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
+use crate::agent::process_tree::{Tree, die_with_the_server};
 
 /// Lines of stderr kept to explain an exit.
 const STDERR_TAIL: usize = 20;
@@ -126,35 +126,6 @@ impl Requester {
             Ok(Err(_)) => Err(RequestError::NotRunning),
             Err(_) => Err(RequestError::NoAnswer(timeout.as_secs())),
         }
-    }
-}
-
-/// Makes the CLI die (SIGKILL) the moment the server does, however it dies.
-///
-/// A CLI that outlives a killed server sees its stdin close and answers what it was asking
-/// by itself: "The user doesn't want to take this action right now" reaches the model (protocol
-/// §12, l_hook_eof), for a question the person may have answered a moment before. Killed
-/// instead, it tells the model nothing; its transcript keeps the call without a result (a
-/// parked call stays parked, and `--resume` asks it again), and the next message tells the
-/// model the call was interrupted ([`TOLD_WHEN_KILLED`]). Captured with CLI 2.1.332.
-///
-/// The kernel signals the child when the *thread* that started it ends. The CLI is started from
-/// the runtime's worker threads, which live as long as the server (never from a blocking-pool
-/// thread, which ends when idle).
-fn die_with_the_server(command: &mut Command) {
-    let server = std::process::id();
-    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The server died between the fork and the prctl: nobody would signal this one.
-            if libc::getppid() as u32 != server {
-                return Err(std::io::Error::other("the server is gone"));
-            }
-            Ok(())
-        });
     }
 }
 

@@ -1,4 +1,4 @@
-//! Everything a CLI started, found through `/proc`, and ended with it. Claude Code runs each Bash
+//! Everything an agent's process started, found through `/proc`, and ended with it. Claude Code runs each Bash
 //! command in a session of its own (`setsid`: its own process group too), so a signal to the
 //! CLI's process group misses them; a command that outlived its CLI would run on, unseen (seen
 //! with CLI 2.1.332: after stdin closed mid-command, killing the CLI's group left `bash` and its
@@ -40,7 +40,7 @@ fn table() -> Vec<Entry> {
 /// A CLI and what it started: its descendants, and the process groups and sessions they made
 /// (where a command can still be found once the process that started it is gone).
 #[derive(Debug, Default)]
-pub(super) struct Tree {
+pub(in crate::agent) struct Tree {
     /// The CLI, while it is not reaped (once it is, its pid may be another process's).
     root: Option<u32>,
     groups: HashSet<u32>,
@@ -48,14 +48,14 @@ pub(super) struct Tree {
 
 impl Tree {
     /// The tree under `root` as it is now.
-    pub(super) fn of(root: u32) -> Self {
+    pub(in crate::agent) fn of(root: u32) -> Self {
         let mut tree = Self { root: Some(root), groups: HashSet::new() };
         tree.members(&table(), &HashSet::new());
         tree
     }
 
     /// The CLI was reaped: what is left is found through the groups and sessions seen.
-    pub(super) fn without_root(mut self) -> Self {
+    pub(in crate::agent) fn without_root(mut self) -> Self {
         self.root = None;
         self
     }
@@ -64,7 +64,7 @@ impl Tree {
     /// process group or session they made, including those seen when the tree was taken. Each is
     /// stopped (SIGSTOP) first, so that nothing forks away while the table is read again. Returns
     /// how many processes were signalled.
-    pub(super) fn kill(mut self) -> usize {
+    pub(in crate::agent) fn kill(mut self) -> usize {
         let mut found = HashSet::new();
         // A fork bomb could outrun a fixed number of rounds; a real command tree never has.
         for _ in 0..32 {
@@ -127,6 +127,35 @@ fn signal(pid: u32, signal: libc::c_int) {
     // SAFETY: kill only sends a signal; a process gone meanwhile gives ESRCH, ignored.
     unsafe {
         libc::kill(pid as libc::pid_t, signal);
+    }
+}
+
+/// Makes an agent's process (the Claude Code CLI, an ACP agent) die (SIGKILL) the moment the server does, however it dies.
+///
+/// A CLI that outlives a killed server sees its stdin close and answers what it was asking
+/// by itself: "The user doesn't want to take this action right now" reaches the model (protocol
+/// §12, l_hook_eof), for a question the person may have answered a moment before. Killed
+/// instead, it tells the model nothing; its transcript keeps the call without a result (a
+/// parked call stays parked, and `--resume` asks it again), and the next message tells the
+/// model the call was interrupted ([`TOLD_WHEN_KILLED`]). Captured with CLI 2.1.332.
+///
+/// The kernel signals the child when the *thread* that started it ends. The CLI is started from
+/// the runtime's worker threads, which live as long as the server (never from a blocking-pool
+/// thread, which ends when idle).
+pub(in crate::agent) fn die_with_the_server(command: &mut tokio::process::Command) {
+    let server = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The server died between the fork and the prctl: nobody would signal this one.
+            if libc::getppid() as u32 != server {
+                return Err(std::io::Error::other("the server is gone"));
+            }
+            Ok(())
+        });
     }
 }
 

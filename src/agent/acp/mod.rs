@@ -1,0 +1,335 @@
+//! Any agent that speaks the Agent Client Protocol (`protocol/acp.md`): Claude's adapter, Gemini
+//! CLI, the Codex adapter, OpenCode, Cline. AskBridge is the client: it starts the agent's command,
+//! one process per session kept between turns, and answers what the agent asks on the same cards
+//! as Claude Code's: a form elicitation on the question card (`form.rs`), a permission request on
+//! the approval card (`permission.rs`). The wire is typed in `wire.rs`; the process and its
+//! JSON-RPC in `connection.rs`; a turn in `turn.rs`.
+//!
+//! Why no crate: the ACP's Rust SDK (`agent-client-protocol`) brings its own runtime adapters and
+//! schema types for the whole protocol, and lags what the agents send (elicitation is newer than
+//! its release here); AskBridge acts on a dozen messages, and reads the rest as `Other`.
+
+mod connection;
+mod form;
+mod permission;
+mod turn;
+pub mod wire;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tracing::{info, warn};
+
+pub use connection::Launch;
+use connection::{CallError, Connection, Inbound};
+use turn::Turn;
+use wire::{Initialized, SessionStarted};
+
+use super::{AgentBackend, AgentError, Sink, TurnRequest};
+use crate::approval::PermissionMode;
+use crate::thread::Usage;
+
+/// How long an agent may take to start (initialize, authenticate and open its session): the
+/// adapters start Node and, for Claude's, the CLI inside it.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// One ACP agent, as `--acp NAME=COMMAND` names it.
+#[derive(Debug, Clone)]
+pub struct AcpConfig {
+    /// What `--agent` and the sessions call it.
+    pub name: &'static str,
+    pub launch: Launch,
+    /// Where sessions work unless they choose a folder.
+    pub workdir: PathBuf,
+}
+
+impl AcpConfig {
+    /// Reads `NAME=COMMAND`, the command split as a shell would (quotes, escapes), without a shell.
+    pub fn parse(spec: &str, workdir: PathBuf, inherit: super::claude::AgentEnv) -> Result<Self, String> {
+        let (name, command) = spec.split_once('=').ok_or_else(|| format!("--acp {spec}: write it NAME=COMMAND"))?;
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(format!("--acp {spec}: the name is letters, digits, - and _"));
+        }
+        let words = shlex::split(command).ok_or_else(|| format!("--acp {name}: the command's quotes do not close"))?;
+        let (program, args) = words.split_first().ok_or_else(|| format!("--acp {name}: the command is empty"))?;
+        // Agents are named once, at start-up, and live as long as the server.
+        let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+        Ok(Self {
+            name,
+            launch: Launch { program: program.clone(), args: args.to_vec(), inherit, env: Vec::new() },
+            workdir,
+        })
+    }
+}
+
+/// A running agent for one session: its process, and its id for the conversation.
+struct Running {
+    connection: Arc<Connection>,
+    acp_session: String,
+    /// The agent's running total of the session's cost, at the end of the last turn.
+    cost: f64,
+}
+
+pub struct AcpAgent {
+    config: AcpConfig,
+    running: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Running>>>>>,
+}
+
+impl AcpAgent {
+    pub fn new(config: AcpConfig) -> Self {
+        Self { config, running: Default::default() }
+    }
+
+    async fn slot(&self, session: &str) -> Arc<tokio::sync::Mutex<Option<Running>>> {
+        self.running.lock().await.entry(session.to_string()).or_default().clone()
+    }
+
+    /// Starts the agent for `request`'s session: `initialize`, then its earlier conversation
+    /// (`session/load` or `session/resume`, when it has one and the agent offers them) or a new
+    /// one, in the permission mode the session asks for.
+    async fn start(&self, request: &TurnRequest, sink: &Sink) -> Result<Running, AgentError> {
+        let workdir = request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone());
+        let connection = Connection::spawn(&self.config.launch, &workdir, &request.session_id).map_err(|error| {
+            AgentError::Failed(format!(
+                "could not start {} ({}): {error}",
+                self.config.name, self.config.launch.program
+            ))
+        })?;
+        let opened = tokio::time::timeout(START_TIMEOUT, open(&connection, &workdir, request.agent_session.as_deref()));
+        let (initialized, started, acp_session, loaded) = match opened.await {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(error)) => return Err(AgentError::Failed(format!("{} did not start: {error}", self.config.name))),
+            Err(_) => {
+                return Err(AgentError::Failed(format!("{} did not start within {START_TIMEOUT:?}", self.config.name)));
+            }
+        };
+        // What the agent replayed of a loaded conversation is in the thread already.
+        drain(&connection).await;
+        if request.agent_session.is_some() && !loaded {
+            sink.notice("The agent could not reopen its earlier conversation: this turn starts a new one.").await?;
+        }
+        let mode = request.permission_mode.unwrap_or_default();
+        if let Some(modes) = &started.modes
+            && let Some(target) = mode_id(mode, modes)
+            && target != modes.current_mode_id
+        {
+            let switched =
+                connection.call("session/set_mode", json!({"sessionId": acp_session, "modeId": target})).await;
+            if let Err(error) = switched {
+                warn!(%error, target, "the ACP agent did not take the session's permission mode");
+            }
+        }
+        let info = match &initialized.agent_info {
+            Some(agent) => {
+                let title = agent.title.as_deref().unwrap_or(&agent.name);
+                format!("{title} {} (ACP)", agent.version.as_deref().unwrap_or_default()).replace("  ", " ")
+            }
+            None => format!("{} (ACP)", self.config.name),
+        };
+        sink.agent_started(&info, Some(acp_session.clone())).await?;
+        Ok(Running { connection, acp_session, cost: 0.0 })
+    }
+}
+
+/// `initialize`, authentication where the agent asks for it, and the session.
+async fn open(
+    connection: &Connection,
+    workdir: &Path,
+    earlier: Option<&str>,
+) -> Result<(Initialized, SessionStarted, String, bool), CallError> {
+    let initialized: Initialized =
+        serde_json::from_value(connection.call("initialize", wire::initialize_params()).await?).unwrap_or_default();
+    let cwd = workdir.display().to_string();
+    if let Some(earlier) = earlier {
+        let capabilities = &initialized.agent_capabilities;
+        let method = match (capabilities.load_session, capabilities.resumes()) {
+            (_, true) => Some("session/resume"),
+            (true, false) => Some("session/load"),
+            _ => None,
+        };
+        if let Some(method) = method {
+            let params = json!({"sessionId": earlier, "cwd": cwd, "mcpServers": []});
+            match connection.call(method, params).await {
+                Ok(result) => {
+                    let started = serde_json::from_value(result).unwrap_or_default();
+                    return Ok((initialized, started, earlier.to_string(), true));
+                }
+                Err(error) => warn!(%error, method, "the ACP agent could not reopen its conversation"),
+            }
+        }
+    }
+    let new = json!({"cwd": cwd, "mcpServers": []});
+    let result = match connection.call("session/new", new.clone()).await {
+        Ok(result) => result,
+        Err(CallError::Rpc(refused)) if !initialized.auth_methods.is_empty() => {
+            authenticate(connection, &initialized).await.map_err(|_| CallError::Rpc(refused))?;
+            connection.call("session/new", new).await?
+        }
+        Err(error) => return Err(error),
+    };
+    let started: SessionStarted = serde_json::from_value(result).unwrap_or_default();
+    let id = started.session_id.clone().unwrap_or_default();
+    if id.is_empty() {
+        return Err(CallError::Exited(": its session/new named no session".into()));
+    }
+    Ok((initialized, started, id, false))
+}
+
+/// Signs in with the first method that works without a person: those the agent marks as taking
+/// a key or a gateway from the environment (Gemini's `gateway`, `gemini-api-key`; Codex's
+/// `api-key`), never a browser login.
+async fn authenticate(connection: &Connection, initialized: &Initialized) -> Result<(), CallError> {
+    let mut last = Err(CallError::Exited(": it asks for a login AskBridge cannot do".into()));
+    for method in &initialized.auth_methods {
+        let unattended = method.id.contains("key") || method.id.contains("gateway");
+        if !unattended {
+            continue;
+        }
+        last = connection.call("authenticate", json!({"methodId": method.id})).await.map(drop);
+        if last.is_ok() {
+            return Ok(());
+        }
+    }
+    last
+}
+
+/// Reads away what the agent sent while its session opened (the replay of a loaded one).
+async fn drain(connection: &Connection) {
+    let mut inbox = connection.inbox.lock().await;
+    while let Ok(inbound) = inbox.try_recv() {
+        if let Inbound::Request { id, .. } = inbound {
+            connection.respond(
+                &id,
+                Err(wire::RpcError { code: wire::METHOD_NOT_FOUND, message: "not now".into(), data: None }),
+            );
+        }
+    }
+}
+
+/// The agent's id for AskBridge's permission `mode`, among the modes it offers.
+fn mode_id(mode: PermissionMode, modes: &wire::Modes) -> Option<String> {
+    let names: &[&str] = match mode {
+        PermissionMode::Default => &["default", "ask", "act"],
+        PermissionMode::AcceptEdits => &["acceptEdits", "autoEdit", "auto_edit"],
+        PermissionMode::Plan => &["plan"],
+        PermissionMode::BypassPermissions => &["bypassPermissions", "yolo"],
+        PermissionMode::DontAsk => &["dontAsk"],
+        PermissionMode::Auto => &["auto"],
+    };
+    names.iter().find(|name| modes.available_modes.iter().any(|m| m.id == **name)).map(|name| name.to_string())
+}
+
+/// The prompt: the message's text (files are named in it; ACP resources come later).
+fn prompt(request: &TurnRequest) -> Vec<Value> {
+    let text = if request.resume && request.text.is_empty() { super::CONTINUE } else { &request.text };
+    vec![json!({"type": "text", "text": text})]
+}
+
+impl AgentBackend for AcpAgent {
+    fn name(&self) -> &'static str {
+        self.config.name
+    }
+
+    fn default_workdir(&self) -> Option<PathBuf> {
+        Some(self.config.workdir.clone())
+    }
+
+    fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
+        Box::pin(async move {
+            let slot = self.slot(&request.session_id).await;
+            let mut running = slot.lock().await;
+            if running.is_none() {
+                *running = Some(self.start(&request, &sink).await?);
+            }
+            let Some(agent) = running.as_mut() else { unreachable!("started above") };
+            let grace = self.interrupt_grace();
+            let mut turn = Turn::new(&agent.connection, &agent.acp_session, &sink, &request.cancel, grace, agent.cost);
+            let result = turn.run(prompt(&request)).await;
+            let cost = turn.cost_now;
+            drop(turn);
+            agent.cost = cost.unwrap_or(agent.cost);
+            if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
+                && !is_alive(&agent.connection).await
+            {
+                // Its next turn starts it again, with its conversation.
+                *running = None;
+            }
+            result
+        })
+    }
+
+    fn end_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let slot = self.running.lock().await.remove(session);
+            if let Some(slot) = slot
+                && let Some(agent) = slot.lock().await.take()
+            {
+                agent.connection.kill();
+            }
+        })
+    }
+
+    fn shut_down(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let slots: Vec<_> = self.running.lock().await.drain().map(|(_, slot)| slot).collect();
+            for slot in slots {
+                if let Some(agent) = slot.lock().await.take() {
+                    agent.connection.kill();
+                }
+            }
+            info!(agent = self.config.name, "ACP agents ended");
+        })
+    }
+}
+
+/// Whether the agent's process still answers: its output is open.
+async fn is_alive(connection: &Connection) -> bool {
+    let mut inbox = connection.inbox.lock().await;
+    loop {
+        match inbox.try_recv() {
+            Ok(Inbound::Closed(_)) | Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return false,
+            Ok(_) => continue,
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => return !inbox.is_closed() && connection.running(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_acp_agent_is_named_and_its_command_split_as_a_shell_would() {
+        let config =
+            AcpConfig::parse(r#"gemini=node "/opt/my tools/gemini.js" --acp"#, "/w".into(), Default::default())
+                .unwrap();
+        assert_eq!(config.name, "gemini");
+        assert_eq!(config.launch.program, "node");
+        assert_eq!(config.launch.args, ["/opt/my tools/gemini.js", "--acp"]);
+        assert!(AcpConfig::parse("gemini", "/w".into(), Default::default()).unwrap_err().contains("NAME=COMMAND"));
+        assert!(AcpConfig::parse("x=", "/w".into(), Default::default()).unwrap_err().contains("empty"));
+        assert!(AcpConfig::parse("a b=c", "/w".into(), Default::default()).is_err());
+        assert!(AcpConfig::parse(r#"x=node "open"#, "/w".into(), Default::default()).unwrap_err().contains("quotes"));
+    }
+
+    #[test]
+    fn the_sessions_permission_mode_is_the_agents_own_by_name() {
+        let modes = |ids: &[&str]| wire::Modes {
+            current_mode_id: ids[0].into(),
+            available_modes: ids.iter().map(|id| wire::Mode { id: id.to_string(), name: String::new() }).collect(),
+        };
+        let claude = modes(&["auto", "default", "acceptEdits", "plan"]);
+        assert_eq!(mode_id(PermissionMode::Default, &claude).as_deref(), Some("default"));
+        let gemini = modes(&["default", "autoEdit", "yolo", "plan"]);
+        assert_eq!(mode_id(PermissionMode::AcceptEdits, &gemini).as_deref(), Some("autoEdit"));
+        assert_eq!(mode_id(PermissionMode::BypassPermissions, &gemini).as_deref(), Some("yolo"));
+        let cline = modes(&["act", "plan"]);
+        assert_eq!(mode_id(PermissionMode::Default, &cline).as_deref(), Some("act"));
+        assert_eq!(mode_id(PermissionMode::AcceptEdits, &cline), None);
+    }
+}

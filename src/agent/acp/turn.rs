@@ -1,0 +1,354 @@
+//! One turn with an ACP agent: `session/prompt`, and until its answer, the agent's updates into
+//! the thread and its requests to the person. Each request waits in a task of its own, so that the
+//! updates go on streaming while a card is open. Stop answers every pending request `cancelled`
+//! and sends `session/cancel` (acp.md §1).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, warn};
+
+use super::connection::{Connection, Inbound};
+use super::form::Form;
+use super::permission;
+use super::wire::{
+    self, ContentBlock, Elicitation, ElicitationAction, Id, PermissionRequest, PromptDone, RpcError,
+    SessionNotification, ToolCall, Update,
+};
+use crate::agent::{AgentError, Sink};
+use crate::interaction::InteractionOutcome;
+use crate::thread::Usage;
+
+/// The tool name a form elicitation's card is filed under: the question card of AskUserQuestion.
+const FORM_TOOL: &str = "AskUserQuestion";
+
+/// What a turn keeps of the session between its updates.
+pub struct Turn<'a> {
+    pub connection: &'a Arc<Connection>,
+    pub acp_session: &'a str,
+    pub sink: &'a Sink,
+    pub cancel: &'a CancellationToken,
+    /// How long the agent has to end its turn after `session/cancel`.
+    pub grace: Duration,
+    /// The session's cost so far as the agent counts it (its `usage_update`s are running totals).
+    pub cost_before: f64,
+    message: Option<String>,
+    started: HashSet<String>,
+    ready: HashSet<String>,
+    ended: HashSet<String>,
+    usage: Usage,
+    /// The running total of the latest `usage_update` that had one.
+    pub cost_now: Option<f64>,
+    elicitations: u64,
+}
+
+impl<'a> Turn<'a> {
+    pub fn new(
+        connection: &'a Arc<Connection>,
+        acp_session: &'a str,
+        sink: &'a Sink,
+        cancel: &'a CancellationToken,
+        grace: Duration,
+        cost_before: f64,
+    ) -> Self {
+        Self {
+            connection,
+            acp_session,
+            sink,
+            cancel,
+            grace,
+            cost_before,
+            message: None,
+            started: HashSet::new(),
+            ready: HashSet::new(),
+            ended: HashSet::new(),
+            usage: Usage::default(),
+            cost_now: None,
+            elicitations: 0,
+        }
+    }
+
+    /// Sends `prompt` and plays the turn to its end.
+    pub async fn run(&mut self, prompt: Vec<Value>) -> Result<Option<Usage>, AgentError> {
+        let mut answer =
+            self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": prompt}));
+        let mut inbox = self.connection.inbox.lock().await;
+        let mut waits = JoinSet::new();
+        let mut stopping: Option<tokio::time::Instant> = None;
+        let result = loop {
+            let deadline = stopping.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled(), if stopping.is_none() => {
+                    // The waits see the same token and answer `cancelled` themselves.
+                    self.connection.notify("session/cancel", json!({"sessionId": self.acp_session}));
+                    stopping = Some(tokio::time::Instant::now() + self.grace);
+                }
+                done = &mut answer => break done,
+                inbound = inbox.recv() => match inbound {
+                    Some(Inbound::Notification { method, params }) => self.notified(&method, params).await?,
+                    Some(Inbound::Request { id, method, params }) => self.asked(id, &method, params, &mut waits).await?,
+                    Some(Inbound::Closed(why)) => {
+                        let said = self.connection.last_words();
+                        return Err(AgentError::Failed(format!("the agent stopped in the middle of the turn ({why}){said}")));
+                    }
+                    None => return Err(AgentError::Failed("the agent's connection is gone".into())),
+                },
+                _ = tokio::time::sleep_until(deadline), if stopping.is_some() => {
+                    self.connection.kill();
+                    return Err(AgentError::Interrupted);
+                }
+            }
+        };
+        drop(inbox);
+        // A card still open when the turn ended will get no answer the agent reads.
+        waits.abort_all();
+        self.finish_message().await?;
+        let done = match result {
+            Ok(Ok(done)) => done,
+            Ok(Err(error)) => return Err(AgentError::Failed(format!("the agent refused the prompt: {error}"))),
+            Err(_) => {
+                return Err(AgentError::Failed(format!(
+                    "the agent exited in the middle of the turn{}",
+                    self.connection.last_words()
+                )));
+            }
+        };
+        let done: PromptDone = serde_json::from_value(done)
+            .map_err(|e| AgentError::Failed(format!("the agent's answer to the prompt could not be read: {e}")))?;
+        debug!(stop = done.stop_reason, "ACP turn ended");
+        if done.stop_reason == "cancelled" || stopping.is_some() {
+            return Err(AgentError::Interrupted);
+        }
+        if let Some(used) = done.usage {
+            self.usage.input_tokens = used.input_tokens;
+            self.usage.output_tokens = used.output_tokens;
+            self.usage.cache_read_tokens = used.cached_read_tokens;
+            self.usage.cache_write_tokens = used.cached_write_tokens;
+        }
+        if let Some(total) = self.cost_now {
+            // A running total: this turn's share is what it added (a total that fell is a new count).
+            let spent = if total >= self.cost_before { total - self.cost_before } else { total };
+            self.usage.cost_usd = Some(spent);
+        }
+        if done.stop_reason == "refusal" {
+            self.sink.notice("The agent refused to go on with this request.").await?;
+        } else if done.stop_reason == "max_tokens" || done.stop_reason == "max_turn_requests" {
+            self.sink.notice(&format!("The agent stopped: {}.", done.stop_reason.replace('_', " "))).await?;
+        }
+        Ok(Some(self.usage.clone()))
+    }
+
+    async fn notified(&mut self, method: &str, params: Value) -> Result<(), AgentError> {
+        if method != "session/update" {
+            // `_` extensions and what a newer agent says: nothing for the thread.
+            debug!(method, "ACP notification not shown");
+            return Ok(());
+        }
+        let update = match serde_json::from_value::<SessionNotification>(params) {
+            Ok(notification) if notification.session_id == self.acp_session => notification.update,
+            Ok(_) => return Ok(()),
+            Err(error) => {
+                warn!(%error, "an ACP session/update could not be read");
+                return Ok(());
+            }
+        };
+        self.update(update).await
+    }
+
+    async fn update(&mut self, update: Update) -> Result<(), AgentError> {
+        match update {
+            Update::AgentMessageChunk { content: ContentBlock::Text { text } } => {
+                let message = self.message_id().await?;
+                self.sink.text(&message, &text).await?;
+            }
+            Update::ToolCall(call) | Update::ToolCallUpdate(call) => self.tool_call(call).await?,
+            Update::Plan { entries } => {
+                let lines: Vec<String> = entries
+                    .iter()
+                    .map(|entry| {
+                        let mark = match entry.status.as_str() {
+                            "completed" => "☑",
+                            "in_progress" => "▶",
+                            _ => "☐",
+                        };
+                        format!("{mark} {}", entry.content)
+                    })
+                    .collect();
+                if !lines.is_empty() {
+                    self.sink.notice(&format!("Plan:\n{}", lines.join("\n"))).await?;
+                }
+            }
+            Update::UsageUpdate { used, size, cost } => {
+                self.usage.context_tokens = used.or(self.usage.context_tokens);
+                self.usage.context_window = size.or(self.usage.context_window);
+                if let Some(cost) = cost.filter(|c| c.currency.is_empty() || c.currency == "USD") {
+                    self.cost_now = Some(cost.amount);
+                }
+            }
+            Update::AgentThoughtChunk { .. }
+            | Update::UserMessageChunk { .. }
+            | Update::AgentMessageChunk { .. }
+            | Update::CurrentModeUpdate { .. }
+            | Update::AvailableCommandsUpdate { .. }
+            | Update::Other => {}
+        }
+        Ok(())
+    }
+
+    /// The assistant message the agent is writing, started when it starts writing.
+    async fn message_id(&mut self) -> Result<String, AgentError> {
+        if let Some(id) = &self.message {
+            return Ok(id.clone());
+        }
+        let id = self.sink.start_message().await?;
+        self.message = Some(id.clone());
+        Ok(id)
+    }
+
+    async fn finish_message(&mut self) -> Result<(), AgentError> {
+        if let Some(id) = self.message.take() {
+            self.sink.finish_message(&id).await?;
+        }
+        Ok(())
+    }
+
+    async fn tool_call(&mut self, call: ToolCall) -> Result<(), AgentError> {
+        let id = call.tool_call_id.clone();
+        if self.started.insert(id.clone()) {
+            let message = self.message_id().await?;
+            let name =
+                call.tool_name().or(call.title.as_deref()).or(call.kind.as_deref()).unwrap_or("tool").to_string();
+            self.sink.tool_call_started(&message, &id, &name).await?;
+        }
+        if matches!(call.status.as_deref(), Some("in_progress" | "completed" | "failed")) {
+            self.ready(&call).await?;
+        }
+        if let Some(failed) = call.ended()
+            && self.ended.insert(id.clone())
+        {
+            self.sink.tool_result(&id, &call.output_text(), failed).await?;
+        }
+        Ok(())
+    }
+
+    /// The call's input is settled: shown whole on its card (once).
+    async fn ready(&mut self, call: &ToolCall) -> Result<(), AgentError> {
+        if self.started.contains(&call.tool_call_id) && self.ready.insert(call.tool_call_id.clone()) {
+            let input = call.input().cloned().unwrap_or_else(|| json!({}));
+            self.sink.tool_call_ready(&call.tool_call_id, input).await?;
+        }
+        Ok(())
+    }
+
+    async fn asked(&mut self, id: Id, method: &str, params: Value, waits: &mut JoinSet<()>) -> Result<(), AgentError> {
+        match method {
+            "session/request_permission" => {
+                let request: PermissionRequest = match serde_json::from_value(params) {
+                    Ok(request) => request,
+                    Err(error) => {
+                        self.refuse(&id, &format!("unreadable permission request: {error}"));
+                        return Ok(());
+                    }
+                };
+                let call = request.tool_call.clone();
+                self.tool_call(ToolCall { status: None, ..call.clone() }).await?;
+                self.ready(&call).await?;
+                let (approval, options) = permission::approval(&request);
+                let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+                waits.spawn(async move {
+                    let outcome = sink.ask_approval(&call.tool_call_id, approval, false, &cancel).await;
+                    let outcome = outcome.unwrap_or_else(|error| cancelled(&error));
+                    connection.respond(&id, Ok(wire::permission_outcome(options.chosen(&outcome))));
+                });
+            }
+            "elicitation/create" => {
+                let elicitation: Elicitation = match serde_json::from_value(params) {
+                    Ok(elicitation) => elicitation,
+                    Err(error) => {
+                        self.refuse(&id, &format!("unreadable elicitation: {error}"));
+                        return Ok(());
+                    }
+                };
+                self.elicit(id, elicitation, waits).await?;
+            }
+            _ => {
+                debug!(method, "ACP request we do not serve");
+                self.connection.respond(
+                    &id,
+                    Err(RpcError {
+                        code: wire::METHOD_NOT_FOUND,
+                        message: format!("{method} is not served"),
+                        data: None,
+                    }),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    async fn elicit(&mut self, id: Id, elicitation: Elicitation, waits: &mut JoinSet<()>) -> Result<(), AgentError> {
+        if elicitation.mode.as_deref().is_some_and(|mode| mode != "form") {
+            self.connection.respond(&id, Ok(ElicitationAction::Decline.to_result()));
+            return Ok(());
+        }
+        // The card hangs on the agent's tool call; a form of its own gets a call of its own.
+        let call_id = match elicitation.tool_call_id.clone() {
+            Some(call) => call,
+            None => {
+                self.elicitations += 1;
+                let call = format!("elicitation-{}-{}", self.acp_session, self.elicitations);
+                let message = self.message_id().await?;
+                self.sink.tool_call_started(&message, &call, FORM_TOOL).await?;
+                call
+            }
+        };
+        if !self.started.contains(&call_id) {
+            let message = self.message_id().await?;
+            self.sink.tool_call_started(&message, &call_id, FORM_TOOL).await?;
+            self.started.insert(call_id.clone());
+        }
+        let form = Form::read(&elicitation.message, &elicitation.requested_schema);
+        let args = match &form {
+            Ok(form) => form.questions.clone(),
+            // Unreadable: the card says why, and the agent is told the person declined.
+            Err(error) => json!({"questions": error}),
+        };
+        if self.ready.insert(call_id.clone()) {
+            self.sink.tool_call_ready(&call_id, args.clone()).await?;
+        }
+        let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+        waits.spawn(async move {
+            let outcome = match &form {
+                Ok(_) => sink.ask(&call_id, FORM_TOOL, &args, false, &cancel).await,
+                Err(error) => sink.ask(&call_id, FORM_TOOL, &json!({"questions": error}), false, &cancel).await,
+            };
+            let action = match (outcome.unwrap_or_else(|error| cancelled(&error)), &form) {
+                (InteractionOutcome::Answered { answers }, Ok(form)) => {
+                    ElicitationAction::Accept(form.content(&answers))
+                }
+                (InteractionOutcome::Cancelled { .. } | InteractionOutcome::Lost { .. }, _) => {
+                    ElicitationAction::Cancel
+                }
+                // Skipped, not answered in time, or a form the card could not ask.
+                _ => ElicitationAction::Decline,
+            };
+            connection.respond(&id, Ok(action.to_result()));
+        });
+        Ok(())
+    }
+
+    /// Answers a request we cannot read with an error, and goes on.
+    fn refuse(&self, id: &Id, why: &str) {
+        warn!(why, "ACP request refused");
+        self.connection.respond(id, Err(RpcError { code: wire::INVALID_PARAMS, message: why.to_string(), data: None }));
+    }
+}
+
+fn cancelled(error: &AgentError) -> InteractionOutcome {
+    InteractionOutcome::Cancelled { reason: error.to_string() }
+}

@@ -1,0 +1,194 @@
+//! AskBridge as an ACP client of the real agents, offline (protocol/acp.md): Claude's adapter
+//! (`@agentclientprotocol/claude-agent-acp`, pinned in package.json, with the Claude binary its
+//! SDK brings) against the mock Messages API, under the real session manager and store.
+
+mod support;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
+use askbridge::agent::claude::AgentEnv;
+use askbridge::approval::{Decision, Shows};
+use askbridge::interaction::{InteractionOutcome, InteractionRequest};
+use askbridge::question::QuestionAnswer;
+use askbridge::session::SessionManager;
+use askbridge::store::Store;
+use askbridge::testing::wait_until;
+use askbridge::thread::TurnOutcome;
+use serde_json::{Value, json};
+use support::claude_code::ClaudeHome;
+use support::mock_anthropic::{MockAnthropic, Reply};
+use support::session::{AgentSession, tool_calls};
+
+const AUTH: &str = "Which auth method should we use?";
+const FEATURES: &str = "Which features?";
+
+/// The pinned adapter (`make setup`'s npm ci).
+fn claude_adapter() -> PathBuf {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
+    assert!(script.exists(), "the pinned Claude ACP adapter is missing: run `make setup` (npm ci) first");
+    script
+}
+
+fn questions() -> Value {
+    json!({"questions": [
+        {"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
+            {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side sessions"}]},
+        {"question": FEATURES, "header": "Features", "multiSelect": true, "options": [
+            {"label": "Dark mode", "description": "Theme"}, {"label": "i18n", "description": "Languages"},
+            {"label": "Analytics", "description": "Tracking"}]}]})
+}
+
+struct Harness {
+    base: AgentSession,
+    home: ClaudeHome,
+}
+
+impl std::ops::Deref for Harness {
+    type Target = AgentSession;
+    fn deref(&self) -> &AgentSession {
+        &self.base
+    }
+}
+
+/// A session of Claude's adapter, its model the mock playing `script`.
+async fn claude_over_acp(script: Vec<Reply>) -> Harness {
+    support::session::log_to_test_output();
+    let mock = MockAnthropic::start(script).await;
+    mock.answer_side_requests("Mock title");
+    let home = ClaudeHome::new();
+    let mut env = home.env(&mock);
+    env.push(("IS_SANDBOX".to_string(), "1".to_string()));
+    let config = AcpConfig {
+        name: "claude-acp",
+        launch: Launch {
+            program: "node".into(),
+            args: vec![claude_adapter().display().to_string()],
+            inherit: AgentEnv::default(),
+            env,
+        },
+        workdir: home.project(),
+    };
+    let backend = Arc::new(AcpAgent::new(config));
+    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
+    let manager = SessionManager::new(store, backend);
+    let base = AgentSession::start(manager, mock).await;
+    Harness { base, home }
+}
+
+impl Harness {
+    async fn request(&self, tool_use_id: &str) -> InteractionRequest {
+        let thread = self.thread().await;
+        let call = tool_calls(&thread).into_iter().find(|c| c.id == tool_use_id).cloned().unwrap();
+        call.interaction.unwrap().request
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claudes_ask_user_question_over_acp_is_our_question_card_and_the_model_reads_the_answers() {
+    let h = claude_over_acp(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Noted.")])
+        .await;
+    h.send("Set up auth for me.").await;
+    let pending = h.pending(1).await;
+    assert_eq!(pending, ["toolu_ask"]);
+    let InteractionRequest::Question { questions } = h.request("toolu_ask").await else {
+        panic!("not a question card")
+    };
+    assert_eq!(questions.iter().map(|q| q.question.as_str()).collect::<Vec<_>>(), [AUTH, FEATURES]);
+    assert_eq!(questions[0].header, "Auth");
+    assert!(questions[1].multi_select);
+    assert_eq!(questions[1].options[2].description.as_deref(), Some("Tracking"));
+
+    h.answer(
+        "toolu_ask",
+        vec![
+            QuestionAnswer::new(AUTH, &["JWT"], None, None),
+            QuestionAnswer::new(FEATURES, &["Dark mode", "i18n"], Some("RTL"), None),
+        ],
+    )
+    .await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    let saw = h.model_saw();
+    assert_eq!(saw.len(), 1, "{saw:?}");
+    assert!(
+        saw[0].1.contains(r#""Which auth method should we use?"="JWT""#)
+            && saw[0].1.contains(r#""Which features?"="Dark mode, i18n, RTL""#),
+        "{saw:?}"
+    );
+    assert!(thread.messages.last().unwrap().text().contains("Noted."));
+    assert!(
+        thread.turn.agent_info.as_deref().is_some_and(|info| info.contains("(ACP)")),
+        "{:?}",
+        thread.turn.agent_info
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn skipping_a_question_over_acp_declines_it_and_the_model_is_told_the_person_skipped() {
+    let h =
+        claude_over_acp(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Ok.")]).await;
+    h.send("Set up auth for me.").await;
+    h.pending(1).await;
+    h.manager.decline_question(&h.session, "toolu_ask", None).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    let saw = h.model_saw();
+    assert!(!saw[0].1.contains("Tool use aborted") && !saw[0].1.contains("=\""), "declined, not cancelled: {saw:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_allowed_once_over_acp_runs_and_one_denied_does_not() {
+    let touch = |id: &str, file: &str| {
+        Reply::tool_use(id, "Bash", json!({"command": format!("touch {file}"), "description": "Make a file"}))
+    };
+    let h = claude_over_acp(vec![
+        touch("toolu_yes", "allowed.txt"),
+        Reply::text("Made it."),
+        touch("toolu_no", "denied.txt").when("Now the other"),
+        Reply::text("Fine.").when("denied"),
+    ])
+    .await;
+    h.send("Make a file.").await;
+    h.pending(1).await;
+    let InteractionRequest::Approval(approval) = h.request("toolu_yes").await else { panic!("not an approval") };
+    assert_eq!(approval.shows, Shows::Command { command: "touch allowed.txt".into() });
+    h.manager.decide_approval(&h.session, "toolu_yes", Decision::Allow { always: None }).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    assert!(h.home.project().join("allowed.txt").exists());
+
+    h.send("Now the other one.").await;
+    wait_until("the second card", Duration::from_secs(60), || async {
+        let thread = h.thread().await;
+        tool_calls(&thread)
+            .iter()
+            .any(|c| c.id == "toolu_no" && c.interaction.as_ref().is_some_and(|i| i.is_pending()))
+            .then_some(())
+    })
+    .await;
+    h.manager
+        .decide_approval(&h.session, "toolu_no", Decision::Deny { message: Some("not that one".into()) })
+        .await
+        .unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    assert!(!h.home.project().join("denied.txt").exists());
+    let denied = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_no").unwrap();
+    assert!(matches!(denied.interaction.as_ref().unwrap().outcome, Some(InteractionOutcome::Denied { .. })));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_while_a_question_waits_cancels_it_and_ends_the_turn() {
+    let h = claude_over_acp(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions())]).await;
+    h.send("Set up auth for me.").await;
+    h.pending(1).await;
+    h.manager.interrupt(&h.session).await.unwrap();
+    let thread = h.turn_ended(TurnOutcome::Interrupted).await;
+    let call = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").unwrap();
+    let outcome = call.interaction.as_ref().unwrap().outcome.clone();
+    assert!(matches!(outcome, Some(InteractionOutcome::Cancelled { .. })), "{outcome:?}");
+}
