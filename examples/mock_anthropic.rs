@@ -7,7 +7,8 @@
 //!
 //! It prints one line, `mock-anthropic listening on http://127.0.0.1:PORT`, and serves until it
 //! is killed. The script format is described at `script_from_json`; `GET /_requests` returns what
-//! was sent. Logs go to stderr (`RUST_LOG=mock_anthropic=debug` adds request headers).
+//! was sent; a script `{"replies": [...], "side": "text"}` answers the requests an agent makes
+//! beside the conversation (titles, suggestions) with the text. Logs go to stderr (`RUST_LOG=mock_anthropic=debug` adds request headers).
 
 #[path = "../tests/support/mock_anthropic.rs"]
 #[allow(dead_code)]
@@ -60,11 +61,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let script = std::fs::read_to_string(&script_path)
+    let json = std::fs::read_to_string(&script_path)
         .map_err(|e| e.to_string())
-        .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-        .and_then(|json| script_from_json(&json));
-    let script = match script {
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).map_err(|e| e.to_string()));
+    // `{"replies": [...], "side": "text"}`: requests beside the conversation get the text
+    // (`MockAnthropic::answer_side_requests`).
+    let side = json.as_ref().ok().and_then(|json| json.get("side")).and_then(|side| side.as_str()).map(str::to_owned);
+    let script = match json.and_then(|json| script_from_json(&json)) {
         Ok(script) => script,
         Err(error) => {
             eprintln!("mock_anthropic: {script_path}: {error}");
@@ -79,6 +82,9 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(side) = &side {
+        mock.answer_side_requests(side);
+    }
     println!("mock-anthropic listening on {}", mock.base_url());
     let _ = std::io::stdout().flush();
     tracing::info!(target: "mock_anthropic", replies, script = %script_path, "serving");

@@ -252,10 +252,12 @@ export class OwnMock {
     private readonly script: string,
   ) {}
 
-  static async start(replies: unknown[]): Promise<OwnMock> {
+  /** `side`: the text for the requests an agent makes beside the conversation (titles,
+   * suggestions: Claude's ACP adapter makes them), which then leave the script alone. */
+  static async start(replies: unknown[], side?: string): Promise<OwnMock> {
     const root = path.resolve(__dirname, "../..");
     const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-mock-")), "script.json");
-    fs.writeFileSync(script, JSON.stringify(replies));
+    fs.writeFileSync(script, JSON.stringify(side === undefined ? replies : { replies, side }));
     const child = spawn(path.join(root, "target/debug/examples/mock_anthropic"), [script], {
       stdio: ["ignore", "pipe", "ignore"],
     });

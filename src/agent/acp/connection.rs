@@ -174,12 +174,19 @@ impl Connection {
 
     /// Ends the agent and everything it started.
     pub fn kill(&self) {
-        let child = self.child.lock().expect("child lock").take();
-        if let Some(pid) = self.pid {
+        let Some(mut child) = self.child.lock().expect("child lock").take() else { return };
+        let Some(pid) = self.pid else { return };
+        if matches!(child.try_wait(), Ok(None)) {
             let killed = Tree::of(pid).kill();
             debug!(pid, killed, "ACP agent ended");
+        } else {
+            // Reaped: its pid may be another process's now, but not its process group's id
+            // while anything it left in that group lives.
+            // SAFETY: kill only sends a signal; an empty group gives ESRCH, ignored.
+            unsafe {
+                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+            }
         }
-        drop(child);
     }
 }
 

@@ -1,0 +1,124 @@
+// An agent over the Agent Client Protocol (issue 35): Claude's adapter (the pinned
+// @agentclientprotocol/claude-agent-acp, with the Claude binary its SDK brings) run with
+// `--acp`, its model the mock Messages API. Its AskUserQuestion arrives as a form elicitation and is
+// the very card of Claude Code's own; its permission requests are the approval card.
+import { expect, test } from "@playwright/test";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { OwnMock, OwnServer, agentReplies, card, claudeEnv, waitForHydration } from "./helpers";
+
+const adapter = path.resolve(__dirname, "../../node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
+const auth = "Which auth method should we use?";
+const features = "Which features?";
+
+const authQuestion = {
+  question: auth, header: "Auth", multiSelect: false,
+  options: [{ label: "JWT", description: "Stateless tokens" }, { label: "Sessions", description: "Server-side" }],
+};
+const featuresQuestion = {
+  question: features, header: "Features", multiSelect: true,
+  options: [{ label: "Dark mode", description: "Theme" }, { label: "i18n", description: "Languages" }],
+};
+const ask = (questions: object[]) => ({
+  content: [{ type: "tool_use", id: "toolu_acp", name: "AskUserQuestion", input: { questions } }],
+});
+
+/** A server whose default agent is Claude's ACP adapter, talking to `mock`. */
+async function acpServer(mock: OwnMock, home: string): Promise<OwnServer> {
+  return OwnServer.start(
+    ["--acp", `claude-acp=node ${adapter}`, "--agent", "claude-acp", "--workdir", path.join(home, "project")],
+    // The adapter's SDK starts Claude in a mode that root may use only in a sandbox; tests run as root.
+    { ...claudeEnv(home, mock.url), IS_SANDBOX: "1" },
+  );
+}
+
+/** What the model was sent as the result of the question's call. */
+async function toolResult(mock: OwnMock): Promise<string> {
+  for (const request of await mock.requests()) {
+    for (const message of request.messages ?? []) {
+      for (const block of Array.isArray(message.content) ? message.content : []) {
+        if (block.type === "tool_result" && block.tool_use_id === "toolu_acp") return JSON.stringify(block.content);
+      }
+    }
+  }
+  return "";
+}
+
+test.describe("an ACP agent", () => {
+  let home: string;
+  test.beforeEach(() => {
+    home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-acp-"));
+  });
+  test.afterEach(() => fs.rmSync(home, { recursive: true, force: true }));
+
+  test("Claude's question over ACP is answered with one click and the model reads the answer", async ({ page }) => {
+    const mock = await OwnMock.start([ask([authQuestion]), "JWT it is."], "Mock title");
+    const server = await acpServer(mock, home);
+    try {
+      await page.goto(server.url);
+      await waitForHydration(page);
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.fill("Set up auth; ask me which.");
+      await box.press("Enter");
+      const question = card(page).getByRole("radiogroup", { name: auth });
+      await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
+      await question.getByRole("radio", { name: "JWT" }).click();
+      await expect(card(page)).toHaveAttribute("data-state", "answered");
+      await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 30_000 });
+      expect(await toolResult(mock)).toContain('\\"Which auth method should we use?\\"=\\"JWT\\"');
+      await expect(page.getByText("(ACP)")).toBeVisible();
+    } finally {
+      await server.kill();
+      await mock.kill();
+    }
+  });
+
+  test("a two-question form over ACP takes a multi-select and an Other text", async ({ page }) => {
+    const mock = await OwnMock.start([ask([authQuestion, featuresQuestion]), "Noted."], "Mock title");
+    const server = await acpServer(mock, home);
+    try {
+      await page.goto(server.url);
+      await waitForHydration(page);
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.fill("Plan the app; ask me.");
+      await box.press("Enter");
+      const featureGroup = card(page).getByRole("group", { name: features });
+      await expect(featureGroup.getByRole("checkbox", { name: "Dark mode" })).toBeEnabled({ timeout: 60_000 });
+      await featureGroup.getByRole("checkbox", { name: "Dark mode" }).click();
+      await featureGroup.getByRole("checkbox", { name: "Other" }).click();
+      await featureGroup.getByRole("textbox", { name: "Other answer" }).fill("Offline support");
+      await card(page).getByRole("radiogroup", { name: auth }).getByRole("radio", { name: "Sessions" }).click();
+      await card(page).getByRole("button", { name: "Submit" }).click();
+      await expect(card(page)).toHaveAttribute("data-state", "answered");
+      await expect(agentReplies(page).last()).toContainText("Noted.", { timeout: 30_000 });
+      const result = await toolResult(mock);
+      expect(result).toContain('\\"Which auth method should we use?\\"=\\"Sessions\\"');
+      expect(result).toContain('\\"Which features?\\"=\\"Dark mode, Offline support\\"');
+    } finally {
+      await server.kill();
+      await mock.kill();
+    }
+  });
+
+  test("Stop while an ACP question waits cancels the card and the turn", async ({ page }) => {
+    const mock = await OwnMock.start([ask([authQuestion])], "Mock title");
+    const server = await acpServer(mock, home);
+    try {
+      await page.goto(server.url);
+      await waitForHydration(page);
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.fill("Set up auth; ask me which.");
+      await box.press("Enter");
+      await expect(card(page).getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
+      await page.getByRole("button", { name: "Stop" }).click();
+      await expect(card(page)).toHaveAttribute("data-state", "cancelled");
+      await expect(page.getByRole("button", { name: "Stop" })).toHaveCount(0);
+      // The model was never told an answer.
+      expect(await toolResult(mock)).not.toContain("=\\\"");
+    } finally {
+      await server.kill();
+      await mock.kill();
+    }
+  });
+});
