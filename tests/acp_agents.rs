@@ -192,3 +192,79 @@ async fn stop_while_a_question_waits_cancels_it_and_ends_the_turn() {
     let outcome = call.interaction.as_ref().unwrap().outcome.clone();
     assert!(matches!(outcome, Some(InteractionOutcome::Cancelled { .. })), "{outcome:?}");
 }
+
+/// A session of `tests/fixtures/acp/bad_agent.mjs`, misbehaving as `mode` says.
+async fn bad_agent(mode: &str) -> Harness {
+    support::session::log_to_test_output();
+    let home = ClaudeHome::new();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/bad_agent.mjs");
+    let config = AcpConfig {
+        name: "bad",
+        launch: Launch {
+            program: "node".into(),
+            args: vec![script.display().to_string(), mode.to_string()],
+            inherit: AgentEnv::default(),
+            env: Vec::new(),
+        },
+        workdir: home.project(),
+    };
+    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
+    let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));
+    let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
+    Harness { base, home }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_writes_garbage_is_read_past_and_its_turn_goes_on() {
+    let h = bad_agent("garbage").await;
+    h.send("go").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    assert!(thread.messages.last().unwrap().text().contains("still here"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_that_exits_while_it_asks_fails_the_turn_and_closes_the_card_saying_so() {
+    let h = bad_agent("exit").await;
+    h.send("clean up").await;
+    let (thread, error) = h.failed().await;
+    assert!(error.contains("stopped in the middle of the turn"), "{error}");
+    let call = tool_calls(&thread).into_iter().find(|c| c.id == "call_exit").unwrap();
+    let outcome = call.interaction.as_ref().unwrap().outcome.clone();
+    assert!(matches!(outcome, Some(InteractionOutcome::Cancelled { .. })), "the card is not left open: {outcome:?}");
+    // The next message starts the agent again.
+    h.send("again").await;
+    let (_, error) = h.failed().await;
+    assert!(error.contains("stopped in the middle of the turn"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_ids_and_methods_are_refused_and_the_turn_goes_on() {
+    let h = bad_agent("unknown").await;
+    h.send("go").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    // Files and extensions are not ours to serve: JSON-RPC's "method not found".
+    assert!(thread.messages.last().unwrap().text().contains("fs: -32601; ext: -32601"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_no_card_can_show_says_why_and_the_agent_is_told_the_person_declined() {
+    let h = bad_agent("schema").await;
+    h.send("go").await;
+    let thread = h.turn_end().await;
+    assert!(thread.messages.last().unwrap().text().contains("action: decline"));
+    let call = tool_calls(&thread).into_iter().next().unwrap();
+    let interaction = call.interaction.as_ref().unwrap();
+    let InteractionRequest::Unreadable { error } = &interaction.request else { panic!("{:?}", interaction.request) };
+    assert!(error.contains("address"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_updates_arrives_whole() {
+    let h = bad_agent("flood").await;
+    h.send("go").await;
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
+    assert_eq!(thread.messages.last().unwrap().text().matches('w').count(), 2000);
+}

@@ -201,6 +201,11 @@ impl dyn TurnSink + '_ {
             Ok(questions) => return Ok(Ok(InteractionRequest::Question { questions })),
             Err(error) => error.to_string(),
         };
+        Ok(Err(self.unreadable(tool_use_id, error).await?))
+    }
+
+    /// The card of a question that cannot be asked, saying `error`, already `Failed`.
+    pub async fn unreadable(&self, tool_use_id: &str, error: String) -> Result<InteractionOutcome, AgentError> {
         warn!(session = self.session_id(), tool_use_id, %error, "the agent's question could not be read");
         let tool_use_id = tool_use_id.to_string();
         let request = InteractionRequest::Unreadable { error: error.clone() };
@@ -208,7 +213,7 @@ impl dyn TurnSink + '_ {
             .await?;
         let outcome = InteractionOutcome::Failed { error };
         self.emit(EventBody::InteractionResolved { tool_use_id, outcome: outcome.clone() }).await?;
-        Ok(Err(outcome))
+        Ok(outcome)
     }
 
     /// Asks the person's permission for tool call `tool_use_id` and waits for the decision.

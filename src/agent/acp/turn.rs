@@ -44,6 +44,8 @@ pub struct Turn<'a> {
     /// The running total of the latest `usage_update` that had one.
     pub cost_now: Option<f64>,
     elicitations: u64,
+    /// The cards waiting for the person, by tool call.
+    open: Arc<std::sync::Mutex<HashSet<String>>>,
 }
 
 impl<'a> Turn<'a> {
@@ -69,16 +71,38 @@ impl<'a> Turn<'a> {
             usage: Usage::default(),
             cost_now: None,
             elicitations: 0,
+            open: Arc::default(),
         }
     }
 
-    /// Sends `prompt` and plays the turn to its end.
+    /// Sends `prompt` and plays the turn to its end. A card still open when the turn ends (the
+    /// agent exited, or went on without it) is withdrawn, saying why: its answer could not reach
+    /// the agent.
     pub async fn run(&mut self, prompt: Vec<Value>) -> Result<Option<Usage>, AgentError> {
+        let mut waits = JoinSet::new();
+        let played = self.play(prompt, &mut waits).await;
+        waits.abort_all();
+        let open: Vec<String> = self.open.lock().expect("open cards lock").drain().collect();
+        let why = match &played {
+            Err(AgentError::Interrupted) => "the turn was stopped",
+            Ok(_) => "the agent ended its turn without the answer",
+            Err(_) => "the agent stopped before it was answered",
+        };
+        for card in open {
+            self.sink.withdraw(&card, why).await;
+        }
+        self.finish_message().await?;
+        played
+    }
+
+    async fn play(&mut self, prompt: Vec<Value>, waits: &mut JoinSet<()>) -> Result<Option<Usage>, AgentError> {
         let mut answer =
             self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": prompt}));
         let mut inbox = self.connection.inbox.lock().await;
-        let mut waits = JoinSet::new();
         let mut stopping: Option<tokio::time::Instant> = None;
+        let exited = |why: &str, said: String| {
+            AgentError::Failed(format!("the agent stopped in the middle of the turn ({why}){said}"))
+        };
         let result = loop {
             let deadline = stopping.unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
             tokio::select! {
@@ -91,12 +115,9 @@ impl<'a> Turn<'a> {
                 done = &mut answer => break done,
                 inbound = inbox.recv() => match inbound {
                     Some(Inbound::Notification { method, params }) => self.notified(&method, params).await?,
-                    Some(Inbound::Request { id, method, params }) => self.asked(id, &method, params, &mut waits).await?,
-                    Some(Inbound::Closed(why)) => {
-                        let said = self.connection.last_words();
-                        return Err(AgentError::Failed(format!("the agent stopped in the middle of the turn ({why}){said}")));
-                    }
-                    None => return Err(AgentError::Failed("the agent's connection is gone".into())),
+                    Some(Inbound::Request { id, method, params }) => self.asked(id, &method, params, waits).await?,
+                    Some(Inbound::Closed(why)) => return Err(exited(&why, self.connection.last_words())),
+                    None => return Err(exited("its connection is gone", String::new())),
                 },
                 _ = tokio::time::sleep_until(deadline), if stopping.is_some() => {
                     self.connection.kill();
@@ -104,19 +125,23 @@ impl<'a> Turn<'a> {
                 }
             }
         };
+        // What the agent sent before its answer is read before the turn ends: the reader queues
+        // it first, but the answer is handed over at once.
+        while let Ok(inbound) = inbox.try_recv() {
+            match inbound {
+                Inbound::Notification { method, params } => self.notified(&method, params).await?,
+                Inbound::Request { id, .. } => self.connection.respond(
+                    &id,
+                    Err(RpcError { code: wire::INVALID_PARAMS, message: "the turn has ended".into(), data: None }),
+                ),
+                Inbound::Closed(_) => {}
+            }
+        }
         drop(inbox);
-        // A card still open when the turn ended will get no answer the agent reads.
-        waits.abort_all();
-        self.finish_message().await?;
         let done = match result {
             Ok(Ok(done)) => done,
             Ok(Err(error)) => return Err(AgentError::Failed(format!("the agent refused the prompt: {error}"))),
-            Err(_) => {
-                return Err(AgentError::Failed(format!(
-                    "the agent exited in the middle of the turn{}",
-                    self.connection.last_words()
-                )));
-            }
+            Err(_) => return Err(exited("it exited", self.connection.last_words())),
         };
         let done: PromptDone = serde_json::from_value(done)
             .map_err(|e| AgentError::Failed(format!("the agent's answer to the prompt could not be read: {e}")))?;
@@ -260,8 +285,11 @@ impl<'a> Turn<'a> {
                 self.ready(&call).await?;
                 let (approval, options) = permission::approval(&request);
                 let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+                let open = self.open.clone();
+                open.lock().expect("open cards lock").insert(call.tool_call_id.clone());
                 waits.spawn(async move {
                     let outcome = sink.ask_approval(&call.tool_call_id, approval, false, &cancel).await;
+                    open.lock().expect("open cards lock").remove(&call.tool_call_id);
                     let outcome = outcome.unwrap_or_else(|error| cancelled(&error));
                     connection.respond(&id, Ok(wire::permission_outcome(options.chosen(&outcome))));
                 });
@@ -313,20 +341,23 @@ impl<'a> Turn<'a> {
             self.started.insert(call_id.clone());
         }
         let form = Form::read(&elicitation.message, &elicitation.requested_schema);
+        // Unreadable: the card says why, and the agent is told the person declined.
         let args = match &form {
             Ok(form) => form.questions.clone(),
-            // Unreadable: the card says why, and the agent is told the person declined.
-            Err(error) => json!({"questions": error}),
+            Err(_) => json!({"message": elicitation.message, "requestedSchema": elicitation.requested_schema}),
         };
         if self.ready.insert(call_id.clone()) {
             self.sink.tool_call_ready(&call_id, args.clone()).await?;
         }
         let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+        let open = self.open.clone();
+        open.lock().expect("open cards lock").insert(call_id.clone());
         waits.spawn(async move {
             let outcome = match &form {
                 Ok(_) => sink.ask(&call_id, FORM_TOOL, &args, false, &cancel).await,
-                Err(error) => sink.ask(&call_id, FORM_TOOL, &json!({"questions": error}), false, &cancel).await,
+                Err(error) => sink.unreadable(&call_id, format!("this form cannot be shown: {error}")).await,
             };
+            open.lock().expect("open cards lock").remove(&call_id);
             let action = match (outcome.unwrap_or_else(|error| cancelled(&error)), &form) {
                 (InteractionOutcome::Answered { answers }, Ok(form)) => {
                     ElicitationAction::Accept(form.content(&answers))
