@@ -20,6 +20,7 @@ use askbridge::thread::TurnOutcome;
 use serde_json::{Value, json};
 use support::claude_code::ClaudeHome;
 use support::mock_anthropic::{MockAnthropic, Reply};
+use support::mock_gemini::{GeminiReply, MockGemini};
 use support::session::{AgentSession, tool_calls};
 
 const AUTH: &str = "Which auth method should we use?";
@@ -267,4 +268,79 @@ async fn a_flood_of_updates_arrives_whole() {
     let thread = h.turn_end().await;
     assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
     assert_eq!(thread.messages.last().unwrap().text().matches('w').count(), 2000);
+}
+
+/// The pinned Gemini CLI (`make setup`'s npm ci), one JS bundle.
+fn gemini_cli() -> PathBuf {
+    let bundle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node_modules/@google/gemini-cli/bundle/gemini.js");
+    assert!(bundle.exists(), "the pinned Gemini CLI is missing: run `make setup` (npm ci) first");
+    bundle
+}
+
+/// A session of Gemini CLI over ACP, offline: its own HOME, the mock as the Gemini API.
+async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
+    support::session::log_to_test_output();
+    let gemini = MockGemini::start(script).await;
+    let home = ClaudeHome::new();
+    let env = vec![
+        ("HOME".to_string(), home.path().display().to_string()),
+        ("TMPDIR".to_string(), home.path().join("tmp").display().to_string()),
+        ("GOOGLE_GEMINI_BASE_URL".to_string(), gemini.base_url()),
+        ("GEMINI_API_KEY".to_string(), "dummy".to_string()),
+    ];
+    let config = AcpConfig {
+        name: "gemini",
+        launch: Launch {
+            program: "node".into(),
+            args: vec![gemini_cli().display().to_string(), "--acp".into()],
+            inherit: AgentEnv::default(),
+            env,
+        },
+        workdir: home.project(),
+    };
+    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
+    let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));
+    let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
+    (Harness { base, home }, gemini)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_not() {
+    let touch = |file: &str| {
+        GeminiReply::Call(
+            "run_shell_command".into(),
+            json!({"command": format!("touch {file}"), "description": "Make a file"}),
+        )
+    };
+    let (h, gemini) = gemini_over_acp(vec![
+        touch("allowed.txt"),
+        GeminiReply::Text("Made it.".into()),
+        touch("denied.txt"),
+        GeminiReply::Text("Fine.".into()),
+    ])
+    .await;
+    h.send("Make a file.").await;
+    let pending = h.pending(1).await;
+    let InteractionRequest::Approval(approval) = h.request(&pending[0]).await else { panic!("not an approval") };
+    assert_eq!(approval.shows, Shows::Command { command: "touch allowed.txt".into() });
+    assert_eq!(approval.suggestions.len(), 1, "Gemini's “Allow for this session”");
+    h.manager.decide_approval(&h.session, &pending[0], Decision::Allow { always: None }).await.unwrap();
+    let thread = h.turn_end().await;
+    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+    assert!(h.home.project().join("allowed.txt").exists());
+    assert!(thread.messages.last().unwrap().text().contains("Made it."));
+
+    h.send("Now another.").await;
+    let second = wait_until("the second card", Duration::from_secs(60), || async {
+        let thread = h.thread().await;
+        tool_calls(&thread)
+            .into_iter()
+            .find(|c| c.id != pending[0] && c.interaction.as_ref().is_some_and(|i| i.is_pending()))
+            .map(|c| c.id.clone())
+    })
+    .await;
+    h.manager.decide_approval(&h.session, &second, Decision::Deny { message: None }).await.unwrap();
+    h.turn_end().await;
+    assert!(!h.home.project().join("denied.txt").exists());
+    assert!(gemini.requests().len() >= 3, "{} requests", gemini.requests().len());
 }

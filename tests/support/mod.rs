@@ -3,6 +3,7 @@
 
 pub mod claude_code;
 pub mod mock_anthropic;
+pub mod mock_gemini;
 pub mod push_service;
 pub mod router;
 pub mod server;
