@@ -121,4 +121,43 @@ test.describe("an ACP agent", () => {
       await mock.kill();
     }
   });
+
+  // Without a host that outlives it (not yet: issue 35), the agent dies with a killed server and
+  // records its call as failed. After the restart the card says so, and the person can still
+  // answer: the answer goes to the agent as a message, never as the tool's result.
+  test("a question lost in a crash says so and can still be answered, as a message", async ({ page }) => {
+    // The reply is for the message that carries the answer: the adapter's own `claude` outlives
+    // the killed adapter for a while and goes on calling the model (acp.md §4).
+    const mock = await OwnMock.start(
+      [ask([authQuestion]), { content: [{ type: "text", text: "Thanks, JWT then." }], when: "My answer" }],
+      "Mock title",
+    );
+    const server = await acpServer(mock, home);
+    try {
+      await page.goto(server.url);
+      await waitForHydration(page);
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.fill("Set up auth; ask me which.");
+      await box.press("Enter");
+      const question = card(page).getByRole("radiogroup", { name: auth });
+      await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
+
+      await server.crash();
+      await server.start();
+      await page.reload();
+      await waitForHydration(page);
+      await expect(card(page)).toHaveAttribute("data-state", "lost");
+      await expect(card(page)).toContainText("You can still answer, as a message.");
+      await question.getByRole("radio", { name: "JWT" }).click();
+      await card(page).getByRole("button", { name: "Send my answer as a message" }).click();
+      await expect(agentReplies(page).last()).toContainText("Thanks, JWT then.", { timeout: 60_000 });
+      const sent = JSON.stringify((await mock.requests()).at(-1).messages);
+      expect(sent).toContain('\\"Which auth method should we use?\\"=\\"JWT\\"');
+      // The answer was never the tool's result.
+      expect(await toolResult(mock)).not.toContain("=\\\"JWT");
+    } finally {
+      await server.kill();
+      await mock.kill();
+    }
+  });
 });

@@ -31,7 +31,11 @@ use wire::{Initialized, SessionStarted};
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::PermissionMode;
+use crate::interaction::InteractionRequest;
 use crate::thread::Usage;
+
+/// What an agent is told of a request that AskBridge stopped before it was answered.
+pub const TOLD_WHEN_LOST: &str = "The request failed: its connection to AskBridge closed before it was answered";
 
 /// How long an agent may take to start (initialize, authenticate and open its session): the
 /// adapters start Node and, for Claude's, the CLI inside it.
@@ -237,6 +241,15 @@ impl AgentBackend for AcpAgent {
 
     fn default_workdir(&self) -> Option<PathBuf> {
         Some(self.config.workdir.clone())
+    }
+
+    /// The agent dies with the server (its process group, `die_with_the_server`); its request was
+    /// never answered, and the conversation it reopens records the call as failed (Claude's adapter:
+    /// "Tool permission stream closed before response received", acp.md §4). Nothing of the
+    /// person's reaches it: the card says so, and an answer given now goes as a message.
+    fn told_when_lost(&self, request: &InteractionRequest) -> Option<String> {
+        let _ = request;
+        Some(TOLD_WHEN_LOST.to_string())
     }
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
