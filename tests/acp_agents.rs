@@ -72,6 +72,7 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
             env,
         },
         workdir: home.project(),
+        groups_dir: Some(home.path().join("data/acp")),
     };
     let backend = Arc::new(AcpAgent::new(config));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
@@ -208,6 +209,7 @@ async fn bad_agent(mode: &str) -> Harness {
             env: Vec::new(),
         },
         workdir: home.project(),
+        groups_dir: Some(home.path().join("data/acp")),
     };
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
     let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));
@@ -297,6 +299,7 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
             env,
         },
         workdir: home.project(),
+        groups_dir: Some(home.path().join("data/acp")),
     };
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
     let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));

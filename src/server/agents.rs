@@ -65,6 +65,7 @@ fn acp_agents(args: &ServeArgs) -> Result<Vec<Arc<dyn AgentBackend>>, BoxError> 
     let mut agents: Vec<Arc<dyn AgentBackend>> = Vec::new();
     for spec in &args.acp {
         let mut config = AcpConfig::parse(spec, workdir.clone(), AgentEnv::new(&args.agent_env)?)?;
+        config.groups_dir = Some(args.data_dir.join("acp"));
         if ["auto", "scripted", "claude", "anthropic"].contains(&config.name)
             || agents.iter().any(|agent| agent.name() == config.name)
         {

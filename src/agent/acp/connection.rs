@@ -166,6 +166,11 @@ impl Connection {
         }
     }
 
+    /// The agent's process id (its process group's too).
+    pub fn pid(&self) -> Option<u32> {
+        self.pid
+    }
+
     /// The agent's process has not exited.
     pub fn running(&self) -> bool {
         let mut child = self.child.lock().expect("child lock");

@@ -11,6 +11,7 @@
 
 mod connection;
 mod form;
+mod leftovers;
 mod permission;
 mod turn;
 pub mod wire;
@@ -26,6 +27,7 @@ use tracing::{info, warn};
 
 pub use connection::Launch;
 use connection::{CallError, Connection, Inbound};
+use leftovers::Leftovers;
 use turn::Turn;
 use wire::{Initialized, SessionStarted};
 
@@ -49,6 +51,9 @@ pub struct AcpConfig {
     pub launch: Launch,
     /// Where sessions work unless they choose a folder.
     pub workdir: PathBuf,
+    /// Where the running agents' process groups are written down, to end what a killed server
+    /// left running when it starts again (`leftovers.rs`); `None`: nowhere.
+    pub groups_dir: Option<PathBuf>,
 }
 
 impl AcpConfig {
@@ -67,6 +72,7 @@ impl AcpConfig {
             name,
             launch: Launch { program: program.clone(), args: args.to_vec(), inherit, env: Vec::new() },
             workdir,
+            groups_dir: None,
         })
     }
 }
@@ -81,12 +87,26 @@ struct Running {
 
 pub struct AcpAgent {
     config: AcpConfig,
+    leftovers: Option<Leftovers>,
     running: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Running>>>>>,
 }
 
 impl AcpAgent {
+    /// The agent, once what a killed server left running of it is ended.
     pub fn new(config: AcpConfig) -> Self {
-        Self { config, running: Default::default() }
+        let leftovers = config.groups_dir.clone().map(Leftovers::new);
+        if let Some(leftovers) = &leftovers {
+            leftovers.end_previous();
+        }
+        Self { config, leftovers, running: Default::default() }
+    }
+
+    /// Ends `agent` and forgets its group.
+    fn end(&self, session: &str, agent: Running) {
+        agent.connection.kill();
+        if let Some(leftovers) = &self.leftovers {
+            leftovers.forget(session);
+        }
     }
 
     async fn slot(&self, session: &str) -> Arc<tokio::sync::Mutex<Option<Running>>> {
@@ -104,6 +124,9 @@ impl AcpAgent {
                 self.config.name, self.config.launch.program
             ))
         })?;
+        if let (Some(leftovers), Some(pid)) = (&self.leftovers, connection.pid()) {
+            leftovers.record(&request.session_id, pid);
+        }
         let opened = tokio::time::timeout(START_TIMEOUT, open(&connection, &workdir, request.agent_session.as_deref()));
         let (initialized, started, acp_session, loaded) = match opened.await {
             Ok(Ok(opened)) => opened,
@@ -268,9 +291,10 @@ impl AgentBackend for AcpAgent {
             agent.cost = cost.unwrap_or(agent.cost);
             if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
                 && !is_alive(&agent.connection).await
+                && let Some(gone) = running.take()
             {
                 // Its next turn starts it again, with its conversation.
-                *running = None;
+                self.end(&request.session_id, gone);
             }
             result
         })
@@ -282,17 +306,17 @@ impl AgentBackend for AcpAgent {
             if let Some(slot) = slot
                 && let Some(agent) = slot.lock().await.take()
             {
-                agent.connection.kill();
+                self.end(session, agent);
             }
         })
     }
 
     fn shut_down(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let slots: Vec<_> = self.running.lock().await.drain().map(|(_, slot)| slot).collect();
-            for slot in slots {
+            let slots: Vec<_> = self.running.lock().await.drain().collect();
+            for (session, slot) in slots {
                 if let Some(agent) = slot.lock().await.take() {
-                    agent.connection.kill();
+                    self.end(&session, agent);
                 }
             }
             info!(agent = self.config.name, "ACP agents ended");
