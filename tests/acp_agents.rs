@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use askbridge::agent::AgentBackend;
 use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
 use askbridge::agent::claude::AgentEnv;
 use askbridge::approval::{Decision, Shows};
@@ -46,6 +47,7 @@ fn questions() -> Value {
 struct Harness {
     base: AgentSession,
     home: ClaudeHome,
+    agent: Arc<AcpAgent>,
 }
 
 impl std::ops::Deref for Harness {
@@ -74,11 +76,11 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
     };
-    let backend = Arc::new(AcpAgent::new(config));
+    let agent = Arc::new(AcpAgent::new(config));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let manager = SessionManager::new(store, backend);
+    let manager = SessionManager::new(store, agent.clone());
     let base = AgentSession::start(manager, mock).await;
-    Harness { base, home }
+    Harness { base, home, agent }
 }
 
 impl Harness {
@@ -212,9 +214,10 @@ async fn bad_agent(mode: &str) -> Harness {
         groups_dir: Some(home.path().join("data/acp")),
     };
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));
+    let agent = Arc::new(AcpAgent::new(config));
+    let manager = SessionManager::new(store, agent.clone());
     let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
-    Harness { base, home }
+    Harness { base, home, agent }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,9 +305,10 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
         groups_dir: Some(home.path().join("data/acp")),
     };
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let manager = SessionManager::new(store, Arc::new(AcpAgent::new(config)));
+    let agent = Arc::new(AcpAgent::new(config));
+    let manager = SessionManager::new(store, agent.clone());
     let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
-    (Harness { base, home }, gemini)
+    (Harness { base, home, agent }, gemini)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -346,4 +350,22 @@ async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_n
     h.turn_end().await;
     assert!(!h.home.project().join("denied.txt").exists());
     assert!(gemini.requests().len() >= 3, "{} requests", gemini.requests().len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_models_and_commands_are_offered_and_a_chosen_model_is_the_next_turns() {
+    let h = claude_over_acp(vec![Reply::text("Hello."), Reply::text("Hello again.")]).await;
+    h.send("Hi.").await;
+    assert_eq!(h.turn_end().await.turn.last_outcome, Some(TurnOutcome::Completed));
+    let agent = &h.agent;
+    let models = agent.models().await;
+    assert!(models.iter().any(|m| m.value == "haiku" && m.label.starts_with("Haiku")), "{models:?}");
+    assert!(!agent.commands(None).await.is_empty(), "the agent's `/` commands");
+    assert!(agent.set_model(&h.session, Some("no-such-model")).await.is_err());
+
+    h.manager.set_model(&h.session, Some("haiku")).await.unwrap();
+    h.send("Again.").await;
+    assert_eq!(h.turn_end().await.turn.last_outcome, Some(TurnOutcome::Completed));
+    let last = h.mock.requests().last().cloned().unwrap();
+    assert!(last["model"].as_str().unwrap().contains("haiku"), "{}", last["model"]);
 }

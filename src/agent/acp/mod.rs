@@ -34,7 +34,7 @@ use wire::{Initialized, SessionStarted};
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::PermissionMode;
 use crate::interaction::InteractionRequest;
-use crate::thread::Usage;
+use crate::thread::{ModelChoice, SlashCommand, Usage};
 
 /// What an agent is told of a request that AskBridge stopped before it was answered.
 pub const TOLD_WHEN_LOST: &str = "The request failed: its connection to AskBridge closed before it was answered";
@@ -77,17 +77,30 @@ impl AcpConfig {
     }
 }
 
+/// What an agent offers sessions, learnt from the sessions it opened.
+#[derive(Debug, Default)]
+struct Offer {
+    models: Vec<ModelChoice>,
+    /// The config option that sets the model.
+    model_option: Option<String>,
+    commands: Vec<SlashCommand>,
+}
+
 /// A running agent for one session: its process, and its id for the conversation.
 struct Running {
     connection: Arc<Connection>,
     acp_session: String,
     /// The agent's running total of the session's cost, at the end of the last turn.
     cost: f64,
+    /// The model set for it, if AskBridge set one.
+    model: Option<String>,
 }
 
 pub struct AcpAgent {
     config: AcpConfig,
     leftovers: Option<Leftovers>,
+    /// What the agent offers, as its last session said: its models and its `/` commands.
+    offer: std::sync::Mutex<Offer>,
     running: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Running>>>>>,
 }
 
@@ -98,7 +111,7 @@ impl AcpAgent {
         if let Some(leftovers) = &leftovers {
             leftovers.end_previous();
         }
-        Self { config, leftovers, running: Default::default() }
+        Self { config, leftovers, offer: Default::default(), running: Default::default() }
     }
 
     /// Ends `agent` and forgets its group.
@@ -136,7 +149,7 @@ impl AcpAgent {
             }
         };
         // What the agent replayed of a loaded conversation is in the thread already.
-        drain(&connection).await;
+        self.learn_commands(drain(&connection).await);
         if request.agent_session.is_some() && !loaded {
             sink.notice("The agent could not reopen its earlier conversation: this turn starts a new one.").await?;
         }
@@ -151,6 +164,7 @@ impl AcpAgent {
                 warn!(%error, target, "the ACP agent did not take the session's permission mode");
             }
         }
+        self.learn(&started);
         let info = match &initialized.agent_info {
             Some(agent) => {
                 let title = agent.title.as_deref().unwrap_or(&agent.name);
@@ -159,7 +173,41 @@ impl AcpAgent {
             None => format!("{} (ACP)", self.config.name),
         };
         sink.agent_started(&info, Some(acp_session.clone())).await?;
-        Ok(Running { connection, acp_session, cost: 0.0 })
+        Ok(Running { connection, acp_session, cost: 0.0, model: None })
+    }
+}
+
+impl AcpAgent {
+    /// Keeps what a session's start says the agent offers (its models).
+    fn learn(&self, started: &SessionStarted) {
+        let Some(option) = started.model_option() else { return };
+        let mut offer = self.offer.lock().expect("offer lock");
+        offer.models = option
+            .choices()
+            .into_iter()
+            .map(|(value, label, description)| ModelChoice { value, label, description })
+            .collect();
+        offer.model_option = Some(option.id.clone());
+    }
+
+    /// Sets the model the session chose, when the agent runs another.
+    async fn switch_model(&self, agent: &mut Running, request: &TurnRequest, sink: &Sink) -> Result<(), AgentError> {
+        let Some(model) = request.model.clone().filter(|model| agent.model.as_ref() != Some(model)) else {
+            return Ok(());
+        };
+        let Some(option) = self.offer.lock().expect("offer lock").model_option.clone() else { return Ok(()) };
+        let params = json!({"sessionId": agent.acp_session, "configId": option, "value": model});
+        match agent.connection.call("session/set_config_option", params).await {
+            Ok(_) => agent.model = Some(model),
+            Err(error) => sink.notice(&format!("The agent did not take the model “{model}”: {error}")).await?,
+        }
+        Ok(())
+    }
+
+    fn learn_commands(&self, commands: Option<Vec<SlashCommand>>) {
+        if let Some(commands) = commands {
+            self.offer.lock().expect("offer lock").commands = commands;
+        }
     }
 }
 
@@ -225,17 +273,24 @@ async fn authenticate(connection: &Connection, initialized: &Initialized) -> Res
     last
 }
 
-/// Reads away what the agent sent while its session opened (the replay of a loaded one).
-async fn drain(connection: &Connection) {
+/// Reads away what the agent sent while its session opened (the replay of a loaded one), but its
+/// `/` commands.
+async fn drain(connection: &Connection) -> Option<Vec<SlashCommand>> {
     let mut inbox = connection.inbox.lock().await;
+    let mut commands = None;
     while let Ok(inbound) = inbox.try_recv() {
-        if let Inbound::Request { id, .. } = inbound {
-            connection.respond(
+        match inbound {
+            Inbound::Request { id, .. } => connection.respond(
                 &id,
                 Err(wire::RpcError { code: wire::METHOD_NOT_FOUND, message: "not now".into(), data: None }),
-            );
+            ),
+            Inbound::Notification { method, params } if method == "session/update" => {
+                commands = turn::commands_in(params).or(commands);
+            }
+            Inbound::Notification { .. } | Inbound::Closed(_) => {}
         }
     }
+    commands
 }
 
 /// The agent's id for AskBridge's permission `mode`, among the modes it offers.
@@ -266,6 +321,30 @@ impl AgentBackend for AcpAgent {
         Some(self.config.workdir.clone())
     }
 
+    fn models(&self) -> BoxFuture<'_, Vec<ModelChoice>> {
+        Box::pin(async { self.offer.lock().expect("offer lock").models.clone() })
+    }
+
+    fn commands<'a>(&'a self, workdir: Option<&'a Path>) -> BoxFuture<'a, Vec<SlashCommand>> {
+        let _ = workdir;
+        Box::pin(async { self.offer.lock().expect("offer lock").commands.clone() })
+    }
+
+    /// The model is set (`session/set_config_option`) as the session's next turn starts: the
+    /// agent runs one turn at a time, and a turn under way keeps the model it began with.
+    fn set_model<'a>(&'a self, session: &'a str, model: Option<&'a str>) -> BoxFuture<'a, Result<(), String>> {
+        let _ = session;
+        Box::pin(async move {
+            let offer = self.offer.lock().expect("offer lock");
+            match model {
+                Some(model) if !offer.models.is_empty() && !offer.models.iter().any(|m| m.value == model) => {
+                    Err(format!("{} offers no model “{model}”", self.config.name))
+                }
+                _ => Ok(()),
+            }
+        })
+    }
+
     /// The agent dies with the server (its process group, `die_with_the_server`); its request was
     /// never answered, and the conversation it reopens records the call as failed (Claude's adapter:
     /// "Tool permission stream closed before response received", acp.md §4). Nothing of the
@@ -283,11 +362,13 @@ impl AgentBackend for AcpAgent {
                 *running = Some(self.start(&request, &sink).await?);
             }
             let Some(agent) = running.as_mut() else { unreachable!("started above") };
+            self.switch_model(agent, &request, &sink).await?;
             let grace = self.interrupt_grace();
             let mut turn = Turn::new(&agent.connection, &agent.acp_session, &sink, &request.cancel, grace, agent.cost);
             let result = turn.run(prompt(&request)).await;
-            let cost = turn.cost_now;
+            let (cost, commands) = (turn.cost_now, turn.commands.take());
             drop(turn);
+            self.learn_commands(commands);
             agent.cost = cost.unwrap_or(agent.cost);
             if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
                 && !is_alive(&agent.connection).await

@@ -21,7 +21,7 @@ use super::wire::{
 };
 use crate::agent::{AgentError, Sink};
 use crate::interaction::InteractionOutcome;
-use crate::thread::Usage;
+use crate::thread::{SlashCommand, Usage};
 
 /// The tool name a form elicitation's card is filed under: the question card of AskUserQuestion.
 const FORM_TOOL: &str = "AskUserQuestion";
@@ -43,6 +43,8 @@ pub struct Turn<'a> {
     usage: Usage,
     /// The running total of the latest `usage_update` that had one.
     pub cost_now: Option<f64>,
+    /// The agent's `/` commands, when it said them this turn.
+    pub commands: Option<Vec<SlashCommand>>,
     elicitations: u64,
     /// The cards waiting for the person, by tool call.
     open: Arc<std::sync::Mutex<HashSet<String>>>,
@@ -70,6 +72,7 @@ impl<'a> Turn<'a> {
             ended: HashSet::new(),
             usage: Usage::default(),
             cost_now: None,
+            commands: None,
             elicitations: 0,
             open: Arc::default(),
         }
@@ -215,11 +218,13 @@ impl<'a> Turn<'a> {
                     self.cost_now = Some(cost.amount);
                 }
             }
+            Update::AvailableCommandsUpdate { available_commands } => {
+                self.commands = Some(slash_commands(available_commands));
+            }
             Update::AgentThoughtChunk { .. }
             | Update::UserMessageChunk { .. }
             | Update::AgentMessageChunk { .. }
             | Update::CurrentModeUpdate { .. }
-            | Update::AvailableCommandsUpdate { .. }
             | Update::Other => {}
         }
         Ok(())
@@ -382,4 +387,23 @@ impl<'a> Turn<'a> {
 
 fn cancelled(error: &AgentError) -> InteractionOutcome {
     InteractionOutcome::Cancelled { reason: error.to_string() }
+}
+
+fn slash_commands(commands: Vec<wire::Command>) -> Vec<SlashCommand> {
+    commands
+        .into_iter()
+        .map(|command| SlashCommand {
+            name: command.name,
+            description: command.description,
+            argument_hint: String::new(),
+        })
+        .collect()
+}
+
+/// The `/` commands in a `session/update`'s params, if it says them.
+pub fn commands_in(params: Value) -> Option<Vec<SlashCommand>> {
+    match serde_json::from_value::<SessionNotification>(params).ok()?.update {
+        Update::AvailableCommandsUpdate { available_commands } => Some(slash_commands(available_commands)),
+        _ => None,
+    }
 }

@@ -179,6 +179,53 @@ pub struct SessionStarted {
     pub session_id: Option<String>,
     #[serde(default)]
     pub modes: Option<Modes>,
+    #[serde(default)]
+    pub config_options: Vec<ConfigOption>,
+}
+
+impl SessionStarted {
+    /// The config option that chooses the model (category `model`, a select), if the agent has one.
+    pub fn model_option(&self) -> Option<&ConfigOption> {
+        self.config_options.iter().find(|option| {
+            option.category.as_deref() == Some("model")
+                && option.kind.as_deref() == Some("select")
+                && option.id != "provider"
+        })
+    }
+}
+
+/// One of a session's config options (`session/set_config_option` sets it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigOption {
+    pub id: String,
+    #[serde(default)]
+    pub category: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub current_value: Option<Value>,
+    /// A select's choices: `{value, name, description}` (kept as sent: an agent may group them).
+    #[serde(default)]
+    pub options: Value,
+}
+
+impl ConfigOption {
+    /// A select's choices, as `(value, name, description)`.
+    pub fn choices(&self) -> Vec<(String, String, String)> {
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or_default().to_string();
+        self.options
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|choice| choice.get("value").is_some_and(Value::is_string))
+            .map(|choice| {
+                let value = text(choice, "value");
+                let name = Some(text(choice, "name")).filter(|n| !n.is_empty()).unwrap_or_else(|| value.clone());
+                (value, name, text(choice, "description"))
+            })
+            .collect()
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
