@@ -76,6 +76,11 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
     };
+    harness(config, home, mock).await
+}
+
+/// A session of the agent `config` names, under the real session manager and a store in `home`.
+async fn harness(config: AcpConfig, home: ClaudeHome, mock: MockAnthropic) -> Harness {
     let agent = Arc::new(AcpAgent::new(config));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
     let manager = SessionManager::new(store, agent.clone());
@@ -84,6 +89,14 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
 }
 
 impl Harness {
+    /// Sends `text`, and once the turn completed, the agent's last message.
+    async fn reply_to(&self, text: &str) -> String {
+        self.send(text).await;
+        let thread = self.turn_end().await;
+        assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
+        thread.messages.last().unwrap().text()
+    }
+
     async fn request(&self, tool_use_id: &str) -> InteractionRequest {
         let thread = self.thread().await;
         let call = tool_calls(&thread).into_iter().find(|c| c.id == tool_use_id).cloned().unwrap();
@@ -213,20 +226,13 @@ async fn bad_agent(mode: &str) -> Harness {
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
     };
-    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let agent = Arc::new(AcpAgent::new(config));
-    let manager = SessionManager::new(store, agent.clone());
-    let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
-    Harness { base, home, agent }
+    harness(config, home, MockAnthropic::start(Vec::new()).await).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_that_writes_garbage_is_read_past_and_its_turn_goes_on() {
     let h = bad_agent("garbage").await;
-    h.send("go").await;
-    let thread = h.turn_end().await;
-    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
-    assert!(thread.messages.last().unwrap().text().contains("still here"));
+    assert!(h.reply_to("go").await.contains("still here"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -247,11 +253,8 @@ async fn an_agent_that_exits_while_it_asks_fails_the_turn_and_closes_the_card_sa
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_ids_and_methods_are_refused_and_the_turn_goes_on() {
     let h = bad_agent("unknown").await;
-    h.send("go").await;
-    let thread = h.turn_end().await;
-    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed), "{:?}", thread.turn.last_outcome);
     // Files and extensions are not ours to serve: JSON-RPC's "method not found".
-    assert!(thread.messages.last().unwrap().text().contains("fs: -32601; ext: -32601"));
+    assert!(h.reply_to("go").await.contains("fs: -32601; ext: -32601"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,10 +272,7 @@ async fn a_form_no_card_can_show_says_why_and_the_agent_is_told_the_person_decli
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_updates_arrives_whole() {
     let h = bad_agent("flood").await;
-    h.send("go").await;
-    let thread = h.turn_end().await;
-    assert_eq!(thread.turn.last_outcome, Some(TurnOutcome::Completed));
-    assert_eq!(thread.messages.last().unwrap().text().matches('w').count(), 2000);
+    assert_eq!(h.reply_to("go").await.matches('w').count(), 2000);
 }
 
 /// The pinned Gemini CLI (`make setup`'s npm ci), one JS bundle.
@@ -304,11 +304,7 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
     };
-    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let agent = Arc::new(AcpAgent::new(config));
-    let manager = SessionManager::new(store, agent.clone());
-    let base = AgentSession::start(manager, MockAnthropic::start(Vec::new()).await).await;
-    (Harness { base, home, agent }, gemini)
+    (harness(config, home, MockAnthropic::start(Vec::new()).await).await, gemini)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -355,8 +351,7 @@ async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_n
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agents_models_and_commands_are_offered_and_a_chosen_model_is_the_next_turns() {
     let h = claude_over_acp(vec![Reply::text("Hello."), Reply::text("Hello again.")]).await;
-    h.send("Hi.").await;
-    assert_eq!(h.turn_end().await.turn.last_outcome, Some(TurnOutcome::Completed));
+    h.reply_to("Hi.").await;
     let agent = &h.agent;
     let models = agent.models().await;
     assert!(models.iter().any(|m| m.value == "haiku" && m.label.starts_with("Haiku")), "{models:?}");
@@ -364,8 +359,7 @@ async fn the_agents_models_and_commands_are_offered_and_a_chosen_model_is_the_ne
     assert!(agent.set_model(&h.session, Some("no-such-model")).await.is_err());
 
     h.manager.set_model(&h.session, Some("haiku")).await.unwrap();
-    h.send("Again.").await;
-    assert_eq!(h.turn_end().await.turn.last_outcome, Some(TurnOutcome::Completed));
+    h.reply_to("Again.").await;
     let last = h.mock.requests().last().cloned().unwrap();
     assert!(last["model"].as_str().unwrap().contains("haiku"), "{}", last["model"]);
 }

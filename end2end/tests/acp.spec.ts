@@ -2,7 +2,7 @@
 // @agentclientprotocol/claude-agent-acp, with the Claude binary its SDK brings) run with
 // `--acp`, its model the mock Messages API. Its AskUserQuestion arrives as a form elicitation and is
 // the very card of Claude Code's own; its permission requests are the approval card.
-import { expect, test } from "@playwright/test";
+import { expect, test, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -33,6 +33,15 @@ async function acpServer(mock: OwnMock, home: string): Promise<OwnServer> {
   );
 }
 
+/** Opens `server`'s page and sends `text`, the session's first message. */
+async function sendFirst(page: Page, server: OwnServer, text: string): Promise<void> {
+  await page.goto(server.url);
+  await waitForHydration(page);
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill(text);
+  await box.press("Enter");
+}
+
 /** What the model was sent as the result of the question's call. */
 async function toolResult(mock: OwnMock): Promise<string> {
   for (const request of await mock.requests()) {
@@ -56,11 +65,7 @@ test.describe("an ACP agent", () => {
     const mock = await OwnMock.start([ask([authQuestion]), "JWT it is."], "Mock title");
     const server = await acpServer(mock, home);
     try {
-      await page.goto(server.url);
-      await waitForHydration(page);
-      const box = page.getByRole("textbox", { name: "Message" });
-      await box.fill("Set up auth; ask me which.");
-      await box.press("Enter");
+      await sendFirst(page, server, "Set up auth; ask me which.");
       const question = card(page).getByRole("radiogroup", { name: auth });
       await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
       await question.getByRole("radio", { name: "JWT" }).click();
@@ -78,11 +83,7 @@ test.describe("an ACP agent", () => {
     const mock = await OwnMock.start([ask([authQuestion, featuresQuestion]), "Noted."], "Mock title");
     const server = await acpServer(mock, home);
     try {
-      await page.goto(server.url);
-      await waitForHydration(page);
-      const box = page.getByRole("textbox", { name: "Message" });
-      await box.fill("Plan the app; ask me.");
-      await box.press("Enter");
+      await sendFirst(page, server, "Plan the app; ask me.");
       const featureGroup = card(page).getByRole("group", { name: features });
       await expect(featureGroup.getByRole("checkbox", { name: "Dark mode" })).toBeEnabled({ timeout: 60_000 });
       await featureGroup.getByRole("checkbox", { name: "Dark mode" }).click();
@@ -105,11 +106,7 @@ test.describe("an ACP agent", () => {
     const mock = await OwnMock.start([ask([authQuestion])], "Mock title");
     const server = await acpServer(mock, home);
     try {
-      await page.goto(server.url);
-      await waitForHydration(page);
-      const box = page.getByRole("textbox", { name: "Message" });
-      await box.fill("Set up auth; ask me which.");
-      await box.press("Enter");
+      await sendFirst(page, server, "Set up auth; ask me which.");
       await expect(card(page).getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
       await page.getByRole("button", { name: "Stop" }).click();
       await expect(card(page)).toHaveAttribute("data-state", "cancelled");
@@ -134,11 +131,7 @@ test.describe("an ACP agent", () => {
     );
     const server = await acpServer(mock, home);
     try {
-      await page.goto(server.url);
-      await waitForHydration(page);
-      const box = page.getByRole("textbox", { name: "Message" });
-      await box.fill("Set up auth; ask me which.");
-      await box.press("Enter");
+      await sendFirst(page, server, "Set up auth; ask me which.");
       const question = card(page).getByRole("radiogroup", { name: auth });
       await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
 
