@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use askbridge::agent::AgentBackend;
 use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
-use askbridge::agent::claude::AgentEnv;
+use askbridge::agent::AgentEnv;
 use askbridge::approval::{Decision, Shows};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use askbridge::agent::claude::{AgentEnv, AnswerPath, ClaudeCliBackend, ClaudeConfig};
+use askbridge::agent::AgentEnv;
+use askbridge::agent::claude::{AnswerPath, ClaudeCliBackend, ClaudeConfig};
 use askbridge::approval::{Approval, Decision, PermissionMode, Shows};
 use askbridge::error::AppError;
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};

@@ -9,6 +9,7 @@
 pub mod acp;
 pub mod anthropic;
 pub mod claude;
+mod environment;
 mod error;
 pub mod messages_api;
 mod process_tree;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 use crate::thread::{AttachmentRef, Message, ModelChoice, SlashCommand, Usage};
 
+pub use environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use error::AgentError;
 pub use recording::RecordingSink;
 pub use registry::Agents;

@@ -11,7 +11,8 @@ use tracing::info;
 use super::cli::{AgentChoice, BoxError, ServeArgs};
 use crate::agent::acp::{AcpAgent, AcpConfig};
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
-use crate::agent::claude::{AgentEnv, ClaudeCliBackend, ClaudeConfig};
+use crate::agent::AgentEnv;
+use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::agent::{AgentBackend, Agents};
 

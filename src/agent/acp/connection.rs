@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use super::wire::{self, Id, Incoming, RpcError};
-use crate::agent::claude::AgentEnv;
+use crate::agent::AgentEnv;
 use crate::agent::process_tree::{Tree, die_with_the_server};
 
 /// The longest line read from an agent: a line past it is an agent gone wrong, not a message.
@@ -79,7 +79,7 @@ impl Connection {
             .env_clear()
             .envs(launch.inherit.inherited(std::env::vars_os()))
             .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env(crate::agent::claude::SESSION_MARKER, session)
+            .env(crate::agent::SESSION_MARKER, session)
             .args(&launch.args)
             .current_dir(workdir)
             .stdin(Stdio::piped())

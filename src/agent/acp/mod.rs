@@ -58,7 +58,7 @@ pub struct AcpConfig {
 
 impl AcpConfig {
     /// Reads `NAME=COMMAND`, the command split as a shell would (quotes, escapes), without a shell.
-    pub fn parse(spec: &str, workdir: PathBuf, inherit: super::claude::AgentEnv) -> Result<Self, String> {
+    pub fn parse(spec: &str, workdir: PathBuf, inherit: super::AgentEnv) -> Result<Self, String> {
         let (name, command) = spec.split_once('=').ok_or_else(|| format!("--acp {spec}: write it NAME=COMMAND"))?;
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {

@@ -35,7 +35,7 @@ pub struct ClaudeConfig {
     pub model: Option<String>,
     pub answer_path: AnswerPath,
     /// What the CLI inherits of the server's environment (an allow-list, and `--agent-env`).
-    pub agent_env: super::AgentEnv,
+    pub agent_env: crate::agent::AgentEnv,
     /// Set for the CLI on top of what it inherits.
     pub env: Vec<(String, String)>,
     /// Whether a session may switch to bypassPermissions (the person still confirms it).

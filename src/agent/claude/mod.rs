@@ -9,7 +9,6 @@
 
 mod catalog;
 mod config;
-mod environment;
 mod plan_file;
 mod process;
 pub mod protocol;
@@ -38,7 +37,6 @@ use crate::interaction::{InteractionOutcome, InteractionRequest};
 use crate::thread::{Block, EventBody, Message, ModelChoice, SlashCommand, Usage};
 
 pub use self::config::{AnswerPath, ClaudeConfig, claude_config_dir};
-pub use self::environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use self::reply::{approval_reply, question_decision, question_reply};
 
 /// The name sessions that Claude Code runs are stored with.

@@ -13,7 +13,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
-use super::environment::{AgentEnv, SESSION_MARKER};
+use crate::agent::{AgentEnv, SESSION_MARKER};
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
 use crate::agent::process_tree::{Tree, die_with_the_server};
 

@@ -1,7 +1,7 @@
-//! What the Claude Code CLI inherits from the server's environment: an allow-list, so that the
-//! server's own configuration (the database URL with its password, the access token) never
-//! reaches the agent, its Bash tools, the model's context or a transcript. What a user's setup
-//! needs beyond the list is named with `--agent-env`.
+//! What an agent's process (the Claude Code CLI, an ACP agent) inherits from the server's
+//! environment: an allow-list, so that the server's own configuration (the database URL with its
+//! password, the access token) never reaches the agent, its tools, the model's context or a
+//! transcript. What a user's setup needs beyond the list is named with `--agent-env`.
 
 use std::ffi::OsString;
 
