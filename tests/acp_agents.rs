@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use askbridge::agent::AgentBackend;
-use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
 use askbridge::agent::AgentEnv;
+use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
 use askbridge::approval::{Decision, Shows};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;

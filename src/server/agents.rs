@@ -9,9 +9,9 @@ use clap::ValueEnum;
 use tracing::info;
 
 use super::cli::{AgentChoice, BoxError, ServeArgs};
+use crate::agent::AgentEnv;
 use crate::agent::acp::{AcpAgent, AcpConfig};
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
-use crate::agent::AgentEnv;
 use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
 use crate::agent::{AgentBackend, Agents};

@@ -562,7 +562,7 @@ mod tests {
             model: Some("sonnet".into()),
             resume: Some("abc".into()),
             allow_bypass: true,
-            inherit: AgentEnv::default(),
+            inherit: crate::agent::AgentEnv::default(),
             env: vec![],
         };
         assert_eq!(

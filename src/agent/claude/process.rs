@@ -13,9 +13,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
-use crate::agent::{AgentEnv, SESSION_MARKER};
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
 use crate::agent::process_tree::{Tree, die_with_the_server};
+use crate::agent::{AgentEnv, SESSION_MARKER};
 
 /// Lines of stderr kept to explain an exit.
 const STDERR_TAIL: usize = 20;
