@@ -159,6 +159,35 @@ pub(in crate::agent) fn die_with_the_server(command: &mut tokio::process::Comman
     }
 }
 
+/// The command that starts an agent's process (the Claude Code CLI, an ACP agent) in `workdir`:
+/// only what the allow-list passes of the server's environment (its own settings, the database
+/// URL, the token, are not the agent's business), then `env`, and the marker that says whose
+/// agent it is; its stdio piped; in a process group of its own (what it runs is found and ended
+/// with it all the same, by [`Tree`]); killed when dropped, and when the server dies.
+pub(in crate::agent) fn agent_command(
+    program: impl AsRef<std::ffi::OsStr>,
+    inherit: &crate::agent::AgentEnv,
+    env: &[(String, String)],
+    session: &str,
+    workdir: &std::path::Path,
+) -> tokio::process::Command {
+    use std::process::Stdio;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .env_clear()
+        .envs(inherit.inherited(std::env::vars_os()))
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(crate::agent::SESSION_MARKER, session)
+        .current_dir(workdir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    die_with_the_server(&mut command);
+    command
+}
+
 #[cfg(test)]
 mod tests {
     use std::process::{Command, Stdio};

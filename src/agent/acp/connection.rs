@@ -6,19 +6,18 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use super::wire::{self, Id, Incoming, RpcError};
 use crate::agent::AgentEnv;
-use crate::agent::process_tree::{Tree, die_with_the_server};
+use crate::agent::process_tree::{Tree, agent_command};
 
 /// The longest line read from an agent: a line past it is an agent gone wrong, not a message.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -74,21 +73,8 @@ pub enum CallError {
 impl Connection {
     /// Starts the agent in `workdir`.
     pub fn spawn(launch: &Launch, workdir: &Path, session: &str) -> std::io::Result<Arc<Self>> {
-        let mut command = Command::new(&launch.program);
-        command
-            .env_clear()
-            .envs(launch.inherit.inherited(std::env::vars_os()))
-            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env(crate::agent::SESSION_MARKER, session)
-            .args(&launch.args)
-            .current_dir(workdir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        die_with_the_server(&mut command);
-        let mut child = command.spawn()?;
+        let mut command = agent_command(&launch.program, &launch.inherit, &launch.env, session, workdir);
+        let mut child = command.args(&launch.args).spawn()?;
         let pid = child.id();
         debug!(session, pid, program = launch.program, "ACP agent started");
 

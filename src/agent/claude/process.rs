@@ -4,18 +4,17 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::sync::{mpsc, oneshot};
 use tracing::{debug, warn};
 
 use super::protocol::{ControlResponse, FromCli, HostRequest, ToCli};
-use crate::agent::process_tree::{Tree, die_with_the_server};
-use crate::agent::{AgentEnv, SESSION_MARKER};
+use crate::agent::AgentEnv;
+use crate::agent::process_tree::{Tree, agent_command};
 
 /// Lines of stderr kept to explain an exit.
 const STDERR_TAIL: usize = 20;
@@ -184,28 +183,10 @@ fn read_stdout(
 
 impl CliProcess {
     pub fn spawn(launch: &Launch, session: &str) -> std::io::Result<Self> {
-        let mut command = Command::new(&launch.bin);
-        // Only what the allow-list passes: the server's own settings (the database URL, the
-        // token) are not the agent's business. The marker says whose CLI this is.
-        command
-            .env_clear()
-            .envs(launch.inherit.inherited(std::env::vars_os()))
-            .envs(launch.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .env(SESSION_MARKER, session)
-            // As the official SDK asks: the CLI says when it is idle (`session_state_changed`),
-            // which is how a turn knows that no subagent's follow-up is still to come.
-            .env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")
-            .args(launch.args())
-            .current_dir(&launch.workdir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group; the commands it runs make their own sessions, and are
-            // found and ended with it all the same (`process_tree`).
-            .process_group(0)
-            // No CLI outlives a server that drops it.
-            .kill_on_drop(true);
-        die_with_the_server(&mut command);
+        let mut command = agent_command(&launch.bin, &launch.inherit, &launch.env, session, &launch.workdir);
+        // As the official SDK asks: the CLI says when it is idle (`session_state_changed`),
+        // which is how a turn knows that no subagent's follow-up is still to come.
+        command.env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1").args(launch.args());
         let mut child = command.spawn()?;
         debug!(session, pid = child.id(), args = ?launch.args(), "Claude Code started");
 
