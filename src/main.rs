@@ -56,6 +56,11 @@ async fn run() -> std::process::ExitCode {
         Command::BundleSite { site } => std::env::current_exe()
             .and_then(|exe| askbridge::server::site::bundle(&exe, &site))
             .map_err(|error| format!("could not put the site into the binary: {error}")),
+        Command::AcpHost { socket, idle_exit, mut command } => {
+            let program = command.remove(0);
+            let args = askbridge::agent::acp::host::HostArgs { socket, idle_exit, program, args: command };
+            askbridge::agent::acp::host::run(args).await
+        }
         // Never in the way: it says nothing, and exits 0 whatever happened (no decision).
         Command::Hook => {
             askbridge::terminal::hook::run().await;

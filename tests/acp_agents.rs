@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use askbridge::agent::AgentBackend;
 use askbridge::agent::AgentEnv;
-use askbridge::agent::acp::{AcpAgent, AcpConfig, Launch};
+use askbridge::agent::acp::{AcpAgent, AcpConfig, HostSettings, Launch};
 use askbridge::approval::{Decision, Shows};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;
@@ -48,6 +48,7 @@ struct Harness {
     base: AgentSession,
     home: ClaudeHome,
     agent: Arc<AcpAgent>,
+    config: AcpConfig,
 }
 
 impl std::ops::Deref for Harness {
@@ -59,6 +60,19 @@ impl std::ops::Deref for Harness {
 
 /// A session of Claude's adapter, its model the mock playing `script`.
 async fn claude_over_acp(script: Vec<Reply>) -> Harness {
+    let (config, home, mock) = claude_config(script).await;
+    harness(config, home, mock).await
+}
+
+/// The same, the adapter under its host (this build's `askbridge acp-host`), which outlives the
+/// server.
+async fn claude_hosted(script: Vec<Reply>) -> Harness {
+    let (mut config, home, mock) = claude_config(script).await;
+    config.host = Some(HostSettings { exe: env!("CARGO_BIN_EXE_askbridge").into(), idle_exit: None });
+    harness(config, home, mock).await
+}
+
+async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthropic) {
     support::session::log_to_test_output();
     let mock = MockAnthropic::start(script).await;
     mock.answer_side_requests("Mock title");
@@ -75,17 +89,18 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
         },
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
+        host: None,
     };
-    harness(config, home, mock).await
+    (config, home, mock)
 }
 
 /// A session of the agent `config` names, under the real session manager and a store in `home`.
 async fn harness(config: AcpConfig, home: ClaudeHome, mock: MockAnthropic) -> Harness {
-    let agent = Arc::new(AcpAgent::new(config));
+    let agent = Arc::new(AcpAgent::new(config.clone()));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
     let manager = SessionManager::new(store, agent.clone());
     let base = AgentSession::start(manager, mock).await;
-    Harness { base, home, agent }
+    Harness { base, home, agent, config }
 }
 
 impl Harness {
@@ -97,11 +112,57 @@ impl Harness {
         thread.messages.last().unwrap().text()
     }
 
+    /// Stops AskBridge gracefully (as on SIGTERM) and starts it again on the same database.
+    async fn restart(&mut self) {
+        self.base.manager.shut_down().await;
+        self.agent = Arc::new(AcpAgent::new(self.config.clone()));
+        let store = Store::open(&self.home.path().join("askbridge.db")).await.unwrap();
+        self.base.manager = SessionManager::new(store, self.agent.clone());
+        self.base.manager.recover_unfinished_turns().await.unwrap();
+    }
+
     async fn request(&self, tool_use_id: &str) -> InteractionRequest {
         let thread = self.thread().await;
         let call = tool_calls(&thread).into_iter().find(|c| c.id == tool_use_id).cloned().unwrap();
         call.interaction.unwrap().request
     }
+}
+
+/// The agent runs under its host: the server stops while the question waits, and the agent waits
+/// on in the host; the restarted server shows the card parked, its answer attaches to the host,
+/// the agent's request is answered, and the model reads the answer. Deleting the session ends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_through_a_host_outlives_the_server_and_its_answer_reaches_the_model() {
+    let mut h =
+        claude_hosted(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Noted.")]).await;
+    h.send("Set up auth for me.").await;
+    assert_eq!(h.pending(1).await, ["toolu_ask"]);
+    h.restart().await;
+    assert!(h.agent.outlived_the_server(&h.session), "the host lives on");
+    let thread = h.thread().await;
+    let card = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").cloned().unwrap();
+    let interaction = card.interaction.unwrap();
+    assert!(interaction.is_pending() && interaction.parked, "{interaction:?}");
+    assert!(h.model_saw().is_empty());
+
+    h.answer(
+        "toolu_ask",
+        vec![
+            QuestionAnswer::new(AUTH, &["Sessions"], None, None),
+            QuestionAnswer::new(FEATURES, &["i18n"], None, None),
+        ],
+    )
+    .await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let saw = h.model_saw();
+    assert_eq!(saw.len(), 1, "{saw:?}");
+    assert!(saw[0].1.contains(r#""Which auth method should we use?"="Sessions""#), "{saw:?}");
+    assert!(thread.messages.last().unwrap().text().contains("Noted."));
+
+    let socket = h.home.path().join("data/acp").join(format!("{}.sock", h.session));
+    assert!(socket.exists(), "the host listens");
+    h.agent.end_session(&h.session).await;
+    wait_until("the host to end", Duration::from_secs(10), || async { (!socket.exists()).then_some(()) }).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -225,6 +286,7 @@ async fn bad_agent(mode: &str) -> Harness {
         },
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
+        host: None,
     };
     harness(config, home, MockAnthropic::start(Vec::new()).await).await
 }
@@ -303,6 +365,7 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
         },
         workdir: home.project(),
         groups_dir: Some(home.path().join("data/acp")),
+        host: None,
     };
     (harness(config, home, MockAnthropic::start(Vec::new()).await).await, gemini)
 }

@@ -33,6 +33,19 @@ async function acpServer(mock: OwnMock, home: string): Promise<OwnServer> {
   );
 }
 
+/**
+ * Ends the hosts of `server`'s ACP agents, as a reboot would: each host leads a process group with
+ * its agent in it, written down in `<data>/acp/<session>.group` ("boot pid start host").
+ */
+function endHosts(server: OwnServer): void {
+  const dir = path.join(server.dataDir, "acp");
+  for (const file of fs.readdirSync(dir).filter((name) => name.endsWith(".group"))) {
+    const [, pid, , kind] = fs.readFileSync(path.join(dir, file), "utf8").trim().split(" ");
+    expect(kind).toBe("host");
+    process.kill(-Number(pid), "SIGKILL");
+  }
+}
+
 /** Opens `server`'s page and sends `text`, the session's first message. */
 async function sendFirst(page: Page, server: OwnServer, text: string): Promise<void> {
   await page.goto(server.url);
@@ -119,12 +132,36 @@ test.describe("an ACP agent", () => {
     }
   });
 
-  // Without a host that outlives it (not yet: issue 35), the agent dies with a killed server and
-  // records its call as failed. After the restart the card says so, and the person can still
-  // answer: the answer goes to the agent as a message, never as the tool's result.
-  test("a question lost in a crash says so and can still be answered, as a message", async ({ page }) => {
-    // The reply is for the message that carries the answer: the adapter's own `claude` outlives
-    // the killed adapter for a while and goes on calling the model (acp.md §4).
+  // The agent runs under AskBridge's host, which outlives the server: killed while the question
+  // waits, the restarted server shows the card waiting still, and its answer reaches the agent,
+  // which goes on (its prompt was never interrupted).
+  test("a question waits through a server crash, and its answer reaches the agent", async ({ page }) => {
+    const mock = await OwnMock.start([ask([authQuestion]), "JWT it is."], "Mock title");
+    const server = await acpServer(mock, home);
+    try {
+      await sendFirst(page, server, "Set up auth; ask me which.");
+      const question = card(page).getByRole("radiogroup", { name: auth });
+      await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
+
+      await server.crash();
+      await server.start();
+      await page.reload();
+      await waitForHydration(page);
+      await expect(card(page)).toHaveAttribute("data-state", "pending");
+      await question.getByRole("radio", { name: "JWT" }).click();
+      await expect(card(page)).toHaveAttribute("data-state", "answered");
+      await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 60_000 });
+      expect(await toolResult(mock)).toContain('\\"Which auth method should we use?\\"=\\"JWT\\"');
+    } finally {
+      await server.kill();
+      await mock.kill();
+    }
+  });
+
+  // Where the host is gone too (a reboot; here its process group killed), the agent never had the
+  // answer and records its call as failed. After the restart the card says so, and the person can
+  // still answer: the answer goes to the agent as a message, never as the tool's result.
+  test("a question whose agent is gone says so and can still be answered, as a message", async ({ page }) => {
     const mock = await OwnMock.start(
       [ask([authQuestion]), { content: [{ type: "text", text: "Thanks, JWT then." }], when: "My answer" }],
       "Mock title",
@@ -136,6 +173,7 @@ test.describe("an ACP agent", () => {
       await expect(question.getByRole("radio", { name: "JWT" })).toBeEnabled({ timeout: 60_000 });
 
       await server.crash();
+      endHosts(server);
       await server.start();
       await page.reload();
       await waitForHydration(page);

@@ -125,6 +125,14 @@ pub trait AgentBackend: Send + Sync + 'static {
         None
     }
 
+    /// Whether `session`'s agent outlived the server that ran it, and still waits for the answers
+    /// to what it asked (an ACP agent under its host): those are parked, not lost, and their
+    /// answers resume it.
+    fn outlived_the_server(&self, session: &str) -> bool {
+        let _ = session;
+        false
+    }
+
     /// Whether the backend sends the whole conversation with each turn (then a turn carries the
     /// bytes of the files in earlier messages too), rather than only the new message.
     fn resends_history(&self) -> bool {

@@ -112,7 +112,8 @@ impl Tree {
                 break;
             }
         }
-        members.extend(table.iter().map(|e| e.pid).filter(|pid| inside.contains(pid)));
+        // Never this process, though it is the root (an ACP host ends what is below it).
+        members.extend(table.iter().map(|e| e.pid).filter(|pid| inside.contains(pid) && *pid != std::process::id()));
         members
     }
 }
@@ -159,10 +160,53 @@ pub(in crate::agent) fn die_with_the_server(command: &mut tokio::process::Comman
     }
 }
 
-/// The command that starts an agent's process (the Claude Code CLI, an ACP agent) in `workdir`:
-/// only what the allow-list passes of the server's environment (its own settings, the database
-/// URL, the token, are not the agent's business), then `env`, and the marker that says whose
-/// agent it is; its stdio piped; in a process group of its own (what it runs is found and ended
+/// `program` in `workdir` with only what the allow-list passes of the server's environment (its
+/// own settings, the database URL, the token, are not the agent's business), then `env`, and the
+/// marker that says whose agent it is.
+fn in_agent_environment(
+    program: impl AsRef<std::ffi::OsStr>,
+    inherit: &crate::agent::AgentEnv,
+    env: &[(String, String)],
+    session: &str,
+    workdir: &std::path::Path,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .env_clear()
+        .envs(inherit.inherited(std::env::vars_os()))
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .env(crate::agent::SESSION_MARKER, session)
+        .current_dir(workdir);
+    command
+}
+
+/// The command that starts an ACP host (`acp/host.rs`) in `workdir`, with the environment of
+/// [`agent_command`] (the host passes it on to its agent): in a session of its own, so that
+/// neither the server's death nor a signal to the server's terminal reaches it, its stdio closed.
+pub(in crate::agent) fn host_command(
+    program: impl AsRef<std::ffi::OsStr>,
+    inherit: &crate::agent::AgentEnv,
+    env: &[(String, String)],
+    session: &str,
+    workdir: &std::path::Path,
+) -> tokio::process::Command {
+    use std::process::Stdio;
+    let mut command = in_agent_environment(program, inherit, env, session, workdir);
+    command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: setsid is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    command
+}
+
+/// The command that starts an agent's process (the Claude Code CLI, an ACP agent) in `workdir`,
+/// in the agent's environment ([`in_agent_environment`]); its stdio piped; in a process group of its own (what it runs is found and ended
 /// with it all the same, by [`Tree`]); killed when dropped, and when the server dies.
 pub(in crate::agent) fn agent_command(
     program: impl AsRef<std::ffi::OsStr>,
@@ -172,18 +216,8 @@ pub(in crate::agent) fn agent_command(
     workdir: &std::path::Path,
 ) -> tokio::process::Command {
     use std::process::Stdio;
-    let mut command = tokio::process::Command::new(program);
-    command
-        .env_clear()
-        .envs(inherit.inherited(std::env::vars_os()))
-        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .env(crate::agent::SESSION_MARKER, session)
-        .current_dir(workdir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let mut command = in_agent_environment(program, inherit, env, session, workdir);
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     die_with_the_server(&mut command);
     command
 }

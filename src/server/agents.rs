@@ -67,6 +67,10 @@ fn acp_agents(args: &ServeArgs) -> Result<Vec<Arc<dyn AgentBackend>>, BoxError> 
     for spec in &args.acp {
         let mut config = AcpConfig::parse(spec, workdir.clone(), AgentEnv::new(&args.agent_env)?)?;
         config.groups_dir = Some(args.data_dir.join("acp"));
+        // Each agent under a host of this binary's, so that what it asks outlives the server.
+        config.host = std::env::current_exe()
+            .ok()
+            .map(|exe| crate::agent::acp::HostSettings { exe, idle_exit: Some(args.idle_exit) });
         if ["auto", "scripted", "claude", "anthropic"].contains(&config.name)
             || agents.iter().any(|agent| agent.name() == config.name)
         {

@@ -42,6 +42,20 @@ pub enum Command {
     /// The program AskBridge's hooks run (Claude Code runs it; you need not).
     #[command(hide = true)]
     Hook,
+    /// Runs one ACP agent for the server and keeps it, with what it waits for, through the
+    /// server's stops and restarts (the server starts it; you need not).
+    #[command(hide = true)]
+    AcpHost {
+        /// Where the server attaches.
+        #[arg(long)]
+        socket: PathBuf,
+        /// End once no server attached for this long.
+        #[arg(long, value_parser = humantime::parse_duration)]
+        idle_exit: Option<std::time::Duration>,
+        /// The agent's command.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
     /// Puts the built site into this binary (what `make release` does last), so that it serves
     /// its pages wherever it is copied.
     #[command(hide = true)]

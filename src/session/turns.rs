@@ -502,7 +502,9 @@ impl Turns {
     async fn end_abandoned(&self, runtime: &SessionRuntime, state: &mut RuntimeState, what: &str) -> StoreResult<()> {
         let agent_name = self.store().session(runtime.id()).await?.agent;
         let agent = self.agent.backend(&agent_name).unwrap_or(&*self.agent);
-        let lost: Vec<(String, String)> = state
+        // An agent that outlived the server (under its host) waits on: its requests park.
+        let waits_on = agent.outlived_the_server(runtime.id());
+        let lost: Vec<(String, Option<String>)> = state
             .thread
             .messages
             .iter()
@@ -510,14 +512,22 @@ impl Turns {
             .filter_map(|block| match block {
                 Block::ToolCall(call) => {
                     let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
-                    Some((call.id.clone(), agent.told_when_lost(&interaction.request)?))
+                    match waits_on {
+                        true => Some((call.id.clone(), None)),
+                        false => Some((call.id.clone(), Some(agent.told_when_lost(&interaction.request)?))),
+                    }
                 }
                 Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
             })
             .collect();
         for (tool_use_id, told) in lost {
-            let outcome = InteractionOutcome::Lost { told };
-            runtime.append_locked(self.store(), state, EventBody::InteractionResolved { tool_use_id, outcome }).await?;
+            let event = match told {
+                Some(told) => {
+                    EventBody::InteractionResolved { tool_use_id, outcome: InteractionOutcome::Lost { told } }
+                }
+                None => EventBody::InteractionParked { tool_use_id },
+            };
+            runtime.append_locked(self.store(), state, event).await?;
         }
         let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
         runtime.append_locked(self.store(), state, ended).await?;

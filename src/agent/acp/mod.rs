@@ -11,6 +11,7 @@
 
 mod connection;
 mod form;
+pub mod host;
 mod leftovers;
 mod permission;
 mod turn;
@@ -26,7 +27,7 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 pub use connection::Launch;
-use connection::{CallError, Connection, Inbound};
+use connection::{CallError, Connection, Hosting, Inbound, Outstanding};
 use leftovers::Leftovers;
 use turn::Turn;
 use wire::{Initialized, SessionStarted};
@@ -52,9 +53,24 @@ pub struct AcpConfig {
     /// Where sessions work unless they choose a folder.
     pub workdir: PathBuf,
     /// Where the running agents' process groups are written down, to end what a killed server
-    /// left running when it starts again (`leftovers.rs`); `None`: nowhere.
+    /// left running when it starts again (`leftovers.rs`), and their hosts listen; `None`: nowhere.
     pub groups_dir: Option<PathBuf>,
+    /// Each agent runs under a host that outlives the server (`host.rs`), when set and
+    /// `groups_dir` is.
+    pub host: Option<HostSettings>,
 }
+
+/// How agents are hosted.
+#[derive(Debug, Clone)]
+pub struct HostSettings {
+    /// The `askbridge` binary (its `acp-host` command).
+    pub exe: PathBuf,
+    /// A host no server attached to, with nothing asked of the person, ends after this long.
+    pub idle_exit: Option<Duration>,
+}
+
+/// The longest path a Unix socket takes (`sun_path`, less its final zero).
+const MAX_SOCKET_PATH: usize = 107;
 
 impl AcpConfig {
     /// Reads `NAME=COMMAND`, the command split as a shell would (quotes, escapes), without a shell.
@@ -73,6 +89,7 @@ impl AcpConfig {
             launch: Launch { program: program.clone(), args: args.to_vec(), inherit, env: Vec::new() },
             workdir,
             groups_dir: None,
+            host: None,
         })
     }
 }
@@ -126,19 +143,76 @@ impl AcpAgent {
         self.running.lock().await.entry(session.to_string()).or_default().clone()
     }
 
+    /// The agent of `request`'s session: the one its host kept through the server's restart, or
+    /// one started now; and the requests the server before made of it and had no answer to.
+    async fn start(&self, request: &TurnRequest, sink: &Sink) -> Result<(Running, Vec<Outstanding>), AgentError> {
+        if let Some(attached) = self.reattach(request).await {
+            return Ok(attached);
+        }
+        Ok((self.spawn(request, sink).await?, Vec::new()))
+    }
+
+    /// Attaches to the host that kept `request`'s agent, if one still runs.
+    async fn reattach(&self, request: &TurnRequest) -> Option<(Running, Vec<Outstanding>)> {
+        let session = &request.session_id;
+        let leftovers = self.leftovers.as_ref().filter(|_| self.config.host.is_some())?;
+        if !leftovers.host_alive(session) {
+            return None;
+        }
+        match (Connection::attach(&leftovers.socket(session), session).await, &request.agent_session) {
+            (Ok((connection, outstanding)), Some(acp_session)) => {
+                info!(session, "attached to the ACP agent that outlived the server");
+                // What the agent counted so far is what the thread counted of it.
+                let cost = request.history.iter().filter_map(|m| m.usage.as_ref()?.cost_usd).sum();
+                Some((Running { connection, acp_session: acp_session.clone(), cost, model: None }, outstanding))
+            }
+            (Ok((connection, _)), None) => {
+                connection.kill();
+                leftovers.forget(session);
+                None
+            }
+            (Err(error), _) => {
+                warn!(session, %error, "could not attach to the ACP agent's host; starting it again");
+                leftovers.end(session);
+                None
+            }
+        }
+    }
+
+    /// How `session`'s agent is hosted, if it is.
+    fn hosting(&self, session: &str) -> Option<Hosting> {
+        let (host, leftovers) = (self.config.host.as_ref()?, self.leftovers.as_ref()?);
+        let socket = leftovers.socket(session);
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            warn!(socket = %socket.display(), "the data folder's path is too long for a socket: the agent is not hosted");
+            return None;
+        }
+        Some(Hosting { exe: host.exe.clone(), socket, idle_exit: host.idle_exit })
+    }
+
     /// Starts the agent for `request`'s session: `initialize`, then its earlier conversation
     /// (`session/load` or `session/resume`, when it has one and the agent offers them) or a new
     /// one, in the permission mode the session asks for.
-    async fn start(&self, request: &TurnRequest, sink: &Sink) -> Result<Running, AgentError> {
+    async fn spawn(&self, request: &TurnRequest, sink: &Sink) -> Result<Running, AgentError> {
         let workdir = request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone());
-        let connection = Connection::spawn(&self.config.launch, &workdir, &request.session_id).map_err(|error| {
-            AgentError::Failed(format!(
-                "could not start {} ({}): {error}",
-                self.config.name, self.config.launch.program
-            ))
+        let session = &request.session_id;
+        let launch = &self.config.launch;
+        let started = match self.hosting(session) {
+            Some(hosting) => {
+                let _ = std::fs::create_dir_all(hosting.socket.parent().unwrap_or(Path::new(".")));
+                Connection::spawn_hosted(launch, &hosting, &workdir, session).await
+            }
+            None => Connection::spawn(launch, &workdir, session),
+        };
+        let connection = started.map_err(|error| {
+            AgentError::Failed(format!("could not start {} ({}): {error}", self.config.name, launch.program))
         })?;
-        if let (Some(leftovers), Some(pid)) = (&self.leftovers, connection.pid()) {
-            leftovers.record(&request.session_id, pid);
+        if let Some(leftovers) = &self.leftovers {
+            match (connection.hosted(), connection.host_pid(), connection.pid()) {
+                (true, Some(host), _) => leftovers.record_host(session, host),
+                (false, _, Some(pid)) => leftovers.record(session, pid),
+                _ => {}
+            }
         }
         let opened = tokio::time::timeout(START_TIMEOUT, open(&connection, &workdir, request.agent_session.as_deref()));
         let (initialized, started, acp_session, loaded) = match opened.await {
@@ -345,32 +419,63 @@ impl AgentBackend for AcpAgent {
         })
     }
 
-    /// The agent dies with the server (its process group, `die_with_the_server`); its request was
-    /// never answered, and the conversation it reopens records the call as failed (Claude's adapter:
-    /// "Tool permission stream closed before response received", acp.md §4). Nothing of the
-    /// person's reaches it: the card says so, and an answer given now goes as a message.
+    /// Without a host (or once it is gone: a reboot), the agent died with the server; its request
+    /// was never answered, and the conversation it reopens records the call as failed (Claude's
+    /// adapter: "Tool permission stream closed before response received", acp.md §4). Nothing of
+    /// the person's reaches it: the card says so, and an answer given now goes as a message.
     fn told_when_lost(&self, request: &InteractionRequest) -> Option<String> {
         let _ = request;
         Some(TOLD_WHEN_LOST.to_string())
+    }
+
+    fn outlived_the_server(&self, session: &str) -> bool {
+        self.config.host.is_some() && self.leftovers.as_ref().is_some_and(|leftovers| leftovers.host_alive(session))
     }
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
         Box::pin(async move {
             let slot = self.slot(&request.session_id).await;
             let mut running = slot.lock().await;
+            let mut outstanding = Vec::new();
             if running.is_none() {
-                *running = Some(self.start(&request, &sink).await?);
+                let (agent, unanswered) = self.start(&request, &sink).await?;
+                *running = Some(agent);
+                outstanding = unanswered;
             }
             let Some(agent) = running.as_mut() else { unreachable!("started above") };
-            self.switch_model(agent, &request, &sink).await?;
             let grace = self.interrupt_grace();
-            let mut turn = Turn::new(&agent.connection, &agent.acp_session, &sink, &request.cancel, grace, agent.cost);
-            let result = turn.run(prompt(&request)).await;
+            let earlier = outstanding.into_iter().find(|o| o.method == "session/prompt").map(|o| o.answer);
+            let earlier = match earlier {
+                Some(answer) if request.resume => Some(answer),
+                Some(answer) => {
+                    // The turn the server before was cut short in: stopped, as the thread says.
+                    stop_cut_short(agent, answer, grace).await;
+                    None
+                }
+                None => None,
+            };
+            self.switch_model(agent, &request, &sink).await?;
+            let mut turn = Turn::new(
+                &agent.connection,
+                &agent.acp_session,
+                &sink,
+                &request.cancel,
+                grace,
+                agent.cost,
+                &request.history,
+            );
+            let result = match earlier {
+                Some(answer) => turn.resume(answer).await,
+                None => turn.run(prompt(&request)).await,
+            };
             let (cost, commands) = (turn.cost_now, turn.commands.take());
             drop(turn);
             self.learn_commands(commands);
             agent.cost = cost.unwrap_or(agent.cost);
-            if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
+            if let Err(AgentError::Parked) = &result {
+                // Its host keeps it waiting; the answer attaches again (`reattach`).
+                running.take();
+            } else if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
                 && !is_alive(&agent.connection).await
                 && let Some(gone) = running.take()
             {
@@ -388,6 +493,9 @@ impl AgentBackend for AcpAgent {
                 && let Some(agent) = slot.lock().await.take()
             {
                 self.end(session, agent);
+            } else if let Some(leftovers) = &self.leftovers {
+                // Parked in its host, or kept by it through a restart.
+                leftovers.end(session);
             }
         })
     }
@@ -403,6 +511,25 @@ impl AgentBackend for AcpAgent {
             info!(agent = self.config.name, "ACP agents ended");
         })
     }
+}
+
+/// Stops the turn a server before left the agent in (it was cut short: the thread says so), and
+/// refuses what the agent asked in it, before the person's new message goes.
+async fn stop_cut_short(agent: &Running, answer: turn::Answer, grace: Duration) {
+    agent.connection.notify("session/cancel", json!({"sessionId": agent.acp_session}));
+    let cancelled = async {
+        let mut answer = answer;
+        loop {
+            tokio::select! {
+                _ = &mut answer => return,
+                _ = tokio::time::sleep(Duration::from_millis(50)) => turn::refuse_all(&agent.connection).await,
+            }
+        }
+    };
+    if tokio::time::timeout(grace, cancelled).await.is_err() {
+        warn!("the ACP agent did not end the turn it was cut short in");
+    }
+    turn::refuse_all(&agent.connection).await;
 }
 
 /// Whether the agent's process still answers: its output is open.

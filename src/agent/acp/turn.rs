@@ -3,7 +3,7 @@
 //! updates go on streaming while a card is open. Stop answers every pending request `cancelled`
 //! and sends `session/cancel` (acp.md §1).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +21,10 @@ use super::wire::{
 };
 use crate::agent::{AgentError, Sink};
 use crate::interaction::InteractionOutcome;
-use crate::thread::{SlashCommand, Usage};
+use crate::thread::{Block, Message, SlashCommand, Usage};
+
+/// Where the answer to a turn's prompt comes.
+pub type Answer = tokio::sync::oneshot::Receiver<Result<Value, RpcError>>;
 
 /// The tool name a form elicitation's card is filed under: the question card of AskUserQuestion.
 const FORM_TOOL: &str = "AskUserQuestion";
@@ -45,9 +48,16 @@ pub struct Turn<'a> {
     pub cost_now: Option<f64>,
     /// The agent's `/` commands, when it said them this turn.
     pub commands: Option<Vec<SlashCommand>>,
-    elicitations: u64,
     /// The cards waiting for the person, by tool call.
     open: Arc<std::sync::Mutex<HashSet<String>>>,
+    /// The agent runs under a host: a card may park (the agent waits on through the server's
+    /// restart, and the answer resumes this turn).
+    hosted: bool,
+    /// A card parked: the turn lets go of the agent.
+    parked: Arc<tokio::sync::Notify>,
+    /// What the person decided on the parked cards of requests the agent asked before this turn
+    /// (they come again when a server attaches to its host): by tool call.
+    settled: HashMap<String, InteractionOutcome>,
 }
 
 impl<'a> Turn<'a> {
@@ -58,7 +68,23 @@ impl<'a> Turn<'a> {
         cancel: &'a CancellationToken,
         grace: Duration,
         cost_before: f64,
+        earlier: &[Message],
     ) -> Self {
+        let mut started = HashSet::new();
+        let mut ended = HashSet::new();
+        let mut settled = HashMap::new();
+        for call in earlier.iter().flat_map(|m| &m.blocks).filter_map(|block| match block {
+            Block::ToolCall(call) => Some(call),
+            _ => None,
+        }) {
+            started.insert(call.id.clone());
+            if call.result.is_some() {
+                ended.insert(call.id.clone());
+            }
+            if let Some(outcome) = call.interaction.as_ref().filter(|i| i.parked).and_then(|i| i.outcome.clone()) {
+                settled.insert(call.id.clone(), outcome);
+            }
+        }
         Self {
             connection,
             acp_session,
@@ -67,14 +93,16 @@ impl<'a> Turn<'a> {
             grace,
             cost_before,
             message: None,
-            started: HashSet::new(),
-            ready: HashSet::new(),
-            ended: HashSet::new(),
+            ready: started.clone(),
+            started,
+            ended,
             usage: Usage::default(),
             cost_now: None,
             commands: None,
-            elicitations: 0,
             open: Arc::default(),
+            hosted: connection.hosted(),
+            parked: Arc::default(),
+            settled,
         }
     }
 
@@ -82,9 +110,26 @@ impl<'a> Turn<'a> {
     /// agent exited, or went on without it) is withdrawn, saying why: its answer could not reach
     /// the agent.
     pub async fn run(&mut self, prompt: Vec<Value>) -> Result<Option<Usage>, AgentError> {
+        let answer = self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": prompt}));
+        self.play_out(answer).await
+    }
+
+    /// Plays on the turn a server before began (its prompt still unanswered), now that this one
+    /// attached to the agent's host: the requests it made again are answered from what the
+    /// person decided since.
+    pub async fn resume(&mut self, answer: Answer) -> Result<Option<Usage>, AgentError> {
+        self.play_out(answer).await
+    }
+
+    async fn play_out(&mut self, answer: Answer) -> Result<Option<Usage>, AgentError> {
         let mut waits = JoinSet::new();
-        let played = self.play(prompt, &mut waits).await;
+        let played = self.play(answer, &mut waits).await;
         waits.abort_all();
+        if let Err(AgentError::Parked) = played {
+            // The parked cards wait on: the agent, in its host, for their answer.
+            self.finish_message().await?;
+            return played;
+        }
         let open: Vec<String> = self.open.lock().expect("open cards lock").drain().collect();
         let why = match &played {
             Err(AgentError::Interrupted) => "the turn was stopped",
@@ -98,9 +143,7 @@ impl<'a> Turn<'a> {
         played
     }
 
-    async fn play(&mut self, prompt: Vec<Value>, waits: &mut JoinSet<()>) -> Result<Option<Usage>, AgentError> {
-        let mut answer =
-            self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": prompt}));
+    async fn play(&mut self, mut answer: Answer, waits: &mut JoinSet<()>) -> Result<Option<Usage>, AgentError> {
         let mut inbox = self.connection.inbox.lock().await;
         let mut stopping: Option<tokio::time::Instant> = None;
         let exited = |why: &str, said: String| {
@@ -116,6 +159,7 @@ impl<'a> Turn<'a> {
                     stopping = Some(tokio::time::Instant::now() + self.grace);
                 }
                 done = &mut answer => break done,
+                _ = self.parked.notified() => return Err(AgentError::Parked),
                 inbound = inbox.recv() => match inbound {
                     Some(Inbound::Notification { method, params }) => self.notified(&method, params).await?,
                     Some(Inbound::Request { id, method, params }) => self.asked(id, &method, params, waits).await?,
@@ -286,16 +330,23 @@ impl<'a> Turn<'a> {
                     }
                 };
                 let call = request.tool_call.clone();
+                let (approval, options) = permission::approval(&request);
+                if let Some(outcome) = self.settled.remove(&call.tool_call_id) {
+                    self.connection.respond(&id, Ok(wire::permission_outcome(options.chosen(&outcome))));
+                    return Ok(());
+                }
                 self.tool_call(ToolCall { status: None, ..call.clone() }).await?;
                 self.ready(&call).await?;
-                let (approval, options) = permission::approval(&request);
                 let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
-                let open = self.open.clone();
+                let (open, parked, hosted) = (self.open.clone(), self.parked.clone(), self.hosted);
                 open.lock().expect("open cards lock").insert(call.tool_call_id.clone());
                 waits.spawn(async move {
-                    let outcome = sink.ask_approval(&call.tool_call_id, approval, false, &cancel).await;
+                    let outcome = sink.ask_approval(&call.tool_call_id, approval, hosted, &cancel).await;
                     open.lock().expect("open cards lock").remove(&call.tool_call_id);
-                    let outcome = outcome.unwrap_or_else(|error| cancelled(&error));
+                    let outcome = match outcome {
+                        Err(AgentError::Parked) => return parked.notify_one(),
+                        outcome => outcome.unwrap_or_else(|error| cancelled(&error)),
+                    };
                     connection.respond(&id, Ok(wire::permission_outcome(options.chosen(&outcome))));
                 });
             }
@@ -329,23 +380,27 @@ impl<'a> Turn<'a> {
             self.connection.respond(&id, Ok(ElicitationAction::Decline.to_result()));
             return Ok(());
         }
-        // The card hangs on the agent's tool call; a form of its own gets a call of its own.
+        // The card hangs on the agent's tool call; a form of its own gets a call of its own,
+        // named by the request (the same when it comes again through the host).
         let call_id = match elicitation.tool_call_id.clone() {
             Some(call) => call,
-            None => {
-                self.elicitations += 1;
-                let call = format!("elicitation-{}-{}", self.acp_session, self.elicitations);
-                let message = self.message_id().await?;
-                self.sink.tool_call_started(&message, &call, FORM_TOOL).await?;
-                call
-            }
+            None => format!("elicitation-{}-{id}", self.acp_session),
         };
-        if !self.started.contains(&call_id) {
+        // A call of the form's own ends with it (it has no other end).
+        let own_call = elicitation.tool_call_id.is_none();
+        let form = Form::read(&elicitation.message, &elicitation.requested_schema);
+        if let Some(outcome) = self.settled.remove(&call_id) {
+            let action = action(outcome, &form);
+            if own_call {
+                self.sink.tool_result(&call_id, &action.in_words(), false).await?;
+            }
+            self.connection.respond(&id, Ok(action.to_result()));
+            return Ok(());
+        }
+        if self.started.insert(call_id.clone()) {
             let message = self.message_id().await?;
             self.sink.tool_call_started(&message, &call_id, FORM_TOOL).await?;
-            self.started.insert(call_id.clone());
         }
-        let form = Form::read(&elicitation.message, &elicitation.requested_schema);
         // Unreadable: the card says why, and the agent is told the person declined.
         let args = match &form {
             Ok(form) => form.questions.clone(),
@@ -355,24 +410,22 @@ impl<'a> Turn<'a> {
             self.sink.tool_call_ready(&call_id, args.clone()).await?;
         }
         let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
-        let open = self.open.clone();
+        let (open, parked, hosted) = (self.open.clone(), self.parked.clone(), self.hosted);
         open.lock().expect("open cards lock").insert(call_id.clone());
         waits.spawn(async move {
             let outcome = match &form {
-                Ok(_) => sink.ask(&call_id, FORM_TOOL, &args, false, &cancel).await,
+                Ok(_) => sink.ask(&call_id, FORM_TOOL, &args, hosted, &cancel).await,
                 Err(error) => sink.unreadable(&call_id, format!("this form cannot be shown: {error}")).await,
             };
             open.lock().expect("open cards lock").remove(&call_id);
-            let action = match (outcome.unwrap_or_else(|error| cancelled(&error)), &form) {
-                (InteractionOutcome::Answered { answers }, Ok(form)) => {
-                    ElicitationAction::Accept(form.content(&answers))
-                }
-                (InteractionOutcome::Cancelled { .. } | InteractionOutcome::Lost { .. }, _) => {
-                    ElicitationAction::Cancel
-                }
-                // Skipped, not answered in time, or a form the card could not ask.
-                _ => ElicitationAction::Decline,
+            let outcome = match outcome {
+                Err(AgentError::Parked) => return parked.notify_one(),
+                outcome => outcome.unwrap_or_else(|error| cancelled(&error)),
             };
+            let action = action(outcome, &form);
+            if own_call {
+                let _ = sink.tool_result(&call_id, &action.in_words(), false).await;
+            }
             connection.respond(&id, Ok(action.to_result()));
         });
         Ok(())
@@ -382,6 +435,16 @@ impl<'a> Turn<'a> {
     fn refuse(&self, id: &Id, why: &str) {
         warn!(why, "ACP request refused");
         self.connection.respond(id, Err(RpcError { code: wire::INVALID_PARAMS, message: why.to_string(), data: None }));
+    }
+}
+
+/// What the agent is told of its form: what the person chose, or why not.
+fn action(outcome: InteractionOutcome, form: &Result<Form, String>) -> ElicitationAction {
+    match (outcome, form) {
+        (InteractionOutcome::Answered { answers }, Ok(form)) => ElicitationAction::Accept(form.content(&answers)),
+        (InteractionOutcome::Cancelled { .. } | InteractionOutcome::Lost { .. }, _) => ElicitationAction::Cancel,
+        // Skipped, not answered in time, or a form the card could not ask.
+        _ => ElicitationAction::Decline,
     }
 }
 
@@ -398,6 +461,21 @@ fn slash_commands(commands: Vec<wire::Command>) -> Vec<SlashCommand> {
             argument_hint: String::new(),
         })
         .collect()
+}
+
+/// Answers every request the agent has sent and nobody read, `cancelled` (a turn that ended
+/// under them).
+pub async fn refuse_all(connection: &Connection) {
+    let mut inbox = connection.inbox.lock().await;
+    while let Ok(inbound) = inbox.try_recv() {
+        let Inbound::Request { id, method, .. } = inbound else { continue };
+        let answer = match method.as_str() {
+            "session/request_permission" => Ok(wire::permission_outcome(None)),
+            "elicitation/create" => Ok(ElicitationAction::Cancel.to_result()),
+            _ => Err(RpcError { code: wire::INVALID_PARAMS, message: "the turn has ended".into(), data: None }),
+        };
+        connection.respond(&id, answer);
+    }
 }
 
 /// The `/` commands in a `session/update`'s params, if it says them.

@@ -518,6 +518,15 @@ impl ElicitationAction {
             Self::Cancel => json!({"action": "cancel"}),
         }
     }
+
+    /// What the form's card shows as its result.
+    pub fn in_words(&self) -> String {
+        match self {
+            Self::Accept(content) => format!("Answered: {}", Value::Object(content.clone())),
+            Self::Decline => "Declined".to_string(),
+            Self::Cancel => "Cancelled".to_string(),
+        }
+    }
 }
 
 #[cfg(test)]
