@@ -81,6 +81,7 @@ async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthro
     env.push(("IS_SANDBOX".to_string(), "1".to_string()));
     let config = AcpConfig {
         name: "claude-acp",
+        label: "claude-acp",
         launch: Launch {
             program: "node".into(),
             args: vec![claude_adapter().display().to_string()],
@@ -278,6 +279,7 @@ async fn bad_agent(mode: &str) -> Harness {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/acp/bad_agent.mjs");
     let config = AcpConfig {
         name: "bad",
+        label: "bad",
         launch: Launch {
             program: "node".into(),
             args: vec![script.display().to_string(), mode.to_string()],
@@ -357,6 +359,7 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
     ];
     let config = AcpConfig {
         name: "gemini",
+        label: "gemini",
         launch: Launch {
             program: "node".into(),
             args: vec![gemini_cli().display().to_string(), "--acp".into()],

@@ -41,9 +41,10 @@ test("the model picked on the new-session page is the model of the request, and 
   try {
     await openWithModel(page, server.url, "Sonnet");
     // Every agent that works here is offered (the API key the CLI gets makes the Messages API one
-    // too); the server's --agent is the one picked.
+    // too, and Claude's ACP adapter of the project's own install); the server's --agent is the
+    // one picked.
     const agent = page.getByRole("combobox", { name: "Agent" });
-    await expect(agent.getByRole("option")).toHaveText(["Claude Code", "Messages API", "Offline demo"]);
+    await expect(agent.getByRole("option")).toHaveText(["Claude Code", "Messages API", "Offline demo", "Claude (ACP)"]);
     await expect(agent).toHaveValue("claude");
     await page.getByRole("combobox", { name: "Model" }).selectOption({ label: "Sonnet" });
     await send(page, "Which model are you?");

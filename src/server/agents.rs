@@ -10,7 +10,8 @@ use tracing::info;
 
 use super::cli::{AgentChoice, BoxError, ServeArgs};
 use crate::agent::AgentEnv;
-use crate::agent::acp::{AcpAgent, AcpConfig};
+use crate::agent::acp::known::{KNOWN, Search};
+use crate::agent::acp::{AcpAgent, AcpConfig, HostSettings, Launch};
 use crate::agent::anthropic::{AnthropicAgent, AnthropicConfig};
 use crate::agent::claude::{ClaudeCliBackend, ClaudeConfig};
 use crate::agent::scripted::{Scenario, ScriptedAgent};
@@ -21,7 +22,7 @@ use crate::agent::{AgentBackend, Agents};
 /// `--acp` agent.
 pub(super) fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, BoxError> {
     let environment = Environment::of_this_process();
-    let mut acp = acp_agents(args)?;
+    let mut acp = acp_agents(args, &environment)?;
     let chosen = match AgentChoice::from_str(&args.agent, true) {
         Ok(AgentChoice::Auto) => {
             let (auto, why) = choose_agent(args, &environment);
@@ -54,30 +55,61 @@ pub(super) fn build_agents(args: &ServeArgs) -> Result<Arc<dyn AgentBackend>, Bo
     Ok(Arc::new(Agents::new(default, others)))
 }
 
-/// The `--acp` agents, each working in `--workdir`.
-fn acp_agents(args: &ServeArgs) -> Result<Vec<Arc<dyn AgentBackend>>, BoxError> {
-    if args.acp.is_empty() {
-        return Ok(Vec::new());
-    }
+/// The `--acp` agents, then the well-known ones found here and signed in (`acp/known.rs`), each
+/// working in `--workdir`, under a host that outlives the server.
+fn acp_agents(args: &ServeArgs, environment: &Environment) -> Result<Vec<Arc<dyn AgentBackend>>, BoxError> {
     let workdir = match &args.workdir {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
-    let mut agents: Vec<Arc<dyn AgentBackend>> = Vec::new();
+    let mut configs: Vec<AcpConfig> = Vec::new();
     for spec in &args.acp {
-        let mut config = AcpConfig::parse(spec, workdir.clone(), AgentEnv::new(&args.agent_env)?)?;
-        config.groups_dir = Some(args.data_dir.join("acp"));
-        // Each agent under a host of this binary's, so that what it asks outlives the server.
-        config.host = std::env::current_exe()
-            .ok()
-            .map(|exe| crate::agent::acp::HostSettings { exe, idle_exit: Some(args.idle_exit) });
+        let config = AcpConfig::parse(spec, workdir.clone(), AgentEnv::new(&args.agent_env)?)?;
         if ["auto", "scripted", "claude", "anthropic"].contains(&config.name)
-            || agents.iter().any(|agent| agent.name() == config.name)
+            || configs.iter().any(|other| other.name == config.name)
         {
             return Err(format!("--acp {spec}: the name {} is taken", config.name).into());
         }
-        // A key given as a file reaches the agent as its variable (the file stays ours).
+        configs.push(config);
+    }
+    let project = std::env::current_dir()?;
+    let var = |name: &str| std::env::var(name).ok();
+    let search =
+        Search { path: environment.path.as_deref(), project: &project, home: environment.home.as_deref(), var: &var };
+    let key_file = args.api_key_file.is_some();
+    let given: Vec<&'static str> = configs.iter().map(|config| config.name).collect();
+    for known in KNOWN.iter().filter(|known| !given.contains(&known.name)) {
+        let Some(program) = known.find(&search) else { continue };
+        if !(known.signed_in(&search) || (known.name == "claude-acp" && key_file)) {
+            info!(agent = known.name, program = %program.display(), "found, but not signed in here: not offered");
+            continue;
+        }
+        let mut passes = args.agent_env.clone();
+        passes.extend(known.passes.iter().map(|name| name.to_string()));
+        configs.push(AcpConfig {
+            name: known.name,
+            label: known.label,
+            launch: Launch {
+                program: program.display().to_string(),
+                args: known.args.iter().map(|arg| arg.to_string()).collect(),
+                inherit: AgentEnv::new(&passes)?,
+                env: known.sets.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect(),
+            },
+            workdir: workdir.clone(),
+            groups_dir: None,
+            host: None,
+        });
+    }
+    let mut agents: Vec<Arc<dyn AgentBackend>> = Vec::new();
+    for mut config in configs {
+        config.groups_dir = Some(args.data_dir.join("acp"));
+        // Each agent under a host of this binary's, so that what it asks outlives the server.
+        config.host = std::env::current_exe().ok().map(|exe| HostSettings { exe, idle_exit: Some(args.idle_exit) });
+        // A key given as a file reaches the agent as its variable (the file stays ours), but not
+        // an agent known to talk to another provider.
+        let other_provider = KNOWN.iter().any(|known| known.name == config.name && known.name != "claude-acp");
         if args.api_key_file.is_some()
+            && !other_provider
             && let Some(key) = api_key(args)?
         {
             config.launch.env.push(("ANTHROPIC_API_KEY".to_string(), key));

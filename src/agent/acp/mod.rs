@@ -12,6 +12,7 @@
 mod connection;
 mod form;
 pub mod host;
+pub mod known;
 mod leftovers;
 mod permission;
 mod turn;
@@ -49,6 +50,8 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 pub struct AcpConfig {
     /// What `--agent` and the sessions call it.
     pub name: &'static str,
+    /// What people call it, on the new-session page.
+    pub label: &'static str,
     pub launch: Launch,
     /// Where sessions work unless they choose a folder.
     pub workdir: PathBuf,
@@ -86,6 +89,7 @@ impl AcpConfig {
         let name: &'static str = Box::leak(name.to_string().into_boxed_str());
         Ok(Self {
             name,
+            label: name,
             launch: Launch { program: program.clone(), args: args.to_vec(), inherit, env: Vec::new() },
             workdir,
             groups_dir: None,
@@ -389,6 +393,10 @@ fn prompt(request: &TurnRequest) -> Vec<Value> {
 impl AgentBackend for AcpAgent {
     fn name(&self) -> &'static str {
         self.config.name
+    }
+
+    fn label(&self) -> &'static str {
+        self.config.label
     }
 
     fn default_workdir(&self) -> Option<PathBuf> {
