@@ -83,7 +83,7 @@ test-rust:
 # serves the Claude Code loop, and test_postgres for the team server's.
 test-servers:
 	@echo "[step] test-servers"
-	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example test_postgres
+	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example mock_gemini --example test_postgres
 
 # Playwright in headless Debian Chromium against the debug server and the release site
 # (end2end/playwright.config.ts starts and stops the servers): `make test-e2e` alone builds what

@@ -6,7 +6,7 @@ import { expect, test, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { OwnMock, OwnServer, agentReplies, card, claudeEnv, waitForHydration } from "./helpers";
+import { GeminiMock, OwnMock, OwnServer, agentReplies, card, claudeEnv, waitForHydration } from "./helpers";
 
 const adapter = path.resolve(__dirname, "../../node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
 const auth = "Which auth method should we use?";
@@ -189,6 +189,45 @@ test.describe("an ACP agent", () => {
     } finally {
       await server.kill();
       await mock.kill();
+    }
+  });
+
+  // Gemini CLI of the project's own install (node_modules/.bin/gemini), found by the server itself
+  // and signed in with a key; its model the mock Gemini API. It asks before each shell command.
+  test("a Gemini shell command allowed once runs, and the next one denied does not", async ({ page }) => {
+    const touch = (file: string) => ({ call: "run_shell_command", args: { command: `touch ${file}`, description: "Make a file" } });
+    const gemini = await GeminiMock.start([touch("allowed.txt"), "Made it.", touch("denied.txt"), "Fine."]);
+    const project = path.join(home, "project");
+    fs.mkdirSync(path.join(home, "tmp"), { recursive: true });
+    fs.mkdirSync(project, { recursive: true });
+    const server = await OwnServer.start(["--agent", "gemini", "--workdir", project], {
+      HOME: home,
+      TMPDIR: path.join(home, "tmp"),
+      GOOGLE_GEMINI_BASE_URL: gemini.url,
+      GEMINI_API_KEY: "dummy",
+    });
+    const command = () => page.getByRole("group", { name: "The agent wants to run a command" }).last();
+    try {
+      await sendFirst(page, server, "Make a file.");
+      await expect(command()).toContainText("touch allowed.txt", { timeout: 60_000 });
+      await command().getByRole("button", { name: "Allow once" }).click();
+      await expect(agentReplies(page).last()).toContainText("Made it.", { timeout: 60_000 });
+      expect(fs.existsSync(path.join(project, "allowed.txt"))).toBe(true);
+
+      const box = page.getByRole("textbox", { name: "Message" });
+      await box.fill("Now another.");
+      await box.press("Enter");
+      await expect(command()).toContainText("touch denied.txt", { timeout: 60_000 });
+      await command().getByRole("button", { name: "Deny" }).click();
+      await expect(command()).toHaveAttribute("data-state", "denied");
+      await expect(agentReplies(page).last()).toContainText("Fine.", { timeout: 60_000 });
+      expect(fs.existsSync(path.join(project, "denied.txt"))).toBe(false);
+      // The model was told the command did not run.
+      const told = JSON.stringify((await gemini.requests()).at(-1).contents);
+      expect(told).toContain("functionResponse");
+    } finally {
+      await server.kill();
+      await gemini.kill();
     }
   });
 });

@@ -283,6 +283,43 @@ export class OwnMock {
   }
 }
 
+/** The mock Gemini API (`examples/mock_gemini.rs`): `replies` one per streamed request, a string a
+ * text and `{call, args}` a function call. */
+export class GeminiMock {
+  private constructor(
+    readonly url: string,
+    private readonly child: ChildProcess,
+    private readonly script: string,
+  ) {}
+
+  static async start(replies: unknown[]): Promise<GeminiMock> {
+    const root = path.resolve(__dirname, "../..");
+    const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-gemini-")), "script.json");
+    fs.writeFileSync(script, JSON.stringify(replies));
+    const child = spawn(path.join(root, "target/debug/examples/mock_gemini"), [script], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    const killOnExit = () => child.kill("SIGKILL");
+    process.once("exit", killOnExit);
+    child.once("exit", () => process.removeListener("exit", killOnExit));
+    return new GeminiMock(await printedAddress(child, "mock_gemini"), child, script);
+  }
+
+  /** The streamed requests so far, oldest first. */
+  async requests(): Promise<any[]> {
+    return (await fetch(`${this.url}/_requests`)).json();
+  }
+
+  async kill(): Promise<void> {
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill("SIGKILL");
+      await exited;
+    }
+    fs.rmSync(path.dirname(this.script), { recursive: true, force: true });
+  }
+}
+
 /** The question card the page shows last. */
 export function card(page: Page) {
   return page.getByRole("group", { name: "The agent asks you" }).last();

@@ -2,7 +2,8 @@
 //! `POST /v1beta/models/<model>:streamGenerateContent?alt=sse` answered with server-sent events of
 //! `GenerateContentResponse`s, whose parts are text or a `functionCall`; and the router's
 //! `:generateContent`, which picks a model for the turn, answered with a fixed choice. Replies are
-//! played in order, one per streamed request; every streamed request is recorded.
+//! played in order, one per streamed request; every streamed request is recorded (and served at
+//! `GET /_requests`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -41,7 +42,10 @@ impl MockGemini {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("mock Gemini: cannot listen");
         let addr = listener.local_addr().unwrap();
         let shared = Arc::new(Shared { script: Mutex::new(script.into()), requests: Mutex::default() });
-        let app = Router::new().route("/v1beta/models/{call}", post(answer)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/v1beta/models/{call}", post(answer))
+            .route("/_requests", axum::routing::get(recorded))
+            .with_state(shared.clone());
         let (shutdown, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
             let _ = axum::serve(listener, app)
@@ -80,6 +84,11 @@ impl MockGemini {
         }
         seen
     }
+}
+
+/// `GET /_requests`: the streamed requests so far (for a test in another process).
+async fn recorded(State(shared): State<Arc<Shared>>) -> axum::Json<Vec<Value>> {
+    axum::Json(shared.requests.lock().unwrap().clone())
 }
 
 async fn answer(State(shared): State<Arc<Shared>>, Path(call): Path<String>, body: String) -> Response {
