@@ -374,7 +374,8 @@ async fn gemini_over_acp(script: Vec<GeminiReply>) -> (Harness, MockGemini) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_not() {
+async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_with_words_does_not_and_the_model_reads_them()
+{
     let touch = |file: &str| {
         GeminiReply::Call(
             "run_shell_command".into(),
@@ -386,6 +387,7 @@ async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_n
         GeminiReply::Text("Made it.".into()),
         touch("denied.txt"),
         GeminiReply::Text("Fine.".into()),
+        GeminiReply::Text("Elsewhere, then.".into()),
     ])
     .await;
     h.send("Make a file.").await;
@@ -408,10 +410,17 @@ async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_does_n
             .map(|c| c.id.clone())
     })
     .await;
-    h.manager.decide_approval(&h.session, &second, Decision::Deny { message: None }).await.unwrap();
-    h.turn_end().await;
+    let message = Some("Not in this folder.".to_string());
+    h.manager.decide_approval(&h.session, &second, Decision::Deny { message }).await.unwrap();
+    let thread = h.turn_end().await;
     assert!(!h.home.project().join("denied.txt").exists());
-    assert!(gemini.requests().len() >= 3, "{} requests", gemini.requests().len());
+    // ACP's answer carries no words: they follow in the same turn, and the model reads them.
+    let last = gemini.requests().last().cloned().unwrap();
+    assert!(
+        last["contents"].to_string().contains("I did not allow the command `touch denied.txt`: Not in this folder."),
+        "{last}"
+    );
+    assert!(thread.messages.last().unwrap().text().contains("Elsewhere, then."));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

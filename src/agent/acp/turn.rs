@@ -55,6 +55,9 @@ pub struct Turn<'a> {
     hosted: bool,
     /// A card parked: the turn lets go of the agent.
     parked: Arc<tokio::sync::Notify>,
+    /// What the person said with a denial, for the agent: ACP's answer to a permission request
+    /// carries no words, so they follow as a prompt of the same turn.
+    said: Arc<std::sync::Mutex<Vec<String>>>,
     /// What the person decided on the parked cards of requests the agent asked before this turn
     /// (they come again when a server attaches to its host): by tool call.
     settled: HashMap<String, InteractionOutcome>,
@@ -102,6 +105,7 @@ impl<'a> Turn<'a> {
             open: Arc::default(),
             hosted: connection.hosted(),
             parked: Arc::default(),
+            said: Arc::default(),
             settled,
         }
     }
@@ -123,7 +127,18 @@ impl<'a> Turn<'a> {
 
     async fn play_out(&mut self, answer: Answer) -> Result<Option<Usage>, AgentError> {
         let mut waits = JoinSet::new();
-        let played = self.play(answer, &mut waits).await;
+        let mut played = self.play(answer, &mut waits).await;
+        // The words given with a denial, as the agent would have read them with it.
+        loop {
+            let said: Vec<String> = std::mem::take(&mut *self.said.lock().expect("said lock"));
+            if said.is_empty() || played.is_err() {
+                break;
+            }
+            let text = json!({"type": "text", "text": said.join("\n\n")});
+            let answer =
+                self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": [text]}));
+            played = self.play(answer, &mut waits).await;
+        }
         waits.abort_all();
         if let Err(AgentError::Parked) = played {
             // The parked cards wait on: the agent, in its host, for their answer.
@@ -332,6 +347,10 @@ impl<'a> Turn<'a> {
                 let call = request.tool_call.clone();
                 let (approval, options) = permission::approval(&request);
                 if let Some(outcome) = self.settled.remove(&call.tool_call_id) {
+                    if let InteractionOutcome::Denied { message: Some(message) } = &outcome {
+                        let what = approval_in_words(&approval);
+                        self.said.lock().expect("said lock").push(format!("I did not allow {what}: {message}"));
+                    }
                     self.connection.respond(&id, Ok(wire::permission_outcome(options.chosen(&outcome))));
                     return Ok(());
                 }
@@ -339,9 +358,14 @@ impl<'a> Turn<'a> {
                 self.ready(&call).await?;
                 let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
                 let (open, parked, hosted) = (self.open.clone(), self.parked.clone(), self.hosted);
+                let said = self.said.clone();
+                let what = approval_in_words(&approval);
                 open.lock().expect("open cards lock").insert(call.tool_call_id.clone());
                 waits.spawn(async move {
                     let outcome = sink.ask_approval(&call.tool_call_id, approval, hosted, &cancel).await;
+                    if let Ok(InteractionOutcome::Denied { message: Some(message) }) = &outcome {
+                        said.lock().expect("said lock").push(format!("I did not allow {what}: {message}"));
+                    }
                     open.lock().expect("open cards lock").remove(&call.tool_call_id);
                     let outcome = match outcome {
                         Err(AgentError::Parked) => return parked.notify_one(),
@@ -435,6 +459,17 @@ impl<'a> Turn<'a> {
     fn refuse(&self, id: &Id, why: &str) {
         warn!(why, "ACP request refused");
         self.connection.respond(id, Err(RpcError { code: wire::INVALID_PARAMS, message: why.to_string(), data: None }));
+    }
+}
+
+/// The request of `approval`, as the person's words to the agent name it.
+fn approval_in_words(approval: &crate::approval::Approval) -> String {
+    match &approval.shows {
+        crate::approval::Shows::Command { command } => format!("the command `{command}`"),
+        _ => match &approval.description {
+            Some(description) => format!("{} ({description})", approval.tool),
+            None => approval.tool.clone(),
+        },
     }
 }
 
