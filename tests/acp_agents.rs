@@ -14,7 +14,7 @@ use askbridge::agent::acp::{AcpAgent, AcpConfig, HostSettings, Launch};
 use askbridge::approval::{Decision, Shows};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;
-use askbridge::session::SessionManager;
+use askbridge::session::{SessionManager, Timeouts};
 use askbridge::store::Store;
 use askbridge::testing::wait_until;
 use askbridge::thread::TurnOutcome;
@@ -49,6 +49,7 @@ struct Harness {
     home: ClaudeHome,
     agent: Arc<AcpAgent>,
     config: AcpConfig,
+    timeouts: Timeouts,
 }
 
 impl std::ops::Deref for Harness {
@@ -66,10 +67,10 @@ async fn claude_over_acp(script: Vec<Reply>) -> Harness {
 
 /// The same, the adapter under its host (this build's `askbridge acp-host`), which outlives the
 /// server.
-async fn claude_hosted(script: Vec<Reply>) -> Harness {
+async fn claude_hosted(script: Vec<Reply>, timeouts: Timeouts) -> Harness {
     let (mut config, home, mock) = claude_config(script).await;
     config.host = Some(HostSettings { exe: env!("CARGO_BIN_EXE_askbridge").into(), idle_exit: None });
-    harness(config, home, mock).await
+    harness_with(config, home, mock, timeouts).await
 }
 
 async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthropic) {
@@ -97,11 +98,15 @@ async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthro
 
 /// A session of the agent `config` names, under the real session manager and a store in `home`.
 async fn harness(config: AcpConfig, home: ClaudeHome, mock: MockAnthropic) -> Harness {
+    harness_with(config, home, mock, Timeouts::default()).await
+}
+
+async fn harness_with(config: AcpConfig, home: ClaudeHome, mock: MockAnthropic, timeouts: Timeouts) -> Harness {
     let agent = Arc::new(AcpAgent::new(config.clone()));
     let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
-    let manager = SessionManager::new(store, agent.clone());
+    let manager = SessionManager::with_timeouts(store, agent.clone(), timeouts);
     let base = AgentSession::start(manager, mock).await;
-    Harness { base, home, agent, config }
+    Harness { base, home, agent, config, timeouts }
 }
 
 impl Harness {
@@ -118,7 +123,7 @@ impl Harness {
         self.base.manager.shut_down().await;
         self.agent = Arc::new(AcpAgent::new(self.config.clone()));
         let store = Store::open(&self.home.path().join("askbridge.db")).await.unwrap();
-        self.base.manager = SessionManager::new(store, self.agent.clone());
+        self.base.manager = SessionManager::with_timeouts(store, self.agent.clone(), self.timeouts);
         self.base.manager.recover_unfinished_turns().await.unwrap();
     }
 
@@ -134,8 +139,11 @@ impl Harness {
 /// the agent's request is answered, and the model reads the answer. Deleting the session ends it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_question_asked_through_a_host_outlives_the_server_and_its_answer_reaches_the_model() {
-    let mut h =
-        claude_hosted(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Noted.")]).await;
+    let mut h = claude_hosted(
+        vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Noted.")],
+        Timeouts::default(),
+    )
+    .await;
     h.send("Set up auth for me.").await;
     assert_eq!(h.pending(1).await, ["toolu_ask"]);
     h.restart().await;
@@ -160,10 +168,60 @@ async fn a_question_asked_through_a_host_outlives_the_server_and_its_answer_reac
     assert!(saw[0].1.contains(r#""Which auth method should we use?"="Sessions""#), "{saw:?}");
     assert!(thread.messages.last().unwrap().text().contains("Noted."));
 
-    let socket = h.home.path().join("data/acp").join(format!("{}.sock", h.session));
-    assert!(socket.exists(), "the host listens");
+    // Deleting the session ends the host, and the agent in it.
+    let acp = h.home.path().join("data/acp");
+    assert!(acp.join(format!("{}.sock", h.session)).exists(), "the host listens");
+    let record = std::fs::read_to_string(acp.join(format!("{}.group", h.session))).unwrap();
+    let host: u32 = record.split_whitespace().nth(1).unwrap().parse().unwrap();
     h.agent.end_session(&h.session).await;
-    wait_until("the host to end", Duration::from_secs(10), || async { (!socket.exists()).then_some(()) }).await;
+    let gone = || {
+        std::fs::read_to_string(format!("/proc/{host}/stat"))
+            .map_or(true, |stat| stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+    };
+    wait_until("the host to end", Duration::from_secs(10), || async { gone().then_some(()) }).await;
+    assert!(!acp.join(format!("{}.sock", h.session)).exists(), "nothing to attach to");
+}
+
+/// `--park-after`: a question left waiting parks; the turn ends and lets go of the agent, which
+/// waits in its host; the answer attaches again and the agent goes on with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_question_left_waiting_parks_and_its_answer_resumes_the_agent() {
+    let script = vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Noted.")];
+    let timeouts = Timeouts { park_after: Some(Duration::from_millis(500)), ..Timeouts::default() };
+    let h = claude_hosted(script, timeouts).await;
+    h.send("Set up auth for me.").await;
+    let thread = h.turn_ended(TurnOutcome::Parked).await;
+    let card = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").cloned().unwrap();
+    assert!(card.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked), "{card:?}");
+    assert!(h.agent.outlived_the_server(&h.session), "the agent waits in its host");
+
+    h.answer(
+        "toolu_ask",
+        vec![QuestionAnswer::new(AUTH, &["JWT"], None, None), QuestionAnswer::new(FEATURES, &["i18n"], None, None)],
+    )
+    .await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let saw = h.model_saw();
+    assert!(saw.len() == 1 && saw[0].1.contains(r#""Which auth method should we use?"="JWT""#), "{saw:?}");
+    assert!(thread.messages.last().unwrap().text().contains("Noted."));
+    h.agent.end_session(&h.session).await;
+}
+
+/// A question nobody answers in time expires: the agent is told the person declined, never an
+/// answer, and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_question_not_answered_in_time_expires_and_the_agent_is_told_it_was_declined() {
+    let (config, home, mock) =
+        claude_config(vec![Reply::tool_use("toolu_ask", "AskUserQuestion", questions()), Reply::text("Ok.")]).await;
+    let timeouts = Timeouts { question: Some(Duration::from_secs(1)), ..Timeouts::default() };
+    let h = harness_with(config, home, mock, timeouts).await;
+    h.send("Set up auth for me.").await;
+    let thread = h.turn_ended(TurnOutcome::Completed).await;
+    let card = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").cloned().unwrap();
+    assert_eq!(card.interaction.unwrap().outcome, Some(InteractionOutcome::Expired));
+    let saw = h.model_saw();
+    assert!(!saw[0].1.contains("Tool use aborted") && !saw[0].1.contains("=\""), "declined: {saw:?}");
+    assert!(thread.messages.last().unwrap().text().contains("Ok."));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

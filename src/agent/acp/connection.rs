@@ -115,7 +115,8 @@ impl Connection {
                 remember(&tail, line);
             }
         });
-        Ok(Self::over(stdout, stdin, stderr, session, Some(child), pid, false, 0))
+        let parts = Parts { stderr, session, child: Some(child), pid, hosted: false, last_id: 0 };
+        Ok(Self::over(stdout, stdin, parts))
     }
 
     /// Starts the agent under a host of its own (`host.rs`), which outlives the server, and
@@ -200,7 +201,8 @@ impl Connection {
             })
             .collect();
         let next_id = numbers.iter().map(|(id, _)| *id).max().unwrap_or_default();
-        let connection = Self::over(read, write, stderr, session, None, hello.agent_pid, true, next_id);
+        let parts = Parts { stderr, session, child: None, pid: hello.agent_pid, hosted: true, last_id: next_id };
+        let connection = Self::over(read, write, parts);
         let outstanding = numbers
             .into_iter()
             .map(|(id, method)| {
@@ -213,18 +215,13 @@ impl Connection {
         Ok((connection, outstanding))
     }
 
-    /// The connection over the agent's output and input. Our ids start past `last_id`.
-    #[allow(clippy::too_many_arguments)]
+    /// The connection over the agent's output and input.
     fn over(
         output: impl tokio::io::AsyncRead + Unpin + Send + 'static,
         mut input: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
-        stderr: Arc<Mutex<VecDeque<String>>>,
-        session: &str,
-        child: Option<Child>,
-        pid: Option<u32>,
-        hosted: bool,
-        last_id: i64,
+        parts: Parts,
     ) -> Arc<Self> {
+        let Parts { stderr, session, child, pid, hosted, last_id } = parts;
         let (writer, mut lines) = mpsc::unbounded_channel::<String>();
         tokio::spawn(async move {
             while let Some(line) = lines.recv().await {
@@ -364,6 +361,17 @@ fn remember(tail: &Mutex<VecDeque<String>>, line: String) {
         tail.pop_front();
     }
     tail.push_back(line);
+}
+
+/// What a connection is made of besides the agent's output and input.
+struct Parts<'a> {
+    stderr: Arc<Mutex<VecDeque<String>>>,
+    session: &'a str,
+    child: Option<Child>,
+    pid: Option<u32>,
+    hosted: bool,
+    /// Our ids start past it (past those of the server before, through a host).
+    last_id: i64,
 }
 
 /// Where [`read_messages`] puts what it reads.

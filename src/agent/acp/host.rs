@@ -178,6 +178,112 @@ async fn send(writer: &mut OwnedWriteHalf, lines: &[String]) -> std::io::Result<
     writer.flush().await
 }
 
+/// The host's state between events.
+struct Host {
+    relay: Relay,
+    agent_pid: Option<u32>,
+    agent_in: tokio::process::ChildStdin,
+    attached: Option<Attached>,
+    /// How many servers attached so far: a line of one that was replaced is dropped.
+    generation: u64,
+    from_servers: mpsc::Sender<(u64, Option<String>)>,
+    detached_since: tokio::time::Instant,
+}
+
+/// Why the host ends.
+type End = &'static str;
+
+impl Host {
+    /// Sends `lines` to the attached server, if one is; one that cannot take them is let go.
+    async fn tell_server(&mut self, lines: &[String]) {
+        if let Some(server) = &mut self.attached
+            && send(&mut server.writer, lines).await.is_err()
+        {
+            self.detach();
+        }
+    }
+
+    fn detach(&mut self) {
+        if let Some(server) = self.attached.take() {
+            server.reader.abort();
+            self.detached_since = tokio::time::Instant::now();
+        }
+    }
+
+    async fn agent_said(&mut self, line: Option<String>) -> Result<(), End> {
+        let line = line.ok_or("the agent closed its output")?;
+        if let Some(line) = self.relay.agent_said(line, self.attached.is_some()) {
+            self.tell_server(&[line]).await;
+        }
+        Ok(())
+    }
+
+    async fn agent_wrote_stderr(&mut self, line: String) {
+        self.relay.stderr(line.clone());
+        self.tell_server(&[json!({HOST_KEY: {"stderr": line}}).to_string()]).await;
+    }
+
+    /// A server attached: it replaces the one before, and is greeted.
+    async fn attach(&mut self, stream: tokio::net::UnixStream) {
+        self.detach();
+        self.generation += 1;
+        let (read, mut writer) = stream.into_split();
+        let (tx, mut rx) = mpsc::channel(64);
+        read_lines(read, tx);
+        let (servers, this) = (self.from_servers.clone(), self.generation);
+        let reader = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                let end = line.is_none();
+                if servers.send((this, line)).await.is_err() || end {
+                    return;
+                }
+            }
+        });
+        if send(&mut writer, &self.relay.greeting(self.agent_pid)).await.is_ok() {
+            self.attached = Some(Attached { writer, generation: this, reader });
+        } else {
+            reader.abort();
+        }
+    }
+
+    /// A line from server `from`, on its way to the agent (or for the host: `end`).
+    async fn server_said(&mut self, from: u64, line: Option<String>) -> Result<(), End> {
+        if self.attached.as_ref().is_none_or(|server| server.generation != from) {
+            return Ok(());
+        }
+        let Some(line) = line else {
+            self.detach();
+            return Ok(());
+        };
+        if line.contains(HOST_KEY)
+            && serde_json::from_str::<Value>(&line).is_ok_and(|v| v.get(HOST_KEY).is_some_and(|w| w == "end"))
+        {
+            return Err("the server ended it");
+        }
+        self.relay.server_said(&line);
+        let written = async {
+            self.agent_in.write_all(line.as_bytes()).await?;
+            self.agent_in.write_all(b"\n").await?;
+            self.agent_in.flush().await
+        };
+        written.await.map_err(|_| "the agent closed its input")
+    }
+
+    /// Whether `--idle-exit` may end the host now: no server attached, nothing asked of the person.
+    fn idle(&self) -> bool {
+        self.attached.is_none() && self.relay.asked.is_empty()
+    }
+}
+
+/// Listens on `socket` (readable by its owner only), in place of whatever was there.
+fn listen(socket: &std::path::Path) -> Result<UnixListener, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::remove_file(socket);
+    let listener = UnixListener::bind(socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
+    Ok(listener)
+}
+
 /// Runs the host until its agent ends, it is told to end, or no server attached for `idle_exit`.
 pub async fn run(args: HostArgs) -> Result<(), String> {
     // What the agent leaves running when it exits is reparented here, to be ended with the rest.
@@ -186,12 +292,7 @@ pub async fn run(args: HostArgs) -> Result<(), String> {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
     let socket = &args.socket;
-    let _ = std::fs::remove_file(socket);
-    let listener = UnixListener::bind(socket).map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600));
-    }
+    let listener = listen(socket)?;
     // A host whose socket is gone (its data folder deleted) or is another's can never be reached.
     let ours = socket_inode(socket);
     let mut check_socket = tokio::time::interval(SOCKET_CHECK);
@@ -204,93 +305,44 @@ pub async fn run(args: HostArgs) -> Result<(), String> {
         .kill_on_drop(true);
     crate::agent::process_tree::die_with_the_server(&mut command);
     let mut agent = command.spawn().map_err(|e| format!("cannot start {}: {e}", args.program))?;
-    let agent_pid = agent.id();
-    let mut agent_in = agent.stdin.take().expect("stdin is piped");
     let (out_tx, mut agent_out) = mpsc::channel(64);
     read_lines(agent.stdout.take().expect("stdout is piped"), out_tx);
     let (err_tx, mut agent_err) = mpsc::channel(64);
     read_lines(agent.stderr.take().expect("stderr is piped"), err_tx);
+    let (from_servers, mut servers) = mpsc::channel::<(u64, Option<String>)>(64);
+    let mut host = Host {
+        relay: Relay::default(),
+        agent_pid: agent.id(),
+        agent_in: agent.stdin.take().expect("stdin is piped"),
+        attached: None,
+        generation: 0,
+        from_servers,
+        detached_since: tokio::time::Instant::now(),
+    };
+    let idle_exit = args.idle_exit.unwrap_or(Duration::from_secs(86_400 * 365));
 
-    let mut relay = Relay::default();
-    let mut attached: Option<Attached> = None;
-    let mut generation = 0u64;
-    let (server_tx, mut from_server) = mpsc::channel::<(u64, Option<String>)>(64);
-    let mut detached_since = tokio::time::Instant::now();
-    let forever = Duration::from_secs(86_400 * 365);
-
-    let why = loop {
-        let idle_until = detached_since + args.idle_exit.unwrap_or(forever);
-        tokio::select! {
-            line = agent_out.recv() => {
-                let Some(Some(line)) = line else { break "the agent closed its output" };
-                if let Some(line) = relay.agent_said(line, attached.is_some())
-                    && let Some(server) = &mut attached
-                    && send(&mut server.writer, &[line]).await.is_err()
-                {
-                    detach(&mut attached, &mut detached_since);
-                }
+    let why: End = loop {
+        let ended = tokio::select! {
+            line = agent_out.recv() => host.agent_said(line.flatten()).await,
+            Some(Some(line)) = agent_err.recv() => {
+                host.agent_wrote_stderr(line).await;
+                Ok(())
             }
-            line = agent_err.recv() => if let Some(Some(line)) = line {
-                relay.stderr(line.clone());
-                if let Some(server) = &mut attached {
-                    let said = json!({HOST_KEY: {"stderr": line}}).to_string();
-                    if send(&mut server.writer, &[said]).await.is_err() {
-                        detach(&mut attached, &mut detached_since);
-                    }
-                }
+            Ok((stream, _)) = listener.accept() => {
+                host.attach(stream).await;
+                Ok(())
+            }
+            Some((from, line)) = servers.recv() => host.server_said(from, line).await,
+            _ = tokio::time::sleep_until(host.detached_since + idle_exit), if host.idle() && args.idle_exit.is_some() => {
+                Err("no server attached for --idle-exit")
+            }
+            _ = check_socket.tick() => match socket_inode(socket) == ours {
+                true => Ok(()),
+                false => Err("its socket is gone"),
             },
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                detach(&mut attached, &mut detached_since);
-                generation += 1;
-                let (read, mut writer) = stream.into_split();
-                let (tx, mut rx) = mpsc::channel(64);
-                read_lines(read, tx);
-                let server_tx = server_tx.clone();
-                let this = generation;
-                let reader = tokio::spawn(async move {
-                    while let Some(line) = rx.recv().await {
-                        let end = line.is_none();
-                        if server_tx.send((this, line)).await.is_err() || end {
-                            return;
-                        }
-                    }
-                });
-                if send(&mut writer, &relay.greeting(agent_pid)).await.is_ok() {
-                    attached = Some(Attached { writer, generation, reader });
-                } else {
-                    reader.abort();
-                }
-            }
-            Some((from, line)) = from_server.recv() => {
-                if attached.as_ref().is_none_or(|server| server.generation != from) {
-                    continue;
-                }
-                let Some(line) = line else {
-                    detach(&mut attached, &mut detached_since);
-                    continue;
-                };
-                if line.starts_with('{') && line.contains(HOST_KEY)
-                    && serde_json::from_str::<Value>(&line).is_ok_and(|v| v.get(HOST_KEY).is_some_and(|w| w == "end"))
-                {
-                    break "the server ended it";
-                }
-                relay.server_said(&line);
-                let written = async {
-                    agent_in.write_all(line.as_bytes()).await?;
-                    agent_in.write_all(b"\n").await?;
-                    agent_in.flush().await
-                };
-                if written.await.is_err() {
-                    break "the agent closed its input";
-                }
-            }
-            _ = tokio::time::sleep_until(idle_until), if attached.is_none() && relay.asked.is_empty() && args.idle_exit.is_some() => {
-                break "no server attached for --idle-exit";
-            }
-            _ = check_socket.tick() => if socket_inode(socket) != ours {
-                break "its socket is gone";
-            },
+        };
+        if let Err(why) = ended {
+            break why;
         }
     };
     let _ = std::fs::remove_file(socket);
@@ -305,13 +357,6 @@ pub async fn run(args: HostArgs) -> Result<(), String> {
 fn socket_inode(socket: &std::path::Path) -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(socket).ok().map(|metadata| metadata.ino())
-}
-
-fn detach(attached: &mut Option<Attached>, since: &mut tokio::time::Instant) {
-    if let Some(server) = attached.take() {
-        server.reader.abort();
-        *since = tokio::time::Instant::now();
-    }
 }
 
 #[cfg(test)]

@@ -78,9 +78,10 @@ impl Leftovers {
         self.forget(session);
     }
 
-    /// The agent of `session` was ended: nothing to end later.
+    /// The agent of `session` was ended: nothing to end later, no host to attach to.
     pub fn forget(&self, session: &str) {
         let _ = std::fs::remove_file(self.file(session));
+        let _ = std::fs::remove_file(self.socket(session));
     }
 
     /// Ends what the previous run of this server left running; returns how many processes.
