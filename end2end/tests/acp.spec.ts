@@ -148,6 +148,9 @@ test.describe("an ACP agent", () => {
       await page.reload();
       await waitForHydration(page);
       await expect(card(page)).toHaveAttribute("data-state", "pending");
+      // Paused for the person, not cut short: nothing of the turn was lost.
+      await expect(page.getByRole("status", { name: "Session status" })).toContainText("Paused");
+      await expect(page.getByText("cut short")).toHaveCount(0);
       await question.getByRole("radio", { name: "JWT" }).click();
       await expect(card(page)).toHaveAttribute("data-state", "answered");
       await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 60_000 });

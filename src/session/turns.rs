@@ -520,6 +520,7 @@ impl Turns {
                 Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
             })
             .collect();
+        let parked = lost.iter().any(|(_, told)| told.is_none());
         for (tool_use_id, told) in lost {
             let event = match told {
                 Some(told) => {
@@ -528,6 +529,13 @@ impl Turns {
                 None => EventBody::InteractionParked { tool_use_id },
             };
             runtime.append_locked(self.store(), state, event).await?;
+        }
+        if parked {
+            // The agent waits on for the person: its turn is paused, not cut short.
+            let ended = EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None };
+            runtime.append_locked(self.store(), state, ended).await?;
+            self.log.list_changed();
+            return Ok(());
         }
         let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
         runtime.append_locked(self.store(), state, ended).await?;

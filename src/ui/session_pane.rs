@@ -76,7 +76,9 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 <span class="session-context" title="How full the model's context window was at the last turn">
                     {move || thread.turn.with(|t| t.total_usage.as_ref().and_then(context_line)).map(|c| format!("context {c}"))}
                 </span>
-                {move || terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone()))}
+                // Claude Code's session, also the one Claude's ACP adapter runs; another agent's id
+                // is no `claude --resume`'s.
+                {move || summary.with(|s| s.agent.starts_with("claude")).then(|| terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone())))}
             </span>
         </div>
         // The terminal's own mode and model rule there.
