@@ -373,25 +373,42 @@ impl ToolCall {
         self.raw_input.as_ref().filter(|input| input.as_object().is_none_or(|o| !o.is_empty()))
     }
 
-    /// What the call produced, as text: its text content, else its raw output.
+    /// What the call produced, as text: its text content and the changes it made to files (each a
+    /// unified diff), else its raw output; then the places it touched that no diff names.
     pub fn output_text(&self) -> String {
-        let texts: Vec<&str> = self
-            .content
+        let mut parts: Vec<String> = Vec::new();
+        let mut changed: Vec<&str> = Vec::new();
+        for item in self.content.iter().flatten() {
+            match item {
+                ToolCallContent::Content { content: ContentBlock::Text { text } } => parts.push(text.clone()),
+                ToolCallContent::Diff { path, old_text, new_text } => {
+                    changed.push(path);
+                    parts.push(unified_diff(path, old_text.as_deref(), new_text));
+                }
+                _ => {}
+            }
+        }
+        if parts.is_empty() {
+            match &self.raw_output {
+                Some(Value::String(text)) => parts.push(text.clone()),
+                Some(Value::Null) | None => {}
+                Some(other) => parts.push(other.to_string()),
+            }
+        }
+        let places: Vec<String> = self
+            .locations
             .iter()
             .flatten()
-            .filter_map(|item| match item {
-                ToolCallContent::Content { content: ContentBlock::Text { text } } => Some(text.as_str()),
-                _ => None,
+            .filter(|place| !changed.contains(&place.path.as_str()))
+            .map(|place| match place.line {
+                Some(line) => format!("{}:{line}", place.path),
+                None => place.path.clone(),
             })
             .collect();
-        if !texts.is_empty() {
-            return texts.join("\n");
+        if !places.is_empty() {
+            parts.push(places.join("\n"));
         }
-        match &self.raw_output {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        }
+        parts.join("\n")
     }
 
     /// The first diff in the call's content.
@@ -425,6 +442,15 @@ pub enum ToolCallContent {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Location {
     pub path: String,
+    #[serde(default)]
+    pub line: Option<u64>,
+}
+
+/// A file's change as a unified diff (`old` absent: the file is new).
+fn unified_diff(path: &str, old: Option<&str>, new: &str) -> String {
+    let diff = similar::TextDiff::from_lines(old.unwrap_or_default(), new);
+    let from = if old.is_some() { format!("a{path}") } else { "/dev/null".to_string() };
+    diff.unified_diff().context_radius(3).header(&from, &format!("b{path}")).to_string()
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -532,6 +558,25 @@ impl ElicitationAction {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_calls_changes_to_files_are_its_output_as_a_diff_and_its_places_are_named() {
+        let call: ToolCall = serde_json::from_value(json!({
+            "toolCallId": "t1", "status": "completed",
+            "content": [
+                {"type": "content", "content": {"type": "text", "text": "Edited."}},
+                {"type": "diff", "path": "/p/a.txt", "oldText": "one\ntwo\n", "newText": "one\nthree\n"},
+                {"type": "diff", "path": "/p/new.txt", "newText": "hello\n"}
+            ],
+            "locations": [{"path": "/p/a.txt", "line": 2}, {"path": "/p/b.rs", "line": 7}, {"path": "/p/c"}]
+        }))
+        .unwrap();
+        let output = call.output_text();
+        assert!(output.starts_with("Edited.\n"), "{output}");
+        assert!(output.contains("--- a/p/a.txt\n+++ b/p/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+three\n"), "{output}");
+        assert!(output.contains("--- /dev/null\n+++ b/p/new.txt\n@@ -0,0 +1 @@\n+hello\n"), "{output}");
+        assert!(output.ends_with("/p/b.rs:7\n/p/c"), "the places no diff names: {output}");
+    }
 
     /// Every line the real agents sent in the captured traces reads as a message, and each
     /// `session/update` as an update (`fixtures/acp`).
