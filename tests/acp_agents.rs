@@ -11,7 +11,7 @@ use std::time::Duration;
 use askbridge::agent::AgentBackend;
 use askbridge::agent::AgentEnv;
 use askbridge::agent::acp::{AcpAgent, AcpConfig, HostSettings, Launch};
-use askbridge::approval::{Decision, Shows};
+use askbridge::approval::{Decision, PermissionMode, Shows};
 use askbridge::interaction::{InteractionOutcome, InteractionRequest};
 use askbridge::question::QuestionAnswer;
 use askbridge::session::{SessionManager, Timeouts};
@@ -479,6 +479,26 @@ async fn a_gemini_shell_command_allowed_once_runs_and_the_next_one_denied_with_w
         "{last}"
     );
     assert!(thread.messages.last().unwrap().text().contains("Elsewhere, then."));
+}
+
+/// The Permissions choice reaches the running agent (`session/set_mode`): in “Accept edits” the
+/// adapter writes a file without asking, where the session's first mode would have asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mode_switch_reaches_the_running_agent_and_edits_then_go_ahead_without_a_card() {
+    let (config, home, mock) = claude_config(Vec::new()).await;
+    let file = home.project().join("notes.txt");
+    let write = json!({"file_path": file.display().to_string(), "content": "hello\n"});
+    mock.push(Reply::text("Hello."));
+    mock.push(Reply::tool_use("toolu_write", "Write", write));
+    mock.push(Reply::text("Written."));
+    let h = harness(config, home, mock).await;
+    h.reply_to("Hi.").await;
+    h.manager.set_permission_mode(&h.session, PermissionMode::AcceptEdits).await.unwrap();
+    let said = h.reply_to("Write the notes.").await;
+    assert!(said.contains("Written."), "{said}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello\n");
+    let thread = h.thread().await;
+    assert!(tool_calls(&thread).iter().all(|call| call.interaction.is_none()), "no card was asked");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

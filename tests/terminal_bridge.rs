@@ -27,6 +27,10 @@ const UI_START: Duration = Duration::from_secs(60);
 const STEP: Duration = Duration::from_secs(30);
 
 fn main() {
+    // The servers' logs, when asked for (`RUST_LOG=askbridge=debug`): the trials run side by side.
+    if std::env::var_os("RUST_LOG").is_some() {
+        askbridge::server::init_tracing();
+    }
     let args = Arguments::from_args();
     let trials = vec![
         plain_trial("connect_and_disconnect_give_the_settings_back_byte_for_byte", connect_and_disconnect_round_trip),

@@ -99,6 +99,10 @@ impl AgentBackend for Agents {
     /// Every agent checks the mode; only the one running `session` has anything to switch.
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
+            // Only checked (a new session's): the default agent's, the one it gets.
+            if session.is_empty() {
+                return self.default.set_permission_mode(session, mode).await;
+            }
             for agent in &self.all {
                 agent.set_permission_mode(session, mode).await?;
             }

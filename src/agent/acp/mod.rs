@@ -105,6 +105,15 @@ struct Offer {
     /// The config option that sets the model.
     model_option: Option<String>,
     commands: Vec<SlashCommand>,
+    /// Its permission modes.
+    modes: Option<wire::Modes>,
+}
+
+/// A running agent, as a mode switch reaches it while a turn holds its slot.
+#[derive(Clone)]
+struct Live {
+    connection: Arc<Connection>,
+    acp_session: String,
 }
 
 /// A running agent for one session: its process, and its id for the conversation.
@@ -123,6 +132,8 @@ pub struct AcpAgent {
     /// What the agent offers, as its last session said: its models and its `/` commands.
     offer: std::sync::Mutex<Offer>,
     running: tokio::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Running>>>>>,
+    /// The running agents by session, outside their slots.
+    live: std::sync::Mutex<HashMap<String, Live>>,
 }
 
 impl AcpAgent {
@@ -132,11 +143,12 @@ impl AcpAgent {
         if let Some(leftovers) = &leftovers {
             leftovers.end_previous();
         }
-        Self { config, leftovers, offer: Default::default(), running: Default::default() }
+        Self { config, leftovers, offer: Default::default(), running: Default::default(), live: Default::default() }
     }
 
     /// Ends `agent` and forgets its group.
     fn end(&self, session: &str, agent: Running) {
+        self.live.lock().expect("live lock").remove(session);
         agent.connection.kill();
         if let Some(leftovers) = &self.leftovers {
             leftovers.forget(session);
@@ -258,8 +270,11 @@ impl AcpAgent {
 impl AcpAgent {
     /// Keeps what a session's start says the agent offers (its models).
     fn learn(&self, started: &SessionStarted) {
-        let Some(option) = started.model_option() else { return };
         let mut offer = self.offer.lock().expect("offer lock");
+        if started.modes.is_some() {
+            offer.modes = started.modes.clone();
+        }
+        let Some(option) = started.model_option() else { return };
         offer.models = option
             .choices()
             .into_iter()
@@ -436,6 +451,32 @@ impl AgentBackend for AcpAgent {
         Some(TOLD_WHEN_LOST.to_string())
     }
 
+    /// A mode the agent has no like of is refused, naming those it has; a running agent switches
+    /// now (`session/set_mode`, mid-turn too), one that does not at its start.
+    fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let modes = self.offer.lock().expect("offer lock").modes.clone();
+            let Some(modes) = modes else { return Ok(()) };
+            let Some(target) = mode_id(mode, &modes) else {
+                let names: Vec<&str> = modes.available_modes.iter().map(|m| m.name.as_str()).collect();
+                return Err(format!(
+                    "{} has no mode like “{}”: it offers {}",
+                    self.config.label,
+                    mode.label().0,
+                    names.join(", ")
+                ));
+            };
+            let live = self.live.lock().expect("live lock").get(session).cloned();
+            let Some(live) = live else { return Ok(()) };
+            let params = json!({"sessionId": live.acp_session, "modeId": target});
+            live.connection
+                .call("session/set_mode", params)
+                .await
+                .map(drop)
+                .map_err(|error| format!("{} did not take the mode “{}”: {error}", self.config.label, mode.label().0))
+        })
+    }
+
     fn outlived_the_server(&self, session: &str) -> bool {
         self.config.host.is_some() && self.leftovers.as_ref().is_some_and(|leftovers| leftovers.host_alive(session))
     }
@@ -447,6 +488,8 @@ impl AgentBackend for AcpAgent {
             let mut outstanding = Vec::new();
             if running.is_none() {
                 let (agent, unanswered) = self.start(&request, &sink).await?;
+                let live = Live { connection: agent.connection.clone(), acp_session: agent.acp_session.clone() };
+                self.live.lock().expect("live lock").insert(request.session_id.clone(), live);
                 *running = Some(agent);
                 outstanding = unanswered;
             }
@@ -482,6 +525,7 @@ impl AgentBackend for AcpAgent {
             agent.cost = cost.unwrap_or(agent.cost);
             if let Err(AgentError::Parked) = &result {
                 // Its host keeps it waiting; the answer attaches again (`reattach`).
+                self.live.lock().expect("live lock").remove(&request.session_id);
                 running.take();
             } else if let Err(AgentError::Failed(_) | AgentError::Interrupted) = &result
                 && !is_alive(&agent.connection).await
@@ -584,5 +628,15 @@ mod tests {
         let cline = modes(&["act", "plan"]);
         assert_eq!(mode_id(PermissionMode::Default, &cline).as_deref(), Some("act"));
         assert_eq!(mode_id(PermissionMode::AcceptEdits, &cline), None);
+    }
+
+    #[tokio::test]
+    async fn a_mode_the_agent_lacks_is_refused_naming_those_it_has() {
+        let agent = AcpAgent::new(AcpConfig::parse("cline=cline --acp", "/w".into(), Default::default()).unwrap());
+        let modes = json!({"currentModeId": "act", "availableModes": [{"id": "plan", "name": "Plan"}, {"id": "act", "name": "Act"}]});
+        agent.learn(&serde_json::from_value(json!({"sessionId": "s", "modes": modes})).unwrap());
+        let refused = agent.set_permission_mode("s1", PermissionMode::AcceptEdits).await.unwrap_err();
+        assert!(refused.contains("“Accept edits”") && refused.contains("it offers Plan, Act"), "{refused}");
+        assert!(agent.set_permission_mode("s1", PermissionMode::Plan).await.is_ok(), "not running: taken at its start");
     }
 }
