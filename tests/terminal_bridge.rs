@@ -160,6 +160,15 @@ impl Bridge {
         Ok(terminal)
     }
 
+    /// Card `n`, pending; or why not, with how the CLI's transcripts end (where the hook looks for
+    /// the call before it asks the server: a card that never comes is one it did not find).
+    async fn pending(&self, n: usize) -> Result<Card, Failed> {
+        pending_card(&self.api, n).await.map_err(|failed| {
+            let said = failed.message().unwrap_or_default().to_string();
+            format!("{said}\nthe transcripts end with:\n{}", transcripts_tail(&self.home.config_dir())).into()
+        })
+    }
+
     async fn stop_server(&mut self) {
         if let Some(server) = self.server.take() {
             server.stop().await;
@@ -278,6 +287,21 @@ async fn card_where(api: &Api, n: usize, wanted: impl Fn(&Card) -> bool, what: &
     }
 }
 
+/// The last lines of every transcript under `config` (`projects/*/*.jsonl`), each cut short.
+fn transcripts_tail(config: &std::path::Path) -> String {
+    let mut said = String::new();
+    let projects = std::fs::read_dir(config.join("projects")).into_iter().flatten().flatten();
+    for file in projects.flat_map(|project| std::fs::read_dir(project.path()).into_iter().flatten().flatten()) {
+        let text = std::fs::read_to_string(file.path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        said.push_str(&format!("{} ({} lines):\n", file.path().display(), lines.len()));
+        for line in &lines[lines.len().saturating_sub(6)..] {
+            said.push_str(&format!("  {}\n", line.chars().take(400).collect::<String>()));
+        }
+    }
+    said
+}
+
 async fn pending_card(api: &Api, n: usize) -> Result<Card, Failed> {
     card_where(api, n, |card| card.outcome().is_null(), "pending").await
 }
@@ -312,7 +336,7 @@ async fn a_question_is_answered_from_askbridge() -> TestResult {
     say(&terminal, "Ask me about auth")?;
     terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
 
-    let card = pending_card(&bridge.api, 1).await?;
+    let card = bridge.pending(1).await?;
     is_the_transcripts_call(&card, "toolu_ask")?;
     let folder = bridge.home.project().display().to_string();
     expect(card.said.contains("in a terminal on") && card.said.contains(&folder), || {
@@ -360,7 +384,7 @@ async fn bash_permissions_are_decided_here() -> TestResult {
     say(&terminal, "Make two files")?;
     terminal.wait_for("Do you want to proceed?", STEP).await.map_err(err)?;
 
-    let first = pending_card(&bridge.api, 1).await?;
+    let first = bridge.pending(1).await?;
     let approval = &first.call["interaction"]["request"]["approval"];
     expect(approval["tool"] == "Bash" && approval["input"]["command"] == "touch x", || format!("{first:#?}"))?;
     is_the_transcripts_call(&first, "toolu_x")?;
@@ -368,7 +392,7 @@ async fn bash_permissions_are_decided_here() -> TestResult {
         json!({"session": first.session, "tool_use_id": first.tool_use_id, "decision": {"allow": {"always": null}}});
     bridge.api.call("decide_approval", allow).await.map_err(err)?;
 
-    let second = pending_card(&bridge.api, 2).await?;
+    let second = bridge.pending(2).await?;
     let approval = &second.call["interaction"]["request"]["approval"];
     expect(approval["input"]["command"] == "touch y", || format!("{second:#?}"))?;
     is_the_transcripts_call(&second, "toolu_y")?;
@@ -401,7 +425,7 @@ async fn answering_in_the_terminal_closes_the_card() -> TestResult {
     let terminal = bridge.terminal().await?;
     say(&terminal, "Ask me about auth")?;
     terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
-    pending_card(&bridge.api, 1).await?;
+    bridge.pending(1).await?;
     choose_in_terminal(&terminal, 2, "Sessions", "Thanks for answering").await?;
 
     // The card closes when the hook's request ends; the call's result follows from Claude Code's
@@ -426,7 +450,7 @@ async fn esc_takes_the_question_back() -> TestResult {
     let terminal = bridge.terminal().await?;
     say(&terminal, "Ask me about auth")?;
     terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
-    pending_card(&bridge.api, 1).await?;
+    bridge.pending(1).await?;
     terminal.send_keys(&["Escape"]).map_err(err)?;
 
     let card = card_where(&bridge.api, 1, |c| !c.outcome().is_null(), "closed").await?;
@@ -485,7 +509,7 @@ async fn print_mode() -> TestResult {
             .spawn()
     };
     let child = run(&bridge.home).map_err(err)?;
-    let card = pending_card(&bridge.api, 1).await?;
+    let card = bridge.pending(1).await?;
     let allow =
         json!({"session": card.session, "tool_use_id": card.tool_use_id, "decision": {"allow": {"always": null}}});
     bridge.api.call("decide_approval", allow).await.map_err(err)?;

@@ -52,6 +52,23 @@ pub struct Form {
     fields: Vec<Field>,
 }
 
+/// The form's fields in the order the agent meant, as far as it can be told: serde_json's map
+/// sorts its keys (the schema's own order is gone; keeping it would take `preserve_order` for the
+/// whole crate, the page's WASM too), so the `required` list's order comes first, then the rest by
+/// name with their numbers by value (`question_2` before `question_10`).
+fn in_order<'a>(properties: &'a Map<String, Value>, required: Option<&Value>) -> Vec<(&'a String, &'a Value)> {
+    let required: Vec<&str> =
+        required.and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let mut fields: Vec<(&String, &Value)> = properties.iter().collect();
+    fields.sort_by_cached_key(|(key, _)| {
+        let asked = required.iter().position(|r| r == key).unwrap_or(usize::MAX);
+        let stem = key.trim_end_matches(|c: char| c.is_ascii_digit());
+        let number: u64 = key[stem.len()..].parse().unwrap_or(0);
+        (asked, stem.to_string(), number, key.to_string())
+    });
+    fields
+}
+
 impl Form {
     /// Reads `schema` (the form's `requestedSchema`) with its `message`; `Err` says why it cannot be
     /// shown.
@@ -64,7 +81,7 @@ impl Form {
         let single = properties.keys().filter(|key| !key.ends_with("_custom")).count() == 1;
         let mut questions = Vec::new();
         let mut fields = Vec::new();
-        for (key, property) in properties {
+        for (key, property) in in_order(properties, schema.get("required")) {
             // Claude's "Other" box belongs to the question before it.
             if let Some(question) = key.strip_suffix("_custom")
                 && properties.contains_key(question)
@@ -317,5 +334,16 @@ mod tests {
         assert!(Form::read("", &json!({"type": "object"})).is_err());
         let free_list = json!({"properties": {"tags": {"type": "array", "items": {"type": "string"}}}});
         assert!(Form::read("", &free_list).unwrap_err().contains("tags"));
+    }
+
+    #[test]
+    fn fields_come_in_the_required_lists_order_then_by_name_with_numbers_by_value() {
+        let mut properties = Map::new();
+        for key in ["zeta", "alpha", "question_10", "question_2", "beta"] {
+            properties.insert(key.to_string(), json!({"type": "string"}));
+        }
+        let required = json!(["zeta", "alpha"]);
+        let keys: Vec<&str> = in_order(&properties, Some(&required)).iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["zeta", "alpha", "beta", "question_2", "question_10"]);
     }
 }
