@@ -287,16 +287,17 @@ async fn card_where(api: &Api, n: usize, wanted: impl Fn(&Card) -> bool, what: &
     }
 }
 
-/// The last lines of every transcript under `config` (`projects/*/*.jsonl`), each cut short.
+/// The last lines of every transcript under `config` (`projects/*/*.jsonl`), each with its size and
+/// cut short.
 fn transcripts_tail(config: &std::path::Path) -> String {
     let mut said = String::new();
     let projects = std::fs::read_dir(config.join("projects")).into_iter().flatten().flatten();
     for file in projects.flat_map(|project| std::fs::read_dir(project.path()).into_iter().flatten().flatten()) {
         let text = std::fs::read_to_string(file.path()).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
-        said.push_str(&format!("{} ({} lines):\n", file.path().display(), lines.len()));
-        for line in &lines[lines.len().saturating_sub(6)..] {
-            said.push_str(&format!("  {}\n", line.chars().take(400).collect::<String>()));
+        said.push_str(&format!("{} ({} lines, {} bytes):\n", file.path().display(), lines.len(), text.len()));
+        for line in &lines[lines.len().saturating_sub(30)..] {
+            said.push_str(&format!("  [{} B] {}\n", line.len(), line.chars().take(240).collect::<String>()));
         }
     }
     said
@@ -756,6 +757,23 @@ async fn hook_requests_over_http() -> TestResult {
     let expected = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
         "decision": {"behavior": "deny", "message": "Not here."}}});
     expect(stdout == expected, || format!("the hook would print {stdout}"))?;
+
+    // Another command under the decided one's id (a hook that took the wrong call from the
+    // transcript): a card of its own, never the decision on the other.
+    let mut other = permission_request("bash");
+    other["tool_input"]["command"] = json!("touch elsewhere");
+    let asking = tokio::spawn({
+        let api = api.clone();
+        async move { post_hook(&api, other, "toolu_b").await }
+    });
+    let card = card_where(&api, 2, |c| c.outcome().is_null() && c.tool_use_id != "toolu_b", "another pending").await?;
+    let command = &card.call["interaction"]["request"]["approval"]["input"]["command"];
+    expect(command == "touch elsewhere", || format!("{card:#?}"))?;
+    let allow =
+        json!({"session": card.session, "tool_use_id": card.tool_use_id, "decision": {"allow": {"always": null}}});
+    api.call("decide_approval", allow).await.map_err(err)?;
+    let stdout = asking.await.map_err(err)??;
+    expect(stdout["hookSpecificOutput"]["decision"]["behavior"] == "allow", || format!("{stdout}"))?;
     let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
     expect(sessions.as_array().map(Vec::len) == Some(2), || {
         format!("one session per Claude Code session: {sessions}")

@@ -55,7 +55,9 @@ impl SessionManager {
     }
 
     /// Shows the call the terminal's Claude Code asks about, with a line that says who asks, so
-    /// that a card can hang on it. A call shown already is left as it is.
+    /// that a card can hang on it; returns the id the card has. A call shown already is asked
+    /// about again under its id; another call under that id (the hook took the wrong one) gets an
+    /// id of its own.
     pub async fn show_terminal_call(
         &self,
         session: &str,
@@ -63,14 +65,26 @@ impl SessionManager {
         tool: &str,
         input: Value,
         said: &str,
-    ) -> Result<(), AppError> {
+    ) -> Result<String, AppError> {
         let runtime = self.runtime(session).await?;
         let mut state = runtime.lock().await;
-        if state.thread.tool_call(tool_use_id).is_some() {
-            return Ok(());
-        }
+        let tool_use_id = match state.thread.tool_call(tool_use_id) {
+            // Asked again about the same call.
+            Some(call) if call.name == tool && call.input.as_ref() == Some(&input) => {
+                return Ok(tool_use_id.to_string());
+            }
+            // Another call under a known one's id: never given that one's card, nor its decision.
+            Some(_) => {
+                warn!(
+                    session,
+                    tool_use_id, tool, "a terminal asked about another call under a known id; a card of its own"
+                );
+                format!("terminal-{}", new_id())
+            }
+            None => tool_use_id.to_string(),
+        };
         let message_id = new_id();
-        let (store, id) = (self.store(), tool_use_id.to_string());
+        let (store, id) = (self.store(), tool_use_id.clone());
         for body in [
             EventBody::AssistantMessageStarted { message_id: message_id.clone() },
             EventBody::TextDelta { message_id: message_id.clone(), text: said.to_string() },
@@ -84,7 +98,7 @@ impl SessionManager {
         ] {
             runtime.append_locked(store, &mut state, body).await?;
         }
-        Ok(())
+        Ok(tool_use_id)
     }
 
     /// What the terminal's Claude Code gave the model for the call, once known, unless the call

@@ -318,17 +318,35 @@ impl Transcript {
     }
 
     /// The call of `tool` still waiting for its result: the last with this input, else the last
-    /// of this tool (the CLI may have filled in defaults the model left out).
+    /// whose input is within this one (the CLI may have filled in defaults the model left out).
+    /// Never another call of the tool: the one asked about may not be written yet, and an earlier
+    /// call still open (its result not written yet) would take its card, and its decision (seen:
+    /// `touch y` allowed by the answer to `touch x`).
     fn open_call(&self, tool: &str, input: Option<&Value>) -> Option<String> {
+        let input = input?;
         let open = || self.calls.iter().rev().filter(|(id, name, _)| name == tool && !self.results.contains_key(id));
         open()
-            .find(|(_, _, call_input)| Some(call_input) == input)
-            .or_else(|| open().next())
+            .find(|(_, _, call_input)| call_input == input)
+            .or_else(|| open().find(|(_, _, call_input)| within(call_input, input)))
             .map(|(id, _, _)| id.clone())
     }
 
     fn result_of(&self, id: &str) -> Option<(String, bool)> {
         self.results.get(id).cloned()
+    }
+}
+
+/// Whether `part` is `whole` but for what `whole` adds: every field of an object (at any depth)
+/// the same, arrays of the same length element by element, anything else equal.
+fn within(part: &Value, whole: &Value) -> bool {
+    match (part, whole) {
+        (Value::Object(part), Value::Object(whole)) => {
+            part.iter().all(|(key, value)| whole.get(key).is_some_and(|other| within(value, other)))
+        }
+        (Value::Array(part), Value::Array(whole)) => {
+            part.len() == whole.len() && part.iter().zip(whole).all(|(a, b)| within(a, b))
+        }
+        _ => part == whole,
     }
 }
 
@@ -383,12 +401,46 @@ mod tests {
         std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + b).unwrap();
         transcript.read_new();
         assert_eq!(transcript.open_call("Bash", Some(&input)).as_deref(), Some("toolu_2"));
-        assert_eq!(transcript.open_call("Bash", Some(&json!({}))).as_deref(), Some("toolu_2"), "by tool alone");
+        let defaulted = json!({"command": "touch x", "description": "Create x", "timeout": 120000});
+        assert_eq!(transcript.open_call("Bash", Some(&defaulted)).as_deref(), Some("toolu_2"), "with a default");
         let result = json!({"message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_2",
             "content": [{"type": "text", "text": "denied"}], "is_error": true}]}});
         std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + &line(result)).unwrap();
         transcript.read_new();
         assert_eq!(transcript.result_of("toolu_2"), Some(("denied".into(), true)));
+    }
+
+    /// Two commands in a row: while the first's result is not written and the second's call not
+    /// yet either, the hook asked about the second must not take the first's call (and with it
+    /// the first's decision).
+    #[test]
+    fn a_call_still_open_is_not_taken_for_another_of_the_same_tool() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        let x = json!({"command": "touch x", "description": "Create x"});
+        let y = json!({"command": "touch y", "description": "Create y"});
+        let first =
+            json!({"message": {"content": [{"type": "tool_use", "id": "toolu_x", "name": "Bash", "input": x}]}});
+        std::fs::write(&path, line(first)).unwrap();
+        let mut transcript = Transcript::open_tail(path.to_str().unwrap());
+        transcript.read_new();
+        assert_eq!(transcript.open_call("Bash", Some(&y)), None);
+        let second =
+            json!({"message": {"content": [{"type": "tool_use", "id": "toolu_y", "name": "Bash", "input": y}]}});
+        std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + &line(second)).unwrap();
+        transcript.read_new();
+        assert_eq!(transcript.open_call("Bash", Some(&y)).as_deref(), Some("toolu_y"));
+        assert_eq!(transcript.open_call("Bash", Some(&x)).as_deref(), Some("toolu_x"));
+        let question = json!({"questions": [{"question": "Which?", "options": [{"label": "A"}]}]});
+        let asked = json!({"questions": [{"question": "Which?", "options": [{"label": "A"}], "multiSelect": false}]});
+        let ask = json!({"message": {"content": [{"type": "tool_use", "id": "toolu_q", "name": "AskUserQuestion", "input": question}]}});
+        std::fs::write(&path, std::fs::read_to_string(&path).unwrap() + &line(ask)).unwrap();
+        transcript.read_new();
+        assert_eq!(
+            transcript.open_call("AskUserQuestion", Some(&asked)).as_deref(),
+            Some("toolu_q"),
+            "defaults inside"
+        );
     }
 
     #[test]

@@ -127,7 +127,7 @@ impl Relay {
                 format!("Claude Code in a terminal on **{host}**, in `{folder}`, asks to use {tool}:")
             }
         };
-        self.manager.show_terminal_call(&session, &tool_use_id, &tool, tool_input, &line).await?;
+        let tool_use_id = self.manager.show_terminal_call(&session, &tool_use_id, &tool, tool_input, &line).await?;
         self.manager.set_terminal_state(&session, TerminalState::Waiting, input.transcript_path.as_deref()).await?;
 
         let first = {
