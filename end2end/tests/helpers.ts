@@ -241,6 +241,32 @@ export function claudeEnv(home: string, mockURL: string): Record<string, string>
   };
 }
 
+/** Starts the mock `example` (`target/debug/examples/`) on a script of `script`, in a folder of
+ * its own; it is killed if this process exits first. */
+async function startMockProgram(
+  example: string,
+  script: unknown,
+): Promise<{ url: string; child: ChildProcess; script: string }> {
+  const root = path.resolve(__dirname, "../..");
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), `askbridge-${example}-`)), "script.json");
+  fs.writeFileSync(file, JSON.stringify(script));
+  const child = spawn(path.join(root, "target/debug/examples", example), [file], { stdio: ["ignore", "pipe", "ignore"] });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.removeListener("exit", killOnExit));
+  return { url: await printedAddress(child, example), child, script: file };
+}
+
+/** Ends a mock started by `startMockProgram`, and removes its script's folder. */
+async function killMockProgram(child: ChildProcess, script: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+  }
+  fs.rmSync(path.dirname(script), { recursive: true, force: true });
+}
+
 /**
  * A mock Messages API of a test's own (`target/debug/examples/mock_anthropic`) playing `replies`
  * in order (the format of `script_from_json` in tests/support/mock_anthropic.rs).
@@ -255,16 +281,7 @@ export class OwnMock {
   /** `side`: the text for the requests an agent makes beside the conversation (titles,
    * suggestions: Claude's ACP adapter makes them), which then leave the script alone. */
   static async start(replies: unknown[], side?: string): Promise<OwnMock> {
-    const root = path.resolve(__dirname, "../..");
-    const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-mock-")), "script.json");
-    fs.writeFileSync(script, JSON.stringify(side === undefined ? replies : { replies, side }));
-    const child = spawn(path.join(root, "target/debug/examples/mock_anthropic"), [script], {
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    const killOnExit = () => child.kill("SIGKILL");
-    process.once("exit", killOnExit);
-    child.once("exit", () => process.removeListener("exit", killOnExit));
-    const url = await printedAddress(child, "mock_anthropic");
+    const { url, child, script } = await startMockProgram("mock_anthropic", side === undefined ? replies : { replies, side });
     return new OwnMock(url, child, script);
   }
 
@@ -274,12 +291,7 @@ export class OwnMock {
   }
 
   async kill(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      const exited = new Promise((resolve) => this.child.once("exit", resolve));
-      this.child.kill("SIGKILL");
-      await exited;
-    }
-    fs.rmSync(path.dirname(this.script), { recursive: true, force: true });
+    await killMockProgram(this.child, this.script);
   }
 }
 
@@ -293,16 +305,8 @@ export class GeminiMock {
   ) {}
 
   static async start(replies: unknown[]): Promise<GeminiMock> {
-    const root = path.resolve(__dirname, "../..");
-    const script = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-gemini-")), "script.json");
-    fs.writeFileSync(script, JSON.stringify(replies));
-    const child = spawn(path.join(root, "target/debug/examples/mock_gemini"), [script], {
-      stdio: ["ignore", "pipe", "ignore"],
-    });
-    const killOnExit = () => child.kill("SIGKILL");
-    process.once("exit", killOnExit);
-    child.once("exit", () => process.removeListener("exit", killOnExit));
-    return new GeminiMock(await printedAddress(child, "mock_gemini"), child, script);
+    const { url, child, script } = await startMockProgram("mock_gemini", replies);
+    return new GeminiMock(url, child, script);
   }
 
   /** The streamed requests so far, oldest first. */
@@ -311,12 +315,7 @@ export class GeminiMock {
   }
 
   async kill(): Promise<void> {
-    if (this.child.exitCode === null && this.child.signalCode === null) {
-      const exited = new Promise((resolve) => this.child.once("exit", resolve));
-      this.child.kill("SIGKILL");
-      await exited;
-    }
-    fs.rmSync(path.dirname(this.script), { recursive: true, force: true });
+    await killMockProgram(this.child, this.script);
   }
 }
 
