@@ -7,7 +7,7 @@
 //!
 //! It prints one line, `mock-anthropic listening on http://127.0.0.1:PORT`, and serves until it
 //! is killed. The script format is described at `script_from_json`; `GET /_requests` returns what
-//! was sent; a script `{"replies": [...], "side": "text"}` answers the requests an agent makes
+//! was sent, `GET /_usage` the tokens each reply said it used; a script `{"replies": [...], "side": "text"}` answers the requests an agent makes
 //! beside the conversation (titles, suggestions) with the text. Logs go to stderr (`RUST_LOG=mock_anthropic=debug` adds request headers).
 
 #[path = "../tests/support/mock_anthropic.rs"]

@@ -72,6 +72,65 @@ test("the model picked on the new-session page is the model of the request, and 
   }
 });
 
+test("each turn costs what its tokens cost at the model's list price, a local command nothing, and the session the sum, through a reload", async ({
+  page,
+}) => {
+  const mock = await OwnMock.start(["The first answer, at some length.", "The second answer."]);
+  const server = await claudeServer(mock);
+  try {
+    await openWithModel(page, server.url, "Sonnet");
+    await page.getByRole("combobox", { name: "Model" }).selectOption({ label: "Sonnet" });
+    await send(page, "How much does this cost?");
+    await page.waitForURL(/\/s\/[0-9a-f]+$/);
+    await expect(agentReplies(page).last()).toContainText("The first answer", { timeout: 60_000 });
+    await waitForTurnEnd(page);
+    const turnUsage = (n: number) => agentReplies(page).nth(n).getByTitle("What this turn used");
+    const context = page.getByTitle("How full the model's context window was at the last turn");
+    const contextBefore = await context.textContent();
+    expect(contextBefore).toMatch(/^context [1-9]\d*% of /);
+
+    // A local command asks the model nothing: no cost, no counts, and the gauge stays.
+    await send(page, "/context");
+    await expect(agentReplies(page)).toHaveCount(2, { timeout: 60_000 });
+    await waitForTurnEnd(page);
+    await expect(turnUsage(1)).not.toContainText("$");
+    await expect(context).toHaveText(contextBefore!);
+
+    // Another model: its own prices, and the process's running total is not counted again.
+    const model = page.getByRole("combobox", { name: "Model" });
+    await model.selectOption({ label: "Haiku" });
+    await expect(model).toHaveValue("haiku");
+    await send(page, "And with Haiku?");
+    await expect(agentReplies(page).last()).toContainText("The second answer.", { timeout: 60_000 });
+    await waitForTurnEnd(page);
+
+    // Claude Code's list prices per million tokens (the mock sends no cache figures).
+    const prices: Record<string, [number, number]> = { "claude-sonnet-5-5": [2, 10], "claude-haiku-5-5": [0.1, 0.5] };
+    const served = (await mock.usage()).filter((u) => !u.side);
+    expect(served.map((u) => u.model)).toEqual(["claude-sonnet-5-5", "claude-haiku-5-5"]);
+    const costs = served.map((u) => (u.input_tokens * prices[u.model][0] + u.output_tokens * prices[u.model][1]) / 1e6);
+    const count = (n: number) => n.toLocaleString("en-US");
+    const checkFigures = async () => {
+      for (const [reply, turn] of [[0, 0], [2, 1]]) {
+        const u = served[turn];
+        await expect(turnUsage(reply)).toHaveText(
+          new RegExp(`^${count(u.input_tokens)} in · ${count(u.output_tokens)} out · \\$${costs[turn].toFixed(4)}( · context .*)?$`),
+        );
+      }
+      await expect(turnUsage(1)).not.toContainText("$");
+      await expect(page.getByTitle("What this session has cost so far")).toHaveText(`$${(costs[0] + costs[1]).toFixed(4)}`);
+    };
+    await checkFigures();
+    // Kept with the session.
+    await page.reload();
+    await waitForHydration(page);
+    await checkFigures();
+  } finally {
+    await server.kill();
+    await mock.kill();
+  }
+});
+
 test("/ lists the agent's commands as the box is typed in, the keyboard takes one, and /compact reaches Claude Code", async ({
   page,
 }) => {

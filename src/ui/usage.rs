@@ -16,10 +16,11 @@ pub fn short(n: u64) -> String {
 /// A turn's use, as its footer says it: "1,234 in · 567 out · 8,900 cached · $0.0123".
 pub fn turn_line(usage: &Usage) -> String {
     let mut parts = Vec::new();
-    if let Some(n) = usage.input_tokens {
+    // A turn that asked the model nothing (a local command) has no counts to show.
+    if let Some(n) = usage.input_tokens.filter(|n| *n > 0) {
         parts.push(format!("{} in", count(n)));
     }
-    if let Some(n) = usage.output_tokens {
+    if let Some(n) = usage.output_tokens.filter(|n| *n > 0) {
         parts.push(format!("{} out", count(n)));
     }
     let cached = usage.cache_read_tokens.unwrap_or(0) + usage.cache_write_tokens.unwrap_or(0);
@@ -73,5 +74,8 @@ mod tests {
         assert_eq!(context_line(&usage).as_deref(), Some("23% of 200k"));
         assert_eq!(session_tokens(&usage).as_deref(), Some("10.7k tokens"));
         assert_eq!(context_line(&Usage { context_tokens: Some(5), ..Usage::default() }), None);
+        let local_command =
+            Usage { input_tokens: Some(0), output_tokens: Some(0), cost_usd: Some(0.0), ..Usage::default() };
+        assert_eq!(turn_line(&local_command), "");
     }
 }

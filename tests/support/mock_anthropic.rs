@@ -372,12 +372,20 @@ struct Inner {
     served: usize,
     /// The reply to requests beside the conversation, when they are answered apart.
     side: Option<String>,
+    /// The usage of every reply served, in order: `{model, input_tokens, output_tokens, side}`.
+    usage: Vec<Value>,
 }
 
 impl Shared {
     fn new(script: Vec<Reply>) -> Self {
         Shared {
-            inner: Mutex::new(Inner { script: script.into(), requests: Vec::new(), served: 0, side: None }),
+            inner: Mutex::new(Inner {
+                script: script.into(),
+                requests: Vec::new(),
+                served: 0,
+                side: None,
+                usage: Vec::new(),
+            }),
             seen: watch::Sender::new(0),
         }
     }
@@ -391,8 +399,8 @@ impl Shared {
         self.lock().requests.clone()
     }
 
-    /// Records a request and takes the reply for it, with its message number.
-    fn answer(&self, request: Value) -> (Reply, usize) {
+    /// Records a request (of `input_tokens`) and takes the reply for it, with its message number.
+    fn answer(&self, request: Value, input_tokens: u64) -> (Reply, usize) {
         let (reply, number, count) = {
             let mut inner = self.lock();
             // The first reply meant for this request: one without a condition, or whose text is
@@ -400,18 +408,30 @@ impl Shared {
             let messages = request.get("messages").map(Value::to_string).unwrap_or_default();
             if let Some(side) = inner.side.clone().filter(|_| is_side_request(&request, &messages)) {
                 inner.served += 1;
-                return (Reply::text(&side), inner.served);
+                let reply = Reply::text(&side);
+                inner.usage.push(served_usage(&request, input_tokens, &reply, true));
+                return (reply, inner.served);
             }
             let fits = |reply: &Reply| reply.when.as_ref().is_none_or(|when| messages.contains(when.as_str()));
             let position = inner.script.iter().position(fits);
             inner.requests.push(request);
             inner.served += 1;
             let reply = position.and_then(|at| inner.script.remove(at)).unwrap_or_else(|| Reply::text(NO_MORE_REPLIES));
+            if reply.error.is_none() {
+                let usage = served_usage(inner.requests.last().expect("pushed above"), input_tokens, &reply, false);
+                inner.usage.push(usage);
+            }
             (reply, inner.served, inner.requests.len())
         };
         self.seen.send_replace(count);
         (reply, number)
     }
+}
+
+/// What a reply told the agent it used, as `GET /_usage` lists it.
+fn served_usage(request: &Value, input_tokens: u64, reply: &Reply, side: bool) -> Value {
+    let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL);
+    json!({ "model": model, "input_tokens": input_tokens, "output_tokens": output_tokens(reply), "side": side })
 }
 
 /// A request an agent makes beside the conversation (see [`MockAnthropic::answer_side_requests`]).
@@ -426,6 +446,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/messages/count_tokens", post(count_tokens).fallback(not_found))
         .route("/v1/models", get(list_models).fallback(not_found))
         .route("/_requests", get(recorded_requests).fallback(not_found))
+        .route("/_usage", get(served_usages).fallback(not_found))
         .fallback(not_found)
         .layer(middleware::from_fn(log_request))
         // The CLI sends its whole system prompt, tool list and history every time.
@@ -455,7 +476,7 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let stream = request.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let model = request.get("model").and_then(Value::as_str).unwrap_or(DEFAULT_MODEL).to_owned();
     let input_tokens = rough_tokens(body.len());
-    let (reply, number) = shared.answer(request);
+    let (reply, number) = shared.answer(request, input_tokens);
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
     }
@@ -538,6 +559,10 @@ async fn list_models(uri: Uri) -> Response {
         "last_id": page.last().map(|m| m["id"].clone()),
     }))
     .into_response()
+}
+
+async fn served_usages(State(shared): State<Arc<Shared>>) -> Response {
+    axum::Json(Value::Array(shared.lock().usage.clone())).into_response()
 }
 
 async fn recorded_requests(State(shared): State<Arc<Shared>>) -> Response {
@@ -815,6 +840,14 @@ mod tests {
         let (status, _, body) = call(&app, "GET", "/_requests", "").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()[1], second);
+
+        // What each reply said it used, as the agent was told it.
+        let (_, _, body) = call(&app, "GET", "/_usage", "").await;
+        let usage: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(usage[1]["model"], "m2");
+        assert_eq!(usage[1]["input_tokens"], message["usage"]["input_tokens"]);
+        assert_eq!(usage[1]["output_tokens"], message["usage"]["output_tokens"]);
+        assert_eq!(usage[1]["side"], false);
     }
 
     #[tokio::test]

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use tracing::info;
+use tracing::{debug, info};
 
 use self::catalog::Catalog;
-use self::process::{CliProcess, Launch, RequestError, Requester};
+use self::process::{CliProcess, Launch, RequestError, Requester, RunningTotal};
 use self::protocol::{CliInfo, HostRequest, TOLD_WHEN_KILLED, ToCli, question_hooks};
 use self::start::{exit_report, start_cli};
 use self::turn::{Ended, STOP_GRACE, Turn};
@@ -191,7 +191,10 @@ impl ClaudeCliBackend {
             env: self.config.env.clone(),
         };
         let hooks = (self.config.answer_path == AnswerPath::Hook).then(|| question_hooks(HOOK_ID));
-        let (process, response) = start_cli(&launch, &request.session_id, hooks).await?;
+        let (mut process, response) = start_cli(&launch, &request.session_id, hooks).await?;
+        if let Some(id) = &launch.resume {
+            process.spent = RunningTotal(restored_cost(&launch, id).await);
+        }
         let info = CliInfo::from_initialize(&response);
         info!(session = %request.session_id, version = ?info.version, model = ?info.model, resume = ?launch.resume, "Claude Code is ready");
         self.catalog.learned(&launch.workdir, &response);
@@ -226,7 +229,12 @@ impl ClaudeCliBackend {
         let result = Turn::new(sink.clone(), &request, announced, preapproved).run(cli).await;
         std::mem::forget(dropped);
         let ended = match result {
-            Ok(usage) => return Ok(usage),
+            Ok(mut usage) => {
+                if let Some(usage) = usage.as_mut() {
+                    usage.cost_usd = usage.cost_usd.map(|total| cli.spent.turn_cost(total));
+                }
+                return Ok(usage);
+            }
             Err(ended) => ended,
         };
         let cli = process.take().expect("the process ran this turn");
@@ -368,6 +376,22 @@ async fn say_stopped(session: &Session) {
     let sink = session.sink.lock().expect("sink lock").clone();
     if let Some(sink) = sink {
         let _ = sink.emit(EventBody::AgentRunning { running: false }).await;
+    }
+}
+
+/// Where a `--resume`d CLI's running total starts: what it restores from its transcript
+/// ([`transcripts::ProjectsDir::restored_cost`]); $0 when that cannot be read.
+async fn restored_cost(launch: &Launch, id: &str) -> f64 {
+    let Some(dir) = launch.config_dir() else { return 0.0 };
+    let projects = transcripts::ProjectsDir::new(dir.join("projects"));
+    let id = id.to_string();
+    match tokio::task::spawn_blocking(move || projects.restored_cost(&id)).await {
+        Ok(Ok(spent)) => spent.unwrap_or(0.0),
+        Ok(Err(error)) => {
+            debug!(%error, "the resumed session's cost so far could not be read: its first turn may count it again");
+            0.0
+        }
+        Err(_) => 0.0,
     }
 }
 

@@ -41,6 +41,16 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// Where the CLI keeps its configuration and transcripts: `CLAUDE_CONFIG_DIR` or `~/.claude`
+    /// as it will see them (what it is given, else what it inherits from the server).
+    pub fn config_dir(&self) -> Option<PathBuf> {
+        let given =
+            |name: &str| self.env.iter().find(|(n, v)| n == name && !v.is_empty()).map(|(_, v)| PathBuf::from(v));
+        given("CLAUDE_CONFIG_DIR")
+            .or_else(|| given("HOME").map(|home| home.join(".claude")))
+            .or_else(super::config::claude_config_dir)
+    }
+
     pub fn args(&self) -> Vec<String> {
         let mut args: Vec<String> = [
             "--output-format",
@@ -135,6 +145,23 @@ pub struct CliProcess {
     pub output: mpsc::UnboundedReceiver<Output>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     next_request: u64,
+    pub spent: RunningTotal,
+}
+
+/// A process's running total of dollars (`result.total_cost_usd`) at its last turn's end, or
+/// where it started counting: each turn's own cost is the difference.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct RunningTotal(pub f64);
+
+impl RunningTotal {
+    /// A turn's own cost, from the running total its `result` reports (cumulative per process:
+    /// two $0.066 turns report $0.066, then $0.133). A total that fell was reset (`/clear`
+    /// starts a conversation at $0, seen with CLI 2.1.332): it is all this turn's.
+    pub fn turn_cost(&mut self, total: f64) -> f64 {
+        let cost = if total < self.0 { total } else { total - self.0 };
+        self.0 = total;
+        cost
+    }
 }
 
 /// Reads the CLI's stdout, line by line: an answer to a control request goes to whoever asked
@@ -232,6 +259,7 @@ impl CliProcess {
             output: output_rx,
             stderr: stderr_tail,
             next_request: 0,
+            spent: RunningTotal::default(),
         })
     }
 
@@ -341,6 +369,18 @@ fn plain_text(line: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_turn_costs_what_the_running_total_grew_by_and_all_of_it_after_a_reset() {
+        let mut spent = super::RunningTotal::default();
+        assert_eq!(spent.turn_cost(0.065718), 0.065718);
+        assert_eq!(spent.turn_cost(0.065718), 0.0, "a local command (/context) costs nothing");
+        assert!((spent.turn_cost(0.132576) - 0.066858).abs() < 1e-9);
+        assert_eq!(spent.turn_cost(0.0), 0.0, "/clear");
+        assert_eq!(spent.turn_cost(0.066048), 0.066048);
+        let mut resumed = super::RunningTotal(0.132576);
+        assert!((resumed.turn_cost(0.19959) - 0.067014).abs() < 1e-9);
+    }
+
     use std::time::Duration;
 
     use super::*;

@@ -114,6 +114,11 @@ impl Entry {
         self.str(key)
     }
 
+    /// Any top-level number.
+    pub fn f64_field(&self, key: &str) -> Option<f64> {
+        self.value.get(key)?.as_f64()
+    }
+
     fn str(&self, key: &str) -> Option<&str> {
         self.value.get(key)?.as_str()
     }

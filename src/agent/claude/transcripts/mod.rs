@@ -83,6 +83,26 @@ impl ProjectsDir {
         }
     }
 
+    /// What Claude Code had counted as spent in session `id` when a process of it last exited:
+    /// the `totalCostUSD` of the transcript's last `cost-state` entry. CLI 2.1.332 writes one as it
+    /// exits and starts a `--resume`d process's running total (`result.total_cost_usd`) there
+    /// (seen: $0.1326 after two turns, then $0.1996 after the resumed process's first); a
+    /// process that was killed wrote none, and its total starts from the entry before.
+    pub fn restored_cost(&self, id: &str) -> Result<Option<f64>, TranscriptError> {
+        let transcript = self.find(id)?;
+        let file = self.open(&transcript)?;
+        let end = file.metadata().map_err(|e| TranscriptError::from_io(id, e))?.len();
+        for line in lines::Backwards::new(&file, end) {
+            let line = line.map_err(|e| TranscriptError::from_io(id, e))?;
+            // Most lines are not it: parse only a line that names the kind.
+            let Some(bytes) = line.bytes.filter(|b| b.windows(12).any(|w| w == b"\"cost-state\"")) else { continue };
+            if let Some(entry) = entry::Entry::parse(&bytes).filter(|e| e.kind() == "cost-state") {
+                return Ok(entry.f64_field("totalCostUSD"));
+            }
+        }
+        Ok(None)
+    }
+
     /// The folder to continue session `id` in, with the command for a terminal. Claude Code
     /// files a session under the folder it was started in, and `--resume` looks there: of the
     /// working folders its entries name, the last one that matches its project folder, else

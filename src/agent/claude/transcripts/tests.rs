@@ -63,6 +63,22 @@ fn texts(page: &TranscriptPage) -> Vec<String> {
 }
 
 #[test]
+fn a_resumed_process_starts_counting_from_the_last_cost_state_its_transcript_holds() {
+    let projects = Projects::new();
+    let cost = |total: f64| json!({"type": "cost-state", "sessionId": ID, "totalCostUSD": total, "modelUsage": {}});
+    projects.write("-work-project", ID, &lines(&[prompt("u1", "hi", "/work/project")]));
+    assert_eq!(projects.dir.restored_cost(ID).unwrap(), None, "no process has exited yet");
+    let entries = [prompt("u1", "hi", "/work/project"), cost(0.1326), reply("a1", "m1", "hello"), cost(0.1996)];
+    let mut bytes = lines(&entries);
+    // A line of another kind that mentions the words, and a half-written last line.
+    bytes.extend_from_slice(&lines(&[prompt("u2", "what is \"cost-state\"?", "/work/project")]));
+    bytes.extend_from_slice(b"{\"type\":\"cost-state\",\"totalCost");
+    projects.write("-work-project", ID, &bytes);
+    assert_eq!(projects.dir.restored_cost(ID).unwrap(), Some(0.1996));
+    assert!(projects.dir.restored_cost("not-an-id").is_err());
+}
+
+#[test]
 fn corrupt_lines_unknown_entries_and_a_truncated_last_line_are_skipped() {
     let projects = Projects::new();
     let mut bytes = lines(&[

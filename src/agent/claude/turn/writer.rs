@@ -116,8 +116,10 @@ impl ThreadWriter {
 
     /// One of the main agent's `assistant` lines: its text (unless it streamed), its tool calls.
     pub(super) async fn assistant(&mut self, message: Message) -> Result<(), AgentError> {
-        if let Some(usage) = &message.usage {
-            self.context_tokens = Some(usage.context_tokens());
+        // A local command's reply (`/context`: model `<synthetic>`, all counts 0) says nothing
+        // of the conversation's size.
+        if let Some(tokens) = message.usage.as_ref().map(|u| u.context_tokens()).filter(|n| *n > 0) {
+            self.context_tokens = Some(tokens);
         }
         let ours = self.ensure_message(&message.id).await?;
         for block in message.content {
