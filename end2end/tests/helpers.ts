@@ -115,7 +115,7 @@ export async function freePort(): Promise<number> {
 
 /**
  * An AskBridge server of a test's own (the browser tests' build, with the scripted agent playing
- * end2end/fixtures/scenario.toml), on a free port and a fresh data folder, for tests that stop
+ * end2end/fixtures/scenario.toml unless its args give a `--scenario`), on a free port and a fresh data folder, for tests that stop
  * and restart it. `stop()` is a graceful stop (SIGTERM); `kill()` ends it at once and is safe to
  * call whatever state it is in (fixtures call it on teardown, so a failing test leaves nothing
  * running).
@@ -159,7 +159,8 @@ export class OwnServer {
     const child = spawn(
       ASKBRIDGE,
       ["serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir,
-        "--scenario", "end2end/fixtures/scenario.toml", ...this.args],
+        ...(this.args.includes("--scenario") ? [] : ["--scenario", "end2end/fixtures/scenario.toml"]),
+        ...this.args],
       { cwd: root, stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...this.env } },
     );
     this.child = child;
@@ -288,6 +289,11 @@ export class OwnMock {
   /** What it was sent so far, oldest first. */
   async requests(): Promise<any[]> {
     return (await fetch(`${this.url}/_requests`)).json();
+  }
+
+  /** The tokens each of its replies said it used, oldest first. */
+  async usage(): Promise<{ model: string; input_tokens: number; output_tokens: number; side: boolean }[]> {
+    return (await fetch(`${this.url}/_usage`)).json();
   }
 
   async kill(): Promise<void> {

@@ -151,6 +151,30 @@ test("a question not yet parked when the server is killed is cancelled after the
   expect(await stored(page, session)).toEqual({ parked: false, pending: false, turn: "abandoned" });
 });
 
+test.describe("a question being written", () => {
+  test.use({ serverArgs: ["--scenario", "end2end/fixtures/slow-question.toml"] });
+
+  test("a question the server stopped while it was being written says it was cut short after the restart, never that it is coming", async ({
+    page,
+    server,
+  }) => {
+    await startSession(page, "How should people sign in?");
+    const question = card(page);
+    await expect(question.getByRole("radio").first()).toBeVisible();
+    await expect(question).toHaveAttribute("data-state", "streaming");
+    await server.stop();
+    await server.start();
+    await page.reload();
+    await waitForHydration(page);
+    await expect(sessionStatus(page)).toContainText("last turn cut short");
+    await expect(question).toHaveAttribute("data-state", "cancelled");
+    await expect(question).toContainText("Cut short");
+    await expect(question).toContainText("so it was never asked and cannot be answered. The agent was told nothing of it");
+    await expect(question).not.toContainText("writing a question");
+    for (const radio of await question.getByRole("radio").all()) await expect(radio).toBeDisabled();
+  });
+});
+
 // The real Claude Code CLI dies with AskBridge (left alone, it would tell the model that the person
 // declined). After the restart the card says what the model is told of the call (that it was
 // interrupted), and the person can still answer: the answer goes to the agent as a message,

@@ -12,13 +12,15 @@ use super::kept::Kept;
 use super::server_call::{CallState, ServerCall};
 use crate::error::AppError;
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::thread::ToolCall;
+use crate::thread::{ToolCall, ToolStatus};
 
 /// Where a card is in its life; `Sending` and `Unsent` exist only in this tab.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Phase {
     /// The agent is still writing the question.
     Streaming,
+    /// Its turn ended before the agent finished writing it: it was never asked.
+    CutShort,
     Pending,
     /// This tab's answer is on its way, or arrived and its outcome not yet.
     Sending,
@@ -69,6 +71,7 @@ impl CardLife {
         let following = thread.map(|t| t.following);
         let phase = Memo::new(move |_| {
             call.with(|c| match &c.interaction {
+                None if c.status == ToolStatus::Cancelled => Phase::CutShort,
                 None => Phase::Streaming,
                 Some(interaction) => match (&interaction.request, &interaction.outcome) {
                     (InteractionRequest::Unreadable { error }, _) => Phase::Unreadable(error.clone()),
@@ -218,7 +221,7 @@ impl CardLife {
     pub fn forget_when_closed(&self, kept: Kept) {
         let phase = self.phase;
         Effect::new(move |_| {
-            if phase.with(|p| matches!(p, Phase::Done(_) | Phase::Unreadable(_))) {
+            if phase.with(|p| matches!(p, Phase::Done(_) | Phase::Unreadable(_) | Phase::CutShort)) {
                 kept.forget();
             }
         });

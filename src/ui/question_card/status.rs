@@ -16,6 +16,15 @@ impl Status {
     pub(super) fn of(phase: &Phase) -> Self {
         let (key, status, outcome) = match phase {
             Phase::Streaming => ("streaming", "The agent is writing a question…", None),
+            Phase::CutShort => (
+                "cancelled",
+                "Cut short",
+                Some(
+                    "The turn ended before the agent finished writing this question, so it was never asked \
+                     and cannot be answered. The agent was told nothing of it: send a message to go on."
+                        .into(),
+                ),
+            ),
             // Said as the header and the session list say it; `QuestionCard` makes it "Paused"
             // when the agent let go of the question.
             Phase::Pending => ("pending", "Waiting for you", None),
