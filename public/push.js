@@ -27,9 +27,57 @@ function sameKey(subscription, key) {
   return a.length === key.length && a.every((byte, i) => byte === key[i]);
 }
 
+/**
+ * Says `text` beside the bell, for ten seconds, to assistive technology too (`role="alert"`):
+ * every failure of a click on the bell is said, with what to do.
+ */
+export function say(text) {
+  let box = document.getElementById("bell-message");
+  if (!box) {
+    box = document.createElement("div");
+    box.id = "bell-message";
+    box.setAttribute("role", "alert");
+    box.style.cssText =
+      "position:fixed;z-index:50;top:3.4rem;right:1rem;max-width:min(24rem,calc(100vw - 2rem));padding:.6rem .8rem;" +
+      "background:var(--surface);color:var(--text);border:1px solid var(--border);border-radius:8px;" +
+      "box-shadow:var(--shadow);font-size:.85rem;line-height:1.4";
+    box.addEventListener("click", () => (box.hidden = true));
+    document.body.append(box);
+  }
+  box.textContent = text;
+  box.hidden = false;
+  clearTimeout(say.timer);
+  say.timer = setTimeout(() => (box.hidden = true), 10_000);
+}
+
+/** The bell was clicked: `on`, `off` (push for this browser), or `blocked` (by the browser). */
+export async function bell(what) {
+  if (what === "blocked") {
+    say(
+      "Notifications are blocked for this site in your browser's settings. Allow them there (the icon " +
+        "left of the address), then click the bell again.",
+    );
+    return;
+  }
+  try {
+    await setPush(what === "on");
+  } catch (error) {
+    console.warn("AskBridge push:", error);
+    say(
+      what === "on"
+        ? `Notifications with every tab closed could not be turned on (${error.message || error}). This tab ` +
+            "still notifies while it is open; click the bell twice to try again."
+        : `This browser could not be unsubscribed (${error.message || error}); it may still be notified.`,
+    );
+  }
+}
+
 /** Turns push on or off for this browser; resolves once the server knows. */
 export async function setPush(on) {
-  if (!("serviceWorker" in navigator) || !("PushManager" in self)) return;
+  if (!("serviceWorker" in navigator) || !("PushManager" in self)) {
+    if (on) throw new Error("this browser cannot receive pushes");
+    return;
+  }
   const registration = await navigator.serviceWorker.register("/sw.js", { scope: "/" });
   await navigator.serviceWorker.ready;
   let subscription = await registration.pushManager.getSubscription();

@@ -401,6 +401,41 @@ async fn webhooks_get_the_generic_ntfy_and_slack_shapes_when_a_question_opens_an
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_gets_nothing_for_a_question_a_tab_shows_and_one_post_for_one_nobody_sees_or_answers_in_time() {
+    let receiver = WebhookReceiver::start().await;
+    let store = Store::open_in_memory().await.unwrap();
+    let mut config = config(300);
+    config.webhooks = vec![Webhook::parse(&format!("{}/hook", receiver.base)).unwrap()];
+    let server = Server::start(&store, ASK_AND_QUOTE, timeouts(), config, VapidKey::generate());
+    let mut reports = server.notifier.reports();
+
+    // On screen: nothing is posted, for this server or any other (claimed as seen).
+    let shown = server.manager.create_session(None).await.unwrap().id;
+    server.notifier.tab_visibility("tab-1", Some(&shown), true);
+    server.manager.send_message(&shown, "go".into()).await.unwrap();
+    let seen = server.opened(&shown).await;
+    assert_eq!(report(&mut reports, &seen, NoticeKind::WebhookOpened).await, Reported::Seen);
+
+    // Answered within the grace period: nothing either.
+    let (session, answered) = server.ask().await;
+    server
+        .manager
+        .answer_question(&session, &answered, vec![QuestionAnswer::new(QUESTION, &[LABELS[0]], None, None)])
+        .await
+        .unwrap();
+    assert_eq!(report(&mut reports, &answered, NoticeKind::WebhookOpened).await, Reported::Closed);
+
+    // Nobody looking: one post, once the grace period is over.
+    server.notifier.tab_visibility("tab-1", None, true);
+    let (_, unseen) = server.ask().await;
+    assert_eq!(report(&mut reports, &unseen, NoticeKind::WebhookOpened).await, Reported::Sent { to: 1 });
+    let hooks = receiver.wait_for(1, "the post for the question nobody sees").await;
+    assert_eq!(hooks.len(), 1, "{hooks:#?}");
+    assert_eq!(hooks[0].body["event"], "opened");
+    assert!(hooks[0].body["url"].as_str().unwrap().ends_with(&format!("#{unseen}")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_webhook_is_tried_again_and_a_hanging_one_is_given_up_without_holding_the_agent() {
     let receiver = WebhookReceiver::start().await;
     receiver.answer(&[Answer::Status(503), Answer::Status(500)]);

@@ -1,9 +1,10 @@
 //! The notifier: told of every interaction that opens, parks or closes (`observe`, fed from the
-//! session's events) and of which tabs are visible (`tab_visibility`), it decides what goes out:
+//! session's events) and of which tabs are visible (`tab_visibility`), it decides what goes out,
+//! by one rule for pushes and webhooks alike, **only what nobody sees**:
 //!
-//! - **opened**: the webhooks at once; a push after the grace period (10 s), unless a tab showed
-//!   the session meanwhile, or it was answered;
-//! - **parked**: the webhooks, and a push unless a tab shows the session now;
+//! - **opened**: a push and a post to each webhook after the grace period (10 s), unless a tab
+//!   showed the session meanwhile, or it was answered;
+//! - **parked**: a push and a post, unless a tab showed the session within the grace period;
 //! - **closed** (answered, declined, expired, cancelled): a push that closes the notification,
 //!   if one was shown.
 //!
@@ -211,7 +212,7 @@ impl Notifier {
         for tool_use_id in newly_seen {
             let this = self.clone();
             let session = session.to_string();
-            detach(async move { this.claim_seen(&session, &tool_use_id, NoticeKind::PushOpened).await });
+            detach(async move { this.claim_seen(&session, &tool_use_id, AskEvent::Opened).await });
         }
     }
 
@@ -273,7 +274,6 @@ impl Notifier {
             });
             entry.opened_at
         };
-        self.webhook(session, tool_use_id, AskEvent::Opened, Some(request.clone()));
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         detach(async move {
@@ -283,21 +283,24 @@ impl Notifier {
                     () = tokio::time::sleep(this.inner.config.grace) => {}
                 }
             }
-            this.push_opened(&session, &tool_use_id, opened_at).await;
+            this.announce_opened(&session, &tool_use_id, opened_at).await;
         });
     }
 
-    async fn push_opened(&self, session: &str, tool_use_id: &str, opened_at: Instant) {
+    /// The grace period is over: the push and the posts go out, unless a tab showed the
+    /// question meanwhile or it closed.
+    async fn announce_opened(&self, session: &str, tool_use_id: &str, opened_at: Instant) {
         let request = {
             let open = self.inner.open.lock().expect("open lock");
             open.get(&(session.to_string(), tool_use_id.to_string())).map(|open| open.request.clone())
         };
         let Some(request) = request else {
-            return self.report(session, tool_use_id, NoticeKind::PushOpened, Reported::Closed);
+            return self.report_each(session, tool_use_id, AskEvent::Opened, Reported::Closed);
         };
         if self.inner.presence.seen_since(session, opened_at) {
-            return self.claim_seen(session, tool_use_id, NoticeKind::PushOpened).await;
+            return self.claim_seen(session, tool_use_id, AskEvent::Opened).await;
         }
+        self.webhook(session, tool_use_id, AskEvent::Opened, Some(request.clone()));
         self.push_ask(session, tool_use_id, AskEvent::Opened, request).await;
     }
 
@@ -306,15 +309,15 @@ impl Notifier {
             let open = self.inner.open.lock().expect("open lock");
             open.get(&(session.to_string(), tool_use_id.to_string())).map(|open| open.request.clone())
         };
-        self.webhook(session, tool_use_id, AskEvent::Parked, request.clone());
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         let since = Instant::now().checked_sub(self.inner.config.grace).unwrap_or_else(Instant::now);
         detach(async move {
             if this.inner.presence.seen_since(&session, since) {
-                return this.claim_seen(&session, &tool_use_id, NoticeKind::PushParked).await;
+                return this.claim_seen(&session, &tool_use_id, AskEvent::Parked).await;
             }
             let Some(request) = this.request(&session, &tool_use_id, request).await else { return };
+            this.webhook(&session, &tool_use_id, AskEvent::Parked, Some(request.clone()));
             this.push_ask(&session, &tool_use_id, AskEvent::Parked, request).await;
         });
     }
@@ -363,25 +366,32 @@ impl Notifier {
         }
     }
 
-    async fn claim_seen(&self, session: &str, tool_use_id: &str, kind: NoticeKind) {
+    /// A tab showed the question: its push and its posts are claimed as seen, for every server.
+    async fn claim_seen(&self, session: &str, tool_use_id: &str, event: AskEvent) {
+        let (push, webhook) = kinds(event);
         // With no browser subscribed there is no push to hold back (the list is the same for
-        // every server).
-        if !self.has_subscribers().await {
-            return self.report(session, tool_use_id, kind, Reported::Seen);
+        // every server); with no webhook, no post.
+        let mut kinds = Vec::with_capacity(2);
+        if self.has_subscribers().await {
+            kinds.push(push);
+        } else {
+            self.report(session, tool_use_id, push, Reported::Seen);
         }
-        let what = match self.inner.store.claim_notice(session, tool_use_id, kind, NoticeOutcome::Seen).await {
-            Ok(_) => Reported::Seen,
-            Err(error) => Reported::Failed(error.to_string()),
-        };
-        self.report(session, tool_use_id, kind, what);
+        if !self.inner.config.webhooks.is_empty() {
+            kinds.push(webhook);
+        }
+        for kind in kinds {
+            let what = match self.inner.store.claim_notice(session, tool_use_id, kind, NoticeOutcome::Seen).await {
+                Ok(_) => Reported::Seen,
+                Err(error) => Reported::Failed(error.to_string()),
+            };
+            self.report(session, tool_use_id, kind, what);
+        }
     }
 
     /// Claims the push about `request` and, if this server won it, sends it to every browser.
     async fn push_ask(&self, session: &str, tool_use_id: &str, event: AskEvent, request: InteractionRequest) {
-        let kind = match event {
-            AskEvent::Opened => NoticeKind::PushOpened,
-            AskEvent::Parked => NoticeKind::PushParked,
-        };
+        let (kind, _) = kinds(event);
         let store = &self.inner.store;
         if !self.has_subscribers().await {
             return self.report(session, tool_use_id, kind, Reported::NoSubscribers);
@@ -467,10 +477,7 @@ impl Notifier {
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         detach(async move {
-            let kind = match event {
-                AskEvent::Opened => NoticeKind::WebhookOpened,
-                AskEvent::Parked => NoticeKind::WebhookParked,
-            };
+            let (_, kind) = kinds(event);
             let store = &this.inner.store;
             match store.claim_notice(&session, &tool_use_id, kind, NoticeOutcome::Sent).await {
                 Ok(true) => {}
@@ -495,12 +502,29 @@ impl Notifier {
         });
     }
 
+    /// The same decision about the push and, if there are webhooks, the posts.
+    fn report_each(&self, session: &str, tool_use_id: &str, event: AskEvent, what: Reported) {
+        let (push, webhook) = kinds(event);
+        if !self.inner.config.webhooks.is_empty() {
+            self.report(session, tool_use_id, webhook, what.clone());
+        }
+        self.report(session, tool_use_id, push, what);
+    }
+
     fn report(&self, session: &str, tool_use_id: &str, notice: NoticeKind, what: Reported) {
         if let Reported::Failed(error) = &what {
             warn!(%session, %tool_use_id, notice = notice.as_str(), %error, "could not notify");
         }
         let report = Report { session: session.to_string(), tool_use_id: tool_use_id.to_string(), notice, what };
         let _ = self.inner.reports.send(report);
+    }
+}
+
+/// The notices of an event: its push's, its webhooks'.
+fn kinds(event: AskEvent) -> (NoticeKind, NoticeKind) {
+    match event {
+        AskEvent::Opened => (NoticeKind::PushOpened, NoticeKind::WebhookOpened),
+        AskEvent::Parked => (NoticeKind::PushParked, NoticeKind::WebhookParked),
     }
 }
 

@@ -83,7 +83,7 @@ impl Bell {
                     if let Some(storage) = web_sys::window().and_then(|w| w.local_storage().ok().flatten()) {
                         let _ = if off { storage.set_item(OFF_KEY, "off") } else { storage.remove_item(OFF_KEY) };
                     }
-                    set_push(!off);
+                    bell(if off { "off" } else { "on" });
                 }
             }
             #[cfg(feature = "hydrate")]
@@ -93,12 +93,17 @@ impl Bell {
                     leptos::task::spawn_local(async move {
                         let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
                         bell.read_permission();
-                        if bell.permission.get_untracked() == "granted" && !bell.off.get_untracked() {
-                            set_push(true);
+                        match bell.permission.get_untracked() {
+                            "granted" if !bell.off.get_untracked() => self::bell("on"),
+                            "denied" => self::bell("blocked"),
+                            _ => {}
                         }
                     });
                 }
             }
+            // Blocked in the browser's settings, which a page cannot change: it says where.
+            #[cfg(feature = "hydrate")]
+            "denied" => bell("blocked"),
             _ => {}
         }
     }
@@ -120,14 +125,14 @@ impl Bell {
     }
 }
 
-// Fetches public/push.js and turns this browser's push subscription on or off; a failure (no push
-// service reachable, a browser without push) is logged in the console, and the tab's own
-// notifications work as before.
+// Fetches public/push.js and gives it the click: `on` and `off` turn this browser's push
+// subscription on or off, `blocked` says how to allow notifications. What goes wrong is said there,
+// beside the bell (its words live in push.js, fetched at the first click, not in every page).
 #[cfg(feature = "hydrate")]
-#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function set_push(on) { \
-    import('/push.js').then((m) => m.setPush(on)).catch((e) => console.warn('AskBridge push:', e)); }")]
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function bell(what) { \
+    import('/push.js').then((m) => m.bell(what)).catch((e) => console.warn('AskBridge push:', e)); }")]
 extern "C" {
-    fn set_push(on: bool);
+    fn bell(what: &str);
 }
 
 pub fn use_bell() -> Bell {
@@ -150,7 +155,6 @@ pub fn notify_button() -> impl IntoView {
             title=label
             aria-pressed=move || bell.notifies().to_string()
             hidden=move || bell.permission.get() == "unsupported"
-            disabled=move || bell.permission.get() == "denied"
             on:click=move |_| bell.click()
         >
             {icons::bell()}

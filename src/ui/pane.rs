@@ -131,11 +131,17 @@ fn connection_banner() -> impl IntoView {
         ),
         _ => ("", String::new()),
     };
+    // Tries at once instead of at the next try (shown while reconnecting only: the stylesheet).
+    let retry_now = move |_| {
+        #[cfg(feature = "hydrate")]
+        crate::live::client::retry_now();
+    };
     view! {
         <div class="connection-banner-slot" role="status" aria-live="polite">
             <div class="connection-banner" data-kind=move || state().0 hidden=move || state().0.is_empty()>
                 <span class="spinner" aria-hidden="true"></span>
                 {move || state().1}
+                <button type="button" class="button small" on:click=retry_now>"Retry now"</button>
             </div>
         </div>
     }
