@@ -130,8 +130,8 @@ fn draw_session_edit(item: super::session_edit::ItemEdit) -> Result<AnyView, Chu
     Ok(super::session_edit::session_edit(item).into_any())
 }
 
-/// The new-session page's Agent and Model selects, drawn by the chunk once the page is
-/// interactive (nothing of them is in the server's HTML, so hydration never waits for them).
+/// The new-session page's folder, Agent, Model and Permissions, drawn by the chunk once the page
+/// is interactive (nothing of them is in the server's HTML, so hydration never waits for them).
 pub fn new_session_choices(options: NewSessionOptions) -> impl IntoView {
     Suspend::new(async move {
         #[cfg(not(feature = "hydrate"))]
@@ -149,7 +149,8 @@ pub fn new_session_choices(options: NewSessionOptions) -> impl IntoView {
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_new_session_choices(options: NewSessionOptions) -> Result<AnyView, ChunkMissing> {
     super::box_keys::install();
-    Ok(super::agent_choice::new_session_choices(options).into_any())
+    let choices = super::agent_choice::new_session_choices(options);
+    Ok(super::new_session::new_session_options(super::state::use_workspace(), choices).into_any())
 }
 
 /// The message box's lists, drawn by the chunk: the `/` commands while the box starts with `/`,

@@ -20,7 +20,7 @@ use super::notify::Bell;
 use super::page_data::PAGE_DATA_ID;
 #[cfg(feature = "ssr")]
 use super::page_data::PageData;
-use super::pane::{mode_select, pane_header};
+use super::pane::pane_header;
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
 use super::state::{NewSessionOptions, ThreadState, Workspace, use_document_title};
@@ -322,7 +322,7 @@ fn connect_live(workspace: Workspace, live: Live) {
 /// of recent sessions one click away.
 fn welcome_pane(workspace: Workspace) -> impl IntoView {
     let options = workspace.new_session;
-    let NewSessionOptions { mode, agent, agent_label, .. } = options;
+    let NewSessionOptions { agent, agent_label, .. } = options;
     use_document_title(String::new);
     // The examples are the default agent's (the demo's): shown while it is the one picked.
     let default_agent = agent.get_untracked();
@@ -338,13 +338,9 @@ fn welcome_pane(workspace: Workspace) -> impl IntoView {
             <p class="welcome-agent">"New sessions talk to " <span class="agent-badge">{move || agent_label.get()}</span></p>
             {try_these(workspace, other_agent)}
         </section>
-        {working_folder(workspace)}
-        <div class="session-options">
-            // The agents and their models come with the session pane's chunk, once the page is
-            // interactive: the first load of `/` carries none of their code.
-            {move || workspace.hydrated.get().then(|| super::lazy::new_session_choices(options))}
-            {mode_select(mode.get_untracked(), move |chosen| mode.set(chosen))}
-        </div>
+        // The folder, the agent, its model and the permission mode come with the session pane's
+        // chunk, once the page is interactive: the first load of `/` carries none of their code.
+        {move || workspace.hydrated.get().then(|| super::lazy::new_session_choices(options))}
     }
 }
 
@@ -376,61 +372,6 @@ fn try_these(workspace: Workspace, other_agent: Signal<bool>) -> Option<impl Int
             </div>
         }
     })
-}
-
-/// The new session's working folder, with the folders of the sessions the person was last active
-/// in, newest first, without repeats, one click each.
-fn working_folder(workspace: Workspace) -> impl IntoView {
-    let NewSessionOptions { workdir, works_in_folder, .. } = workspace.new_session;
-    let recent_folders = Memo::new(move |_| {
-        let mut folders: Vec<String> = Vec::new();
-        workspace.sessions.with(|list| {
-            for folder in list.iter().filter_map(|s| s.workdir.clone()) {
-                if !folders.contains(&folder) && folders.len() < 5 {
-                    folders.push(folder);
-                }
-            }
-        });
-        folders
-    });
-    let recent = move || {
-        recent_folders
-            .get()
-            .into_iter()
-            .map(|folder| {
-                let chosen = folder.clone();
-                let name = folder.rsplit('/').find(|p| !p.is_empty()).unwrap_or("/").to_string();
-                view! {
-                    <button
-                        type="button"
-                        class="chip-button"
-                        title=folder.clone()
-                        aria-pressed=move || (workdir.get() == folder).to_string()
-                        on:click=move |_| workdir.set(chosen.clone())
-                    >
-                        {name}
-                    </button>
-                }
-            })
-            .collect_view()
-    };
-    view! {
-        <div class="workdir-options" hidden=move || !works_in_folder.get()>
-        <label class="workdir-field">
-            <span>"Working folder"</span>
-            <input
-                type="text"
-                spellcheck="false"
-                prop:value=move || workdir.get()
-                on:input=move |ev| workdir.set(event_target_value(&ev))
-            />
-        </label>
-        <div class="recent-folders" role="group" aria-label="Recent folders" hidden=move || recent_folders.with(Vec::is_empty)>
-            <span class="recent-head">"Recent:"</span>
-            {recent}
-        </div>
-        </div>
-    }
 }
 
 fn problem_pane(problem: AppError) -> impl IntoView {
