@@ -128,6 +128,11 @@ class Terminal {
       .toContain(text);
   }
 
+  /** Kills the CLI at once (SIGKILL): it says nothing on the way out, no `SessionEnd` hook runs. */
+  crash() {
+    process.kill(this.claudePid, "SIGKILL");
+  }
+
   /**
    * Ends the tmux server, and with it the CLI (SIGHUP), and waits until the CLI has exited: it
    * writes in its HOME on the way out. A CLI still there after 10 s is killed.
@@ -256,6 +261,10 @@ test("a question asked in the terminal is a card in the browser, and a click ans
     const asked = card(page).getByRole("radiogroup", { name: AUTH });
     await expect(card(page)).toHaveAttribute("data-state", "pending");
     await expect(asked.getByRole("radio", { name: "JWT" })).toBeEnabled();
+    // The header says what the list says: the terminal waits for the person (never "Paused").
+    const status = page.getByRole("status", { name: "Session status" });
+    await expect(status).toContainText("Waiting for you");
+    await expect(session).toContainText("Waiting for you");
     // Its messages are typed in the terminal, in the terminal's mode: no box here, no mode switch.
     await expect(page.getByRole("note")).toContainText("This conversation runs in a terminal: type your messages there.");
     await expect(page.getByRole("textbox", { name: "Message" })).toBeHidden();
@@ -272,6 +281,11 @@ test("a question asked in the terminal is a card in the browser, and a click ans
     await expect.poll(() => toolResults(mock), { timeout: STEP }).toEqual([["toolu_ask", answered, false]]);
     // Done in the terminal: the list no longer says it waits.
     await expect(session).not.toContainText("Waiting for you", { timeout: STEP });
+
+    // Killed without a word (no hook runs): the session ends within seconds, here and in the list.
+    terminal.crash();
+    await expect(status).toContainText("Ended", { timeout: 10_000 });
+    await expect(session).toContainText("Ended");
   });
 });
 

@@ -13,12 +13,17 @@ use crate::bridge::NoOutcome;
 use crate::error::AppError;
 use crate::ids::{new_id, now_ms};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
-use crate::thread::{Block, EventBody, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, ToolCall};
+use crate::thread::{
+    Block, ClaudeProcess, EventBody, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, Thread, ToolCall,
+};
 
 impl SessionManager {
     /// The session that stands for a terminal's Claude Code session, made at its first hook.
     pub async fn terminal_session(&self, terminal: &TerminalSummary, title: &str) -> Result<String, AppError> {
         if let Some(id) = self.store().terminal_session(&terminal.host, &terminal.claude_session_id).await? {
+            if let Some(process) = &terminal.process {
+                self.store().set_terminal_process(&id, process).await?;
+            }
             return Ok(id);
         }
         let now = now_ms();
@@ -172,21 +177,7 @@ impl SessionManager {
             }
             let runtime = self.runtime(&summary.id).await?;
             let mut state = runtime.lock().await;
-            let pending: Vec<String> = state
-                .thread
-                .messages
-                .iter()
-                .flat_map(|message| message.blocks.iter())
-                .filter_map(|block| match block {
-                    Block::ToolCall(ToolCall { id, interaction: Some(interaction), .. })
-                        if interaction.is_pending() =>
-                    {
-                        Some(id.clone())
-                    }
-                    _ => None,
-                })
-                .collect();
-            for tool_use_id in pending {
+            for tool_use_id in pending_in(&state.thread) {
                 let outcome = InteractionOutcome::Cancelled { reason: reason.to_string() };
                 runtime
                     .append_locked(self.store(), &mut state, EventBody::InteractionResolved { tool_use_id, outcome })
@@ -198,6 +189,41 @@ impl SessionManager {
             self.list_changed();
         }
         Ok(closed)
+    }
+
+    /// The `claude` process a terminal session runs in, as its latest hook found it.
+    pub async fn terminal_process(&self, session: &str) -> Option<ClaudeProcess> {
+        self.store().session(session).await.ok()?.terminal?.process
+    }
+
+    /// Ends the terminal sessions whose `claude` has exited without a word, as `alive` sees it
+    /// (`None`: it cannot tell, the process being another machine's): "ended", and the cards
+    /// still waiting close with `why`. How many ended.
+    pub async fn end_exited_terminals(
+        &self,
+        alive: impl Fn(&ClaudeProcess) -> Option<bool>,
+        why: &str,
+    ) -> Result<usize, AppError> {
+        let mut ended = 0;
+        for (session, process) in self.store().terminal_processes().await? {
+            if alive(&process) != Some(false) {
+                continue;
+            }
+            info!(%session, pid = process.pid, "a terminal's claude exited without a word: its session ends");
+            for tool_use_id in self.pending_calls(&session).await? {
+                self.withdraw_terminal_request(&session, &tool_use_id, why).await;
+            }
+            self.set_terminal_state(&session, TerminalState::Ended, None).await?;
+            ended += 1;
+        }
+        Ok(ended)
+    }
+
+    /// The calls of `session` whose card waits for the person.
+    async fn pending_calls(&self, session: &str) -> Result<Vec<String>, AppError> {
+        let runtime = self.runtime(session).await?;
+        let state = runtime.lock().await;
+        Ok(pending_in(&state.thread))
     }
 
     /// A terminal session takes no messages here: its Claude Code reads them in the terminal.
@@ -219,4 +245,19 @@ impl SessionManager {
     pub fn list_changed(&self) {
         self.log.list_changed();
     }
+}
+
+/// The calls of a thread whose card waits for the person.
+fn pending_in(thread: &Thread) -> Vec<String> {
+    thread
+        .messages
+        .iter()
+        .flat_map(|message| message.blocks.iter())
+        .filter_map(|block| match block {
+            Block::ToolCall(ToolCall { id, interaction: Some(interaction), .. }) if interaction.is_pending() => {
+                Some(id.clone())
+            }
+            _ => None,
+        })
+        .collect()
 }

@@ -142,7 +142,8 @@ pub(super) const SUMMARY: Sql = Sql {
     sqlite: "SELECT id, title, agent, created_at_ms, updated_at_ms, active_at_ms, turn, workdir,
                EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
                  AS waiting,
-               t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state
+               t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state,
+               t.state_at_ms AS terminal_state_at_ms, t.process AS terminal_process
              FROM sessions LEFT JOIN terminal_sessions t ON t.session_id = sessions.id",
     postgres: "SELECT id, title, agent,
                  (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms,
@@ -150,7 +151,8 @@ pub(super) const SUMMARY: Sql = Sql {
                  (extract(epoch FROM active_at) * 1000)::bigint AS active_at_ms, turn, workdir,
                  EXISTS (SELECT 1 FROM interactions i WHERE i.session_id = sessions.id AND i.state = 'pending')
                    AS waiting,
-                 t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state
+                 t.host, t.claude_session_id, t.folder, t.transcript_path, t.state AS terminal_state,
+                 (extract(epoch FROM t.state_at) * 1000)::bigint AS terminal_state_at_ms, t.process AS terminal_process
                FROM sessions LEFT JOIN terminal_sessions t ON t.session_id = sessions.id",
 };
 
@@ -170,6 +172,8 @@ pub(super) struct SummaryRow {
     folder: Option<String>,
     transcript_path: Option<String>,
     terminal_state: Option<String>,
+    terminal_state_at_ms: Option<i64>,
+    terminal_process: Option<String>,
 }
 
 impl From<SummaryRow> for SessionSummary {
@@ -181,6 +185,8 @@ impl From<SummaryRow> for SessionSummary {
                 claude_session_id,
                 transcript_path: row.transcript_path,
                 state: TerminalState::parse(row.terminal_state.as_deref().unwrap_or_default()),
+                state_at_ms: row.terminal_state_at_ms.unwrap_or_default(),
+                process: row.terminal_process.and_then(|process| serde_json::from_str(&process).ok()),
             }),
             _ => None,
         };

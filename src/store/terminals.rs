@@ -4,7 +4,7 @@
 
 use super::{Sql, Store, StoreResult, without_nul};
 use crate::store::Notice;
-use crate::thread::{SessionSummary, TerminalState, TerminalSummary};
+use crate::thread::{ClaudeProcess, SessionSummary, TerminalState, TerminalSummary};
 
 impl Store {
     /// The AskBridge session that stands for Claude Code session `claude_session_id` on `host`.
@@ -52,11 +52,11 @@ impl Store {
                 sqlx::query(
                     Sql {
                         sqlite: "INSERT INTO terminal_sessions (session_id, host, claude_session_id, folder,
-                                                                transcript_path, state, state_at_ms)
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                                                transcript_path, state, state_at_ms, process)
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                         postgres: "INSERT INTO terminal_sessions (session_id, host, claude_session_id, folder,
-                                                                  transcript_path, state, state_at)
-                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0))",
+                                                                  transcript_path, state, state_at, process)
+                                   VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)",
                     }
                     .on(dialect),
                 )
@@ -67,6 +67,7 @@ impl Store {
                 .bind(terminal.transcript_path.as_deref().map(without_nul).as_deref())
                 .bind(terminal.state.as_str())
                 .bind(summary.created_at_ms)
+                .bind(terminal.process.as_ref().and_then(|p| serde_json::to_string(p).ok()))
                 .execute(&mut *tx)
                 .await?;
                 if dialect == super::Dialect::Postgres {
@@ -122,5 +123,36 @@ impl Store {
             tx.commit().await?;
         });
         Ok(())
+    }
+
+    /// The `claude` the terminal session runs in, as its latest hook found it.
+    pub async fn set_terminal_process(&self, session_id: &str, process: &ClaudeProcess) -> StoreResult<()> {
+        self.check_writable()?;
+        let process = serde_json::to_string(process).unwrap_or_default();
+        on_pool!(self, |pool, _dialect| {
+            // Written only when it changed: a hook comes with every prompt and tool.
+            sqlx::query(
+                "UPDATE terminal_sessions SET process = $2
+                 WHERE session_id = $1 AND (process IS NULL OR process <> $2)",
+            )
+            .bind(session_id)
+            .bind(&process)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The terminal sessions not ended whose `claude` process is known: whose death a server on
+    /// that machine can see.
+    pub async fn terminal_processes(&self) -> StoreResult<Vec<(String, ClaudeProcess)>> {
+        let rows: Vec<(String, String)> = on_pool!(self, |pool, _dialect| {
+            sqlx::query_as(
+                "SELECT session_id, process FROM terminal_sessions WHERE state <> 'ended' AND process IS NOT NULL",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows.into_iter().filter_map(|(id, process)| Some((id, serde_json::from_str(&process).ok()?))).collect())
     }
 }

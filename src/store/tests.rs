@@ -931,7 +931,7 @@ async fn a_file_that_is_not_our_database_is_refused_and_left_alone() {
 }
 
 async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_terminal_does(db: Db) {
-    use crate::thread::{TERMINAL_AGENT, TerminalState, TerminalSummary};
+    use crate::thread::{ClaudeProcess, TERMINAL_AGENT, TerminalState, TerminalSummary};
     let store = db.open().await;
     let terminal = TerminalSummary {
         host: "laptop".into(),
@@ -939,6 +939,8 @@ async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_termina
         claude_session_id: "f039304b".into(),
         transcript_path: None,
         state: TerminalState::Idle,
+        state_at_ms: 1_000,
+        process: Some(ClaudeProcess { pid: 4242, start_ticks: 99, boot_id: "boot-1".into() }),
     };
     let mut first = summary("t1", 1_000);
     first.agent = TERMINAL_AGENT.into();
@@ -964,7 +966,17 @@ async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_termina
     store.set_terminal_state("t1", TerminalState::Idle, None, 4_000).await.unwrap();
     let listed = store.session("t1").await.unwrap();
     assert!(!listed.working && !listed.waiting);
-    assert_eq!(listed.terminal.unwrap().transcript_path.as_deref(), Some("/t.jsonl"), "kept");
+    assert_eq!(listed.terminal.as_ref().unwrap().transcript_path.as_deref(), Some("/t.jsonl"), "kept");
+    assert_eq!(listed.terminal.as_ref().unwrap().state_at_ms, 4_000);
+    // The process its latest hook found; the ones whose death can be seen are those not ended.
+    let later = ClaudeProcess { pid: 5151, start_ticks: 7, boot_id: "boot-1".into() };
+    store.set_terminal_process("t1", &later).await.unwrap();
+    assert_eq!(store.session("t1").await.unwrap().terminal.unwrap().process, Some(later.clone()));
+    let of_t1 =
+        |found: Vec<(String, ClaudeProcess)>| found.into_iter().filter(|(id, _)| id == "t1").collect::<Vec<_>>();
+    assert_eq!(of_t1(store.terminal_processes().await.unwrap()), vec![("t1".to_string(), later)]);
+    store.set_terminal_state("t1", TerminalState::Ended, None, 5_000).await.unwrap();
+    assert_eq!(of_t1(store.terminal_processes().await.unwrap()), vec![]);
     assert_eq!(store.list_sessions().await.unwrap().len(), 2);
     store.delete_session("t1").await.unwrap();
     assert_eq!(store.terminal_session("laptop", "f039304b").await.unwrap(), None, "deleted with its session");

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::connect::{Connection, PERMISSION_TIMEOUT_SECS};
+use super::process::claude_of_this_hook;
 use super::wire::{HOOK_PATH, HookInput, HookReply, HookRequest, WITHDRAW_PATH, Withdrawal, Withdrawn};
 
 /// Set by AskBridge in the environment of the Claude Code it runs itself: those sessions ask
@@ -91,9 +92,14 @@ pub async fn run() {
             let _ = out.flush();
         }
     } else if hook.reachable().await {
-        let request = HookRequest { input, host: host_name(), tool_use_id: None };
+        let request = request(input, None);
         let _ = tokio::time::timeout(NOTE_TIMEOUT, hook.post(&request)).await;
     }
+}
+
+/// What the hook hands the server: Claude Code's request, this machine, and the `claude` asking.
+fn request(input: HookInput, tool_use_id: Option<String>) -> HookRequest {
+    HookRequest { input, host: host_name(), tool_use_id, process: claude_of_this_hook() }
 }
 
 struct Hook {
@@ -169,7 +175,7 @@ impl Hook {
             tool_use_id: tool_use_id.clone(),
             why,
         };
-        let request = HookRequest { input: input.clone(), host: host_name(), tool_use_id: Some(tool_use_id.clone()) };
+        let request = request(input.clone(), Some(tool_use_id.clone()));
         let limit = Duration::from_secs(PERMISSION_TIMEOUT_SECS).saturating_sub(BEFORE_THE_LIMIT);
         let deadline = tokio::time::Instant::from_std(started + limit);
 

@@ -9,10 +9,12 @@
 //! - `hook.rs`: `askbridge hook`, the program the hooks run: never in the way;
 //! - `wire.rs`: what the hook and the server say to each other;
 //! - `relay.rs`: the server's side: a terminal session per Claude Code session, its cards through
-//!   the bridge, what the terminal does for the session list.
+//!   the bridge, what the terminal does for the session list;
+//! - `process.rs`: which `claude` a hook runs for, and whether it still lives.
 
 pub mod connect;
 pub mod hook;
+pub mod process;
 pub mod relay;
 pub mod settings;
 pub mod wire;

@@ -39,6 +39,11 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 const HOOK_GONE: &str = "the terminal's hook stopped waiting (its connection closed)";
 /// What the card says when this server stops while a hook waits.
 const SERVER_STOPPED: &str = "AskBridge stopped; the terminal asks by itself";
+/// What the card says when the terminal's `claude` exited.
+const CLAUDE_EXITED: &str = "the terminal's Claude Code exited";
+/// How often the `claude` processes of this machine's terminal sessions are looked at: a session
+/// shows "Ended" within this much of its `claude` being killed.
+const SWEEP_EVERY: Duration = Duration::from_secs(3);
 /// At start: what was left open by a server that stopped.
 pub const LEFT_OPEN: &str = "AskBridge stopped while the terminal waited; the terminal asked by itself";
 
@@ -50,7 +55,9 @@ pub struct Relay {
 
 impl Relay {
     pub fn new(manager: Arc<SessionManager>) -> Arc<Self> {
-        Arc::new(Self { manager, waiting: Mutex::default() })
+        let relay = Arc::new(Self { manager, waiting: Mutex::default() });
+        relay.sweep_exited();
+        relay
     }
 
     /// The session of the hook's Claude Code session, made at its first hook.
@@ -68,9 +75,33 @@ impl Relay {
             claude_session_id: claude,
             transcript_path: input.transcript_path.as_deref().map(|p| clean(p, 4096)),
             state: TerminalState::Idle,
+            state_at_ms: crate::ids::now_ms(),
+            process: request.process.clone().map(|mut process| {
+                process.boot_id = clean(&process.boot_id, 64);
+                process
+            }),
         };
         let name = std::path::Path::new(&folder).file_name().map_or(folder.clone(), |n| n.to_string_lossy().into());
         self.manager.terminal_session(&terminal, &format!("{name} · terminal on {host}")).await
+    }
+
+    /// Every [`SWEEP_EVERY`] until the server stops: the terminal sessions whose `claude` exited
+    /// without a word end, and their cards close saying so.
+    fn sweep_exited(self: &Arc<Self>) {
+        let relay = Arc::downgrade(self);
+        let stop = self.manager.shutdown_token();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(SWEEP_EVERY) => {}
+                }
+                let Some(relay) = relay.upgrade() else { return };
+                if let Err(error) = relay.manager.end_exited_terminals(super::process::is_alive, CLAUDE_EXITED).await {
+                    warn!(%error, "could not look for terminals whose claude exited");
+                }
+            }
+        });
     }
 
     /// A hook that only tells what the terminal does.
@@ -86,7 +117,7 @@ impl Relay {
         // The turn ended (or `claude` did): what still waits here was settled in the terminal.
         let why = match input.hook_event_name.as_str() {
             "Stop" | "UserPromptSubmit" => Some("answered in the terminal"),
-            "SessionEnd" => Some("the terminal's Claude Code exited"),
+            "SessionEnd" => Some(CLAUDE_EXITED),
             _ => None,
         };
         if let Some(why) = why {
@@ -169,7 +200,10 @@ impl Relay {
         let outcome = loop {
             tokio::select! {
                 outcome = &mut waiting => break outcome,
-                () = replies.closed() => break tokio::join!(withdrawn(HOOK_GONE), &mut waiting).1,
+                () = replies.closed() => {
+                    let why = if self.claude_exited(&session).await { CLAUDE_EXITED } else { HOOK_GONE };
+                    break tokio::join!(withdrawn(why), &mut waiting).1;
+                }
                 () = stop.cancelled() => break tokio::join!(withdrawn(SERVER_STOPPED), &mut waiting).1,
                 () = tokio::time::sleep(HEARTBEAT) => {
                     let _ = replies.send(Ok(" ".into())).await;
@@ -207,6 +241,12 @@ impl Relay {
                 warn!(%session, %error, "could not record what the terminal does");
             }
         }
+    }
+
+    /// Whether the session's `claude` is known to have exited (this machine can see it).
+    async fn claude_exited(&self, session: &str) -> bool {
+        let process = self.manager.terminal_process(session).await;
+        process.as_ref().and_then(super::process::is_alive) == Some(false)
     }
 
     /// The hook's stdout for `outcome`, and the result the thread shows for the call.

@@ -42,6 +42,9 @@ pub struct HookRequest {
     /// hook could not find it, one of its own (`terminal-…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_use_id: Option<String>,
+    /// The `claude` that runs the hook, when it could be found (`terminal::process`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::thread::ClaudeProcess>,
 }
 
 /// The server's answer: what the hook prints on stdout, or nothing ("no decision": the terminal

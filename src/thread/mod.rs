@@ -15,6 +15,8 @@ pub use attachment::AttachmentRef;
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
 pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
+#[cfg(feature = "ssr")]
+pub use summary::ClaudeProcess;
 pub use summary::{
     LIST_FIRST_PAGE, SessionCursor, SessionStatus, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary,
 };

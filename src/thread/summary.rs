@@ -34,8 +34,15 @@ pub struct SessionSummary {
 }
 
 impl SessionSummary {
+    /// Where the session stands; a terminal's as its `claude` last said (or ended), so that the
+    /// header, the list and the cards say the same.
     pub fn status(&self) -> SessionStatus {
-        SessionStatus::of(self.working, self.waiting)
+        match self.terminal.as_ref().map(|t| t.state) {
+            Some(TerminalState::Ended) => SessionStatus::Ended,
+            Some(TerminalState::Idle) if !self.waiting => SessionStatus::Ready,
+            Some(_) => SessionStatus::of(true, self.waiting),
+            None => SessionStatus::of(self.working, self.waiting),
+        }
     }
 
     /// Where the session list goes on after this session.
@@ -65,6 +72,25 @@ pub struct TerminalSummary {
     #[serde(default)]
     pub transcript_path: Option<String>,
     pub state: TerminalState,
+    /// When the state last changed (ms since the epoch): when it ended, for an ended one.
+    #[serde(default)]
+    pub state_at_ms: i64,
+    /// The `claude` process, as its hook found it: how a server on the same machine tells that
+    /// it exited without a word (`terminal::process`). The server's alone: never sent to a page
+    /// (whose WASM would carry its decoder, docs/size.md).
+    #[cfg(feature = "ssr")]
+    #[serde(skip)]
+    pub process: Option<ClaudeProcess>,
+}
+
+/// A process on one machine, told from any other: its pid, its start (clock ticks since boot,
+/// `/proc/<pid>/stat` field 22) and the machine's boot id.
+#[cfg(feature = "ssr")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaudeProcess {
+    pub pid: u32,
+    pub start_ticks: u64,
+    pub boot_id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,7 +138,7 @@ pub struct SessionCursor {
 
 /// Where a session stands, in the one vocabulary the header, the session list and the cards
 /// share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SessionStatus {
     /// The agent is in the middle of a turn.
     Working,
@@ -123,6 +149,8 @@ pub enum SessionStatus {
     Paused,
     /// Nothing runs and nothing waits: the session takes a message.
     Ready,
+    /// A terminal's `claude` exited: nothing more comes.
+    Ended,
 }
 
 impl SessionStatus {
@@ -142,6 +170,7 @@ impl SessionStatus {
             Self::WaitingForYou => "waiting",
             Self::Paused => "paused",
             Self::Ready => "ready",
+            Self::Ended => "ended",
         }
     }
 
@@ -151,6 +180,7 @@ impl SessionStatus {
             Self::WaitingForYou => "Waiting for you",
             Self::Paused => "Paused",
             Self::Ready => "Ready",
+            Self::Ended => "Ended",
         }
     }
 
@@ -161,6 +191,7 @@ impl SessionStatus {
             Self::WaitingForYou => "Waiting for you: the agent asks you something and waits for your answer",
             Self::Paused => "Paused: the agent waits for your answer and is not running; your answer resumes it",
             Self::Ready => "Ready: the agent takes your next message",
+            Self::Ended => "Ended: the terminal's claude has exited",
         }
     }
 }

@@ -71,7 +71,7 @@ pub fn SessionList() -> impl IntoView {
                 <ul class="session-items">
                     <For
                         each=move || pages.shown.get()
-                        key=|s| (s.id.clone(), s.title.clone(), s.working, s.waiting, s.active_at_ms)
+                        key=|s| (s.id.clone(), s.title.clone(), s.status(), s.active_at_ms)
                         let:summary
                     >
                         <SessionItem summary changes repeated />

@@ -11,6 +11,7 @@ use super::pane::{mode_select, model_select, pane_header};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
+use super::time::local_time;
 use super::usage::{context_line, session_tokens};
 use crate::api::{SetModel, SetPermissionMode};
 use crate::approval::PermissionMode;
@@ -42,6 +43,7 @@ pub fn apply_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
 pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     let workspace = use_workspace();
     super::box_keys::install();
+    super::presence::report_while_shown(initial.id.clone());
     let id = initial.id.clone();
     // The title and state follow the live session list.
     let summary = Memo::new(move |_| {
@@ -64,9 +66,9 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
         <div class="session-heading">
             <h1 class="session-title" title=title>{title}</h1>
             <span class="session-meta">
-                {turn_status(thread)}
+                {turn_status(thread, summary)}
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
-                <span class="agent-info" title=info_title>{info}</span>
+                <span class="agent-info" title=info_title><bdi>{info}</bdi></span>
                 <span class="session-cost" title="What this session has cost so far">
                     {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
                 </span>
@@ -184,9 +186,17 @@ fn mode_switcher(thread: ThreadState) -> impl IntoView {
 
 /// The session's status in the vocabulary the list and the cards share, and how its last turn
 /// ended when that is worth knowing.
-fn turn_status(thread: ThreadState) -> impl IntoView {
-    let status = Memo::new(move |_| SessionStatus::of(thread.turn.with(|t| t.working), thread.waiting.get()));
+fn turn_status(thread: ThreadState, summary: Memo<SessionSummary>) -> impl IntoView {
+    // A terminal's session stands where its `claude` does, as the list says.
+    let terminal = move || summary.with(|s| s.terminal.is_some());
+    let status = Memo::new(move |_| match terminal() {
+        true => summary.with(SessionSummary::status),
+        false => SessionStatus::of(thread.turn.with(|t| t.working), thread.waiting.get()),
+    });
     let last = move || {
+        if terminal() {
+            return None;
+        }
         thread.turn.with(|turn| match (&turn.last_outcome, turn.working) {
             (_, true) => None,
             (Some(TurnOutcome::Interrupted), _) => Some("last turn stopped"),
@@ -200,6 +210,10 @@ fn turn_status(thread: ThreadState) -> impl IntoView {
             <span class="status-dot" aria-hidden="true"></span>
             <span class="status-label" aria-hidden="true">{move || status.get().label()}</span>
             <span class="status-note" aria-hidden="true">{move || last().map(|note| format!(" · {note}"))}</span>
+            {move || (status.get() == SessionStatus::Ended).then(|| {
+                let at = summary.with(|s| s.terminal.as_ref().map_or(0, |t| t.state_at_ms));
+                view! { <span class="status-note">" at "{local_time(at)}</span> }
+            })}
             <span class="sr-only">{move || status.get().explained()} {move || last().map(|note| format!(" ({note})"))}</span>
         </span>
     }
