@@ -45,6 +45,8 @@ test("a command is denied with a message for the agent", async ({ page, request 
   await expect(card).toContainText("You denied this. Your message: “Not on a Friday”");
   await expect(agentReplies(page).last()).toContainText("did not run Bash");
   await expect(agentReplies(page).last()).toContainText("“Not on a Friday”");
+  // The tool never ran: its card says denied, not failed.
+  await expect(page.getByRole("group", { name: /^Bash: .*, denied$/ })).toBeVisible();
   await waitForTurnEnd(page);
   const [bash] = await approvals(request, session);
   expect(bash.interaction.outcome).toEqual({ denied: { message: "Not on a Friday" } });

@@ -132,6 +132,11 @@ impl Interaction {
         self.outcome.is_none()
     }
 
+    /// The person said no (a permission request denied).
+    pub fn is_denied(&self) -> bool {
+        matches!(self.outcome, Some(InteractionOutcome::Denied { .. }))
+    }
+
     pub fn questions(&self) -> &[Question] {
         match &self.request {
             InteractionRequest::Question { questions } => questions,

@@ -168,7 +168,9 @@ fn transcript_heading(
                     "Running in a terminal"
                 </span>
                 <span class="agent-info" title=move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))>
-                    {move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))}
+                    // Isolated left-to-right: the box cuts at the start (`rtl`), and a path's
+                    // leading slash stays where it is.
+                    <bdi>{move || shown.with(|s| s.as_ref().map(|(_, s)| s.project.clone()))}</bdi>
                 </span>
             </span>
         </div>

@@ -24,8 +24,16 @@ pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             None => c.partial_input.clone(),
         })
     });
+    // The person said no: the tool never ran, it did not fail.
+    let denied = Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_denied())));
     let result = Memo::new(move |_| call.with(|c| c.result.clone()));
-    let status_text = move || if asking.get() { "waiting" } else { status_label(status.get()) };
+    // Its state for the styles, and in words.
+    let shown = move || match (asking.get(), denied.get()) {
+        (true, _) => ("waiting", "waiting"),
+        (_, true) => ("denied", "denied"),
+        _ => (status_key(status.get()), status_label(status.get())),
+    };
+    let status_text = move || shown().1;
     let label = move || {
         let summary = summary.get();
         if summary.is_empty() {
@@ -38,7 +46,7 @@ pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     view! {
         <div
             class="tool-card"
-            data-status=move || if asking.get() { "waiting" } else { status_key(status.get()) }
+            data-status=move || shown().0
             role="group"
             aria-label=label
         >
@@ -58,7 +66,11 @@ pub fn ToolCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                         result
                             .get()
                             .map(|result| {
-                                let heading = if status.get() == ToolStatus::Failed { "Error" } else { "Result" };
+                                let heading = match (denied.get(), status.get()) {
+                                    (true, _) => "Told the agent",
+                                    (_, ToolStatus::Failed) => "Error",
+                                    _ => "Result",
+                                };
                                 view! {
                                     <section class="tool-section">
                                         <h4>{heading}</h4>
