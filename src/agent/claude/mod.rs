@@ -193,7 +193,8 @@ impl ClaudeCliBackend {
         let hooks = (self.config.answer_path == AnswerPath::Hook).then(|| question_hooks(HOOK_ID));
         let (mut process, response) = start_cli(&launch, &request.session_id, hooks).await?;
         if let Some(id) = &launch.resume {
-            process.spent = RunningTotal(restored_cost(&launch, id).await);
+            let counted = request.history.iter().filter_map(|m| m.usage.as_ref()?.cost_usd).sum();
+            process.spent = RunningTotal::resumed(restored_cost(&launch, id).await, counted);
         }
         let info = CliInfo::from_initialize(&response);
         info!(session = %request.session_id, version = ?info.version, model = ?info.model, resume = ?launch.resume, "Claude Code is ready");

@@ -151,16 +151,32 @@ pub struct CliProcess {
 /// A process's running total of dollars (`result.total_cost_usd`) at its last turn's end, or
 /// where it started counting: each turn's own cost is the difference.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct RunningTotal(pub f64);
+pub struct RunningTotal {
+    spent: f64,
+    /// Spent by earlier processes of the conversation and never counted here (a turn that parked
+    /// ends without its figures): the next turn's.
+    carried: f64,
+}
 
 impl RunningTotal {
+    /// A `--resume`d process: it starts from `restored` (what the CLI restores, see
+    /// `ProjectsDir::restored_cost`), of which AskBridge had counted `counted` in the session's
+    /// turns. More was spent than counted when a turn parked (its cost is in the CLI's, not in a
+    /// turn's figures): that goes with the next turn. Less was when a process was killed before
+    /// it could write down its total: it counted then, and nothing is carried.
+    pub fn resumed(restored: f64, counted: f64) -> Self {
+        let uncounted = restored - counted;
+        // Sums of floats differ in their last digits: less than a cent's hundredth is nothing.
+        Self { spent: restored, carried: if uncounted > 1e-6 { uncounted } else { 0.0 } }
+    }
+
     /// A turn's own cost, from the running total its `result` reports (cumulative per process:
     /// two $0.066 turns report $0.066, then $0.133). A total that fell was reset (`/clear`
     /// starts a conversation at $0, seen with CLI 2.1.332): it is all this turn's.
     pub fn turn_cost(&mut self, total: f64) -> f64 {
-        let cost = if total < self.0 { total } else { total - self.0 };
-        self.0 = total;
-        cost
+        let cost = if total < self.spent { total } else { total - self.spent };
+        self.spent = total;
+        cost + std::mem::take(&mut self.carried)
     }
 }
 
@@ -377,8 +393,16 @@ mod tests {
         assert!((spent.turn_cost(0.132576) - 0.066858).abs() < 1e-9);
         assert_eq!(spent.turn_cost(0.0), 0.0, "/clear");
         assert_eq!(spent.turn_cost(0.066048), 0.066048);
-        let mut resumed = super::RunningTotal(0.132576);
+        // Resumed after two counted turns: only its own turn.
+        let mut resumed = super::RunningTotal::resumed(0.132576, 0.065718 + 0.066858);
         assert!((resumed.turn_cost(0.19959) - 0.067014).abs() < 1e-9);
+        // Resumed after a turn that parked ($0.05 never counted): the next turn carries it, once.
+        let mut after_park = super::RunningTotal::resumed(0.182576, 0.132576);
+        assert!((after_park.turn_cost(0.25) - (0.067424 + 0.05)).abs() < 1e-9);
+        assert!((after_park.turn_cost(0.3) - 0.05).abs() < 1e-9);
+        // Resumed from an older total (the last process was killed): nothing is carried.
+        let mut after_kill = super::RunningTotal::resumed(0.1, 0.3);
+        assert!((after_kill.turn_cost(0.16) - 0.06).abs() < 1e-9);
     }
 
     use std::time::Duration;
