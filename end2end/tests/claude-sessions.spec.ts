@@ -66,6 +66,10 @@ test("a terminal's Claude Code session is listed, opened, and continued here; th
     // Continued here: the next message resumes it.
     await page.getByRole("button", { name: "Continue here" }).click();
     await page.waitForURL(/\/s\/[0-9a-f]+$/);
+    // Titled as the transcript is, at once; and no longer in Claude Code's own list (it is ours now).
+    await expect(page.getByRole("heading", { level: 1 })).toHaveText("remember the word pelican");
+    const own = (await (await page.request.post(`${server.url}/api/list_claude_sessions`, { data: {} })).json()) as any[];
+    expect(own.flatMap((p) => p.sessions).map((s: any) => s.id)).not.toContain(claudeId);
     await expect(page.getByRole("article", { name: "You" }).first()).toHaveText("remember the word pelican");
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("what did I ask you to remember?");

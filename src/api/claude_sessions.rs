@@ -51,19 +51,24 @@ pub struct TranscriptView {
     pub resume_command: Option<String>,
 }
 
-/// Every Claude Code session on this machine, grouped by working folder. Empty where Claude Code
-/// keeps none (no `~/.claude/projects`).
+/// Every Claude Code session on this machine, grouped by working folder, but those AskBridge's
+/// own sessions hold (it runs them, or they were continued here: they are in the session list).
+/// Empty where Claude Code keeps none (no `~/.claude/projects`).
 #[server(input = Json, endpoint = "list_claude_sessions")]
 pub async fn list_claude_sessions() -> Result<Vec<ClaudeProject>, AppError> {
     use crate::agent::claude::transcripts::ProjectsDir;
     let Some(dir) = ProjectsDir::from_env() else { return Ok(Vec::new()) };
+    let ours = super::manager()?.agent_sessions().await?;
     let groups = blocking(move || Ok(dir.list())).await?;
     Ok(groups
         .into_iter()
-        .map(|group| ClaudeProject {
-            project: group.project,
-            more: group.sessions.len().saturating_sub(SESSIONS_PER_PROJECT),
-            sessions: group.sessions.iter().take(SESSIONS_PER_PROJECT).map(ssr::session_of).collect(),
+        .filter_map(|group| {
+            let sessions: Vec<_> = group.sessions.iter().filter(|s| !ours.contains(&s.id)).collect();
+            (!sessions.is_empty()).then(|| ClaudeProject {
+                project: group.project,
+                more: sessions.len().saturating_sub(SESSIONS_PER_PROJECT),
+                sessions: sessions.into_iter().take(SESSIONS_PER_PROJECT).map(ssr::session_of).collect(),
+            })
         })
         .collect())
 }
@@ -150,10 +155,12 @@ pub async fn continue_claude_session(id: String) -> Result<crate::thread::Sessio
         history,
         ..Default::default()
     };
-    let session = manager.create_session_with(new).await?;
+    let mut session = manager.create_session_with(new).await?;
     let title = crate::session::title_from_message(summary.title());
-    if let Err(error) = manager.title_automatically(&session.id, &title).await {
-        tracing::warn!(session = %session.id, %error, "could not title the continued session");
+    match manager.title_automatically(&session.id, &title).await {
+        // The page shows what it is given: the title, not the new session's "New session".
+        Ok(()) => session.title = title,
+        Err(error) => tracing::warn!(session = %session.id, %error, "could not title the continued session"),
     }
     Ok(session)
 }

@@ -48,6 +48,24 @@ impl Store {
         Ok(rows.into_iter().map(SessionSummary::from).collect())
     }
 
+    /// The agents' own ids for the sessions' conversations (`turn.agent_session`): the Claude Code
+    /// sessions that AskBridge runs, or took over with Continue here.
+    pub async fn agent_sessions(&self) -> StoreResult<Vec<String>> {
+        let ids: Vec<Option<String>> = on_pool!(self, |pool, dialect| {
+            sqlx::query_scalar(
+                Sql {
+                    sqlite: "SELECT json_extract(turn, '$.agent_session') FROM sessions
+                             WHERE json_extract(turn, '$.agent_session') IS NOT NULL",
+                    postgres: "SELECT turn ->> 'agent_session' FROM sessions WHERE turn ->> 'agent_session' IS NOT NULL",
+                }
+                .on(dialect),
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(ids.into_iter().flatten().collect())
+    }
+
     /// The person did something in the session (wrote, answered, decided): it moves to the top
     /// of the list.
     pub async fn mark_active(&self, id: &str, at_ms: i64) -> StoreResult<()> {
