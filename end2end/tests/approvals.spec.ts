@@ -57,6 +57,8 @@ test("the keyboard decides: y allows, n denies, Enter in the message denies with
   // The card takes the focus when it appears, so its keys work at once.
   const first = await startSession(page, "run the command");
   await expect(commandCard(page)).toBeFocused();
+  // The card says its keys.
+  await expect(commandCard(page)).toContainText("Keys: y allow · n deny · ? all keys");
   await page.keyboard.press("y");
   await expect(commandCard(page)).toHaveAttribute("data-state", "allowed");
   await waitForTurnEnd(page);
@@ -163,6 +165,17 @@ test("the plan card: keep planning with a message, then approve", async ({ page,
     { denied: { message: "Add a dry run first" } },
     { allowed: { always: null } },
   ]);
+});
+
+test("a plan is approved with every edit accepted from then on, as the terminal offers", async ({ page, request }) => {
+  const session = await startSession(page, "make a plan");
+  const card = page.getByRole("group", { name: "The agent's plan is ready" }).last();
+  await card.getByRole("button", { name: "Approve, and accept every edit" }).click();
+  await expect(card.getByRole("status")).toHaveText("Approved");
+  await expect(agentReplies(page).last()).toContainText("Starting on the plan.");
+  await expect(page.getByRole("combobox", { name: "Permission mode" })).toHaveValue("acceptEdits");
+  const [plan] = await approvals(request, session);
+  expect(plan.interaction.outcome).toEqual({ allowed: { always: 0 } });
 });
 
 test("a pending approval survives a reload and is decided live in a second tab", async ({ page, context }) => {

@@ -174,6 +174,17 @@ impl Approval {
             .iter()
             .map(|value| Suggestion { label: word_suggestion(value), value: value.clone() })
             .collect();
+        // A plan is approved with edits accepted from then on, as the terminal offers ("Yes, and
+        // auto-accept edits"): Claude Code takes it as the allow's `updatedPermissions`.
+        let accept_edits = serde_json::json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"});
+        if self.is_plan() && !suggestions.iter().any(|s| s.get("mode") == accept_edits.get("mode")) {
+            self.suggestions.push(Suggestion { label: word_suggestion(&accept_edits), value: accept_edits });
+        }
+        for suggestion in self.suggestions.iter_mut().filter(|_| self.tool == "ExitPlanMode") {
+            if suggestion.value.get("mode").and_then(Value::as_str) == Some("acceptEdits") {
+                suggestion.label = "Approve, and accept every edit".to_string();
+            }
+        }
         self
     }
 
@@ -301,6 +312,19 @@ mod tests {
             short_label(placed),
             "Always allow Bash(echo $(date) and then some more…) in this project, on this machine (.claude/settings.local.json)"
         );
+    }
+
+    #[test]
+    fn a_plan_is_offered_with_edits_accepted_once_as_the_terminal_offers() {
+        let plan = Approval::new("ExitPlanMode", json!({"plan": "# P"})).with_suggestions(&[]);
+        let labels: Vec<&str> = plan.suggestions.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["Approve, and accept every edit"]);
+        assert_eq!(plan.suggestions[0].value["mode"], "acceptEdits");
+        let offered = json!({"type": "setMode", "mode": "acceptEdits", "destination": "session"});
+        let again = Approval::new("ExitPlanMode", json!({"plan": "# P"})).with_suggestions(&[offered]);
+        assert_eq!(again.suggestions.len(), 1, "the agent's own offer is not doubled");
+        let edit = Approval::new("Edit", json!({})).with_suggestions(&[]);
+        assert!(edit.suggestions.is_empty());
     }
 
     #[test]

@@ -103,10 +103,12 @@ impl ScriptedAgent {
         let approval = Approval { reason: permission.reason.clone(), ..Approval::new(tool, input.clone()) }
             .with_suggestions(&suggestions);
         let plan = approval.is_plan();
+        // As offered on the card (a plan's "accept every edit" is added there).
+        let offered: Vec<Value> = approval.suggestions.iter().map(|s| s.value.clone()).collect();
         let outcome = sink.ask_approval(tool_use_id, approval, true, &request.cancel).await?;
         let refusal = match outcome {
             InteractionOutcome::Allowed { always } => {
-                if let Some(suggestion) = always.and_then(|index| suggestions.get(index)) {
+                if let Some(suggestion) = always.and_then(|index| offered.get(index)) {
                     self.remember(&request.session_id, suggestion, sink).await?;
                 }
                 if plan && sink.current_permission_mode().await == Some(PermissionMode::Plan) {
