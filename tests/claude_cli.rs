@@ -730,6 +730,23 @@ async fn a_question_nobody_answers_parks_after_the_set_time_and_no_process_is_le
     h.answer("toolu_ask", vec![QuestionAnswer::new(AUTH, &["JWT"], None, None)]).await;
     h.turn_ended(TurnOutcome::Completed).await;
     assert_eq!(h.model_saw(), vec![answered(ANSWERED)]);
+    // What the turn that parked spent is counted once, with the resumed one: the session's
+    // total is what the mock's replies cost at the list prices, neither more nor less.
+    let spent: f64 = h.mock.usage().iter().map(list_price).sum();
+    let counted = h.thread().await.turn.total_cost_usd.expect("a cost was counted");
+    assert!((counted - spent).abs() < 1e-6, "counted ${counted}, the replies cost ${spent}");
+}
+
+/// What a reply the mock served cost at Claude Code's list prices per million tokens (the mock
+/// sends no cache figures).
+fn list_price(usage: &Value) -> f64 {
+    let model = usage["model"].as_str().unwrap_or_default();
+    let (input, output) = [("opus", (4.0, 20.0)), ("sonnet", (2.0, 10.0)), ("haiku", (0.10, 0.50))]
+        .into_iter()
+        .find(|(family, _)| model.contains(family))
+        .map_or_else(|| panic!("no list price for {model}"), |(_, prices)| prices);
+    let tokens = |key: &str| usage[key].as_u64().unwrap_or(0) as f64 / 1_000_000.0;
+    tokens("input_tokens") * input + tokens("output_tokens") * output
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -275,6 +275,11 @@ impl MockAnthropic {
         self.shared.requests()
     }
 
+    /// What each reply served so far said it used: `{model, input_tokens, output_tokens, side}`.
+    pub fn usage(&self) -> Vec<Value> {
+        self.shared.lock().usage.clone()
+    }
+
     /// From now on, answers the requests an agent makes beside the conversation with `text`,
     /// leaving the script and the recorded requests to the conversation: requests that offer no
     /// tools (Claude's title for a session) and Claude Code's prompt suggestions ("[SUGGESTION
