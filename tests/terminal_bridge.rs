@@ -37,6 +37,7 @@ fn main() {
         plain_trial("the_hook_gets_out_of_the_way_at_once_without_a_server", the_hook_gets_out_of_the_way_at_once),
         plain_trial("a_hook_request_is_a_card_whose_decision_comes_back_in_claude_codes_form", hook_requests_over_http),
         plain_trial("a_hook_request_that_goes_away_closes_its_card_saying_why", hook_requests_that_go_away),
+        plain_trial("a_terminal_whose_claude_dies_without_a_word_ends_and_its_card_says_so", claude_that_dies),
         terminal_trial("a_question_in_the_terminal_is_answered_from_askbridge", a_question_is_answered_from_askbridge),
         terminal_trial("bash_permissions_are_allowed_and_denied_from_askbridge", bash_permissions_are_decided_here),
         terminal_trial("answering_in_the_terminal_closes_the_card_honestly", answering_in_the_terminal_closes_the_card),
@@ -778,6 +779,49 @@ async fn hook_requests_over_http() -> TestResult {
     expect(sessions.as_array().map(Vec::len) == Some(2), || {
         format!("one session per Claude Code session: {sessions}")
     })?;
+    server.stop().await;
+    Ok(())
+}
+
+/// A `claude` killed without a word (SIGKILL, its tmux killed: no `SessionEnd` hook): the server on
+/// its machine sees the process gone, ends the session and closes its waiting card saying why. A
+/// `sleep` stands for the CLI: what the hook sends is its pid, start time and the boot's id.
+async fn claude_that_dies() -> TestResult {
+    let dir = tempfile::tempdir().map_err(err)?;
+    let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
+    let api = server.api();
+    let mut claude = std::process::Command::new("sleep").arg("600").spawn().map_err(err)?;
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", claude.id())).map_err(err)?;
+    let start_ticks: u64 = stat[stat.rfind(')').unwrap_or(0) + 1..]
+        .split_whitespace()
+        .nth(19)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| err("no start time in /proc/PID/stat"))?;
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map_err(err)?.trim().to_string();
+    let body = json!({"input": permission_request("question"), "host": "laptop", "tool_use_id": "toolu_d",
+        "process": {"pid": claude.id(), "start_ticks": start_ticks, "boot_id": boot_id}});
+    let asking = tokio::spawn({
+        let api = api.clone();
+        async move {
+            let url = format!("{}/api/terminal/hook", api.base);
+            let response = api.http.post(url).bearer_auth(TOKEN).json(&body).send().await.map_err(err)?;
+            let reply: Value = serde_json::from_slice(&response.bytes().await.map_err(err)?).map_err(err)?;
+            Ok::<Value, Failed>(reply["stdout"].clone())
+        }
+    });
+    let card = pending_card(&api, 1).await?;
+    claude.kill().map_err(err)?;
+    claude.wait().map_err(err)?;
+    let closed = card_where(&api, 1, |c| !c.outcome().is_null(), "closed").await?;
+    let reason = closed.outcome()["cancelled"]["reason"].as_str().unwrap_or_default();
+    expect(reason == "the terminal's Claude Code exited", || format!("{closed:#?}"))?;
+    let summary = api.call("list_sessions", json!({})).await.map_err(err)?;
+    let state = &summary[0]["terminal"]["state"];
+    expect(state == "ended", || format!("the session: {summary}"))?;
+    // The hook's request is answered with no decision: the terminal (gone) would ask by itself.
+    let stdout = asking.await.map_err(err)??;
+    expect(stdout.is_null(), || format!("the hook would print {stdout}"))?;
+    expect(card.session == summary[0]["id"], || format!("{summary}"))?;
     server.stop().await;
     Ok(())
 }

@@ -210,10 +210,10 @@ impl SessionManager {
                 continue;
             }
             info!(%session, pid = process.pid, "a terminal's claude exited without a word: its session ends");
+            self.set_terminal_state(&session, TerminalState::Ended, None).await?;
             for tool_use_id in self.pending_calls(&session).await? {
                 self.withdraw_terminal_request(&session, &tool_use_id, why).await;
             }
-            self.set_terminal_state(&session, TerminalState::Ended, None).await?;
             ended += 1;
         }
         Ok(ended)

@@ -234,6 +234,9 @@ impl Relay {
             self.manager.let_go_of_terminal_session(&session).await;
             let state = if outcome.as_ref().is_ok_and(InteractionOutcome::is_decision) {
                 TerminalState::Working
+            } else if self.claude_exited(&session).await {
+                // Closed because its `claude` is gone: it stays ended.
+                TerminalState::Ended
             } else {
                 TerminalState::Idle
             };
