@@ -144,7 +144,8 @@ test.describe("with --question-timeout 4s --park-after 1s", () => {
     const elapsed = Date.now() - asked;
     // Its deadline is 4 s after it opened (the card appeared a moment after that); 9 s was the
     // pending question the issue found.
-    expect(elapsed).toBeGreaterThanOrEqual(3_000);
+    // (Not at once: the card appeared about a second after it opened; timers are a few ms coarse.)
+    expect(elapsed).toBeGreaterThanOrEqual(2_500);
     expect(elapsed).toBeLessThan(9_000);
     await expect(card(page)).toContainText("Not answered in time.");
     await expect(logsQuestion(page).getByRole("radio", { name: "Files" })).toBeDisabled();

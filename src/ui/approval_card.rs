@@ -271,10 +271,6 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
                     }}
                 </button>
             </div>
-            // As the question card says its keys (hidden where there is no keyboard).
-            <span class="qc-keys ac-keys">
-                {if plan { "Keys: y approve · n keep planning · ? all keys" } else { "Keys: y allow · n deny · ? all keys" }}
-            </span>
         </fieldset>
     }
 }
