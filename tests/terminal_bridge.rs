@@ -38,6 +38,10 @@ fn main() {
         plain_trial("a_hook_request_is_a_card_whose_decision_comes_back_in_claude_codes_form", hook_requests_over_http),
         plain_trial("a_hook_request_that_goes_away_closes_its_card_saying_why", hook_requests_that_go_away),
         plain_trial("a_terminal_whose_claude_dies_without_a_word_ends_and_its_card_says_so", claude_that_dies),
+        plain_trial(
+            "a_terminal_is_followed_between_hooks_its_words_and_what_it_does",
+            a_terminal_is_followed_between_hooks,
+        ),
         terminal_trial("a_question_in_the_terminal_is_answered_from_askbridge", a_question_is_answered_from_askbridge),
         terminal_trial("bash_permissions_are_allowed_and_denied_from_askbridge", bash_permissions_are_decided_here),
         terminal_trial("answering_in_the_terminal_closes_the_card_honestly", answering_in_the_terminal_closes_the_card),
@@ -273,6 +277,35 @@ async fn cards(api: &Api) -> Result<Vec<Card>, Failed> {
     Ok(cards)
 }
 
+/// A session's thread as (role, text) pairs, oldest first.
+async fn thread_of(api: &Api, session: &str) -> Result<Vec<(String, String)>, Failed> {
+    let view = api.call("load_session", json!({"id": session})).await.map_err(err)?;
+    let messages = view["thread"]["messages"].as_array().cloned().unwrap_or_default();
+    Ok(messages
+        .iter()
+        .map(|message| {
+            let text = message["blocks"].as_array().into_iter().flatten().filter_map(|b| b["text"]["text"].as_str());
+            (message["role"].as_str().unwrap_or_default().to_string(), text.collect())
+        })
+        .collect())
+}
+
+/// Waits until the session's thread holds `wanted` (role, text), in order, among its messages.
+async fn thread_holds(api: &Api, session: &str, wanted: &[(&str, &str)]) -> TestResult {
+    let start = Instant::now();
+    loop {
+        let thread = thread_of(api, session).await?;
+        let mut rest = thread.iter();
+        if wanted.iter().all(|(role, text)| rest.any(|(r, t)| r == role && t == text)) {
+            return Ok(());
+        }
+        if start.elapsed() > STEP {
+            return Err(format!("waited {STEP:?} for the thread to hold {wanted:?}; it holds {thread:#?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Waits for the `n`th card (1-based) to be there and match `wanted`.
 async fn card_where(api: &Api, n: usize, wanted: impl Fn(&Card) -> bool, what: &str) -> Result<Card, Failed> {
     let start = Instant::now();
@@ -351,8 +384,14 @@ async fn a_question_is_answered_from_askbridge() -> TestResult {
     expect(card.summary["waiting"] == true, || format!("the list does not show it waiting: {}", card.summary))?;
     let question = &card.call["interaction"]["request"]["question"]["questions"][0];
     expect(question["question"] == AUTH, || format!("the card asks something else: {question}"))?;
+    // The conversation around the card, read from the terminal's transcript: the prompt and
+    // what the agent said before it asked, above the card.
+    let before = [("user", "Ask me about auth"), ("assistant", "Let me ask."), ("assistant", card.said.as_str())];
+    thread_holds(&bridge.api, &card.session, &before).await?;
 
     bridge.api.answer(&card.session, &card.tool_use_id, AUTH, "Sessions").await.map_err(err)?;
+    // And what it said after, once the terminal's turn ended.
+    thread_holds(&bridge.api, &card.session, &[("assistant", "Thanks for answering.")]).await?;
     let screen = terminal.wait_for("Thanks for answering", STEP).await.map_err(err)?;
     expect(screen.contains(&format!("{AUTH} → Sessions")), || format!("the terminal shows no answer:\n{screen}"))?;
     bridge.mock.wait_for_requests(2, STEP).await;
@@ -791,15 +830,9 @@ async fn claude_that_dies() -> TestResult {
     let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
     let api = server.api();
     let mut claude = std::process::Command::new("sleep").arg("600").spawn().map_err(err)?;
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", claude.id())).map_err(err)?;
-    let start_ticks: u64 = stat[stat.rfind(')').unwrap_or(0) + 1..]
-        .split_whitespace()
-        .nth(19)
-        .and_then(|t| t.parse().ok())
-        .ok_or_else(|| err("no start time in /proc/PID/stat"))?;
-    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map_err(err)?.trim().to_string();
+    let (pid, start_ticks, boot_id) = process_of(&claude)?;
     let body = json!({"input": permission_request("question"), "host": "laptop", "tool_use_id": "toolu_d",
-        "process": {"pid": claude.id(), "start_ticks": start_ticks, "boot_id": boot_id}});
+        "process": {"pid": pid, "start_ticks": start_ticks, "boot_id": boot_id}});
     let asking = tokio::spawn({
         let api = api.clone();
         async move {
@@ -824,6 +857,91 @@ async fn claude_that_dies() -> TestResult {
     expect(card.session == summary[0]["id"], || format!("{summary}"))?;
     server.stop().await;
     Ok(())
+}
+
+/// Between hooks, a `claude` on this machine is followed: what its transcript gains joins the
+/// session (the prompt, the agent's words; never a tool call), and what Claude Code's registry
+/// says it does is the session's state, when said after the hooks last spoke. A `sleep` stands
+/// for the CLI, and the test writes its transcript and registry entry as CLI 2.1.332 does.
+async fn a_terminal_is_followed_between_hooks() -> TestResult {
+    let dir = tempfile::tempdir().map_err(err)?;
+    let server = Server::start(dir.path(), &["--agent", "scripted"]).await;
+    let api = server.api();
+    let claude = std::process::Command::new("sleep").arg("600").spawn().map_err(err)?;
+    let claude = KillOnDrop(claude);
+    let (pid, start_ticks, boot_id) = process_of(&claude.0)?;
+    let id = "0b6c3f2e-8a51-4c2d-9d7e-2f1a4b5c6d7e";
+    let config = dir.path().join("claude-config");
+    let transcript = config.join("projects/-home-user-project").join(format!("{id}.jsonl"));
+    std::fs::create_dir_all(transcript.parent().unwrap_or(&config)).map_err(err)?;
+    std::fs::create_dir_all(config.join("sessions")).map_err(err)?;
+    let line = |value: Value| format!("{value}\n");
+    std::fs::write(
+        &transcript,
+        line(json!({"type": "user", "uuid": "u1", "message": {"role": "user", "content": "tidy the imports"}})),
+    )
+    .map_err(err)?;
+    let start = json!({"input": {"hook_event_name": "SessionStart", "session_id": id, "cwd": "/home/user/project",
+        "transcript_path": transcript.display().to_string()},
+        "host": "laptop", "process": {"pid": pid, "start_ticks": start_ticks, "boot_id": boot_id}});
+    let response = api.http.post(format!("{}/api/terminal/hook", api.base)).bearer_auth(TOKEN).json(&start);
+    let response = response.send().await.map_err(err)?;
+    expect(response.status() == 200, || format!("the hook's request got {}", response.status()))?;
+    let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
+    let session = sessions[0]["id"].as_str().unwrap_or_default().to_string();
+    thread_holds(&api, &session, &[("user", "tidy the imports")]).await?;
+
+    // No hook runs while the agent works: the sweep reads what it wrote, and its status.
+    let said = |block: Value| {
+        json!({"type": "assistant", "uuid": format!("a-{block}"),
+        "message": {"id": "msg_1", "role": "assistant", "content": [block]}})
+    };
+    let more = line(said(json!({"type": "text", "text": "Sorting them now."})))
+        + &line(said(json!({"type": "tool_use", "id": "toolu_r", "name": "Read", "input": {"file_path": "a.rs"}})));
+    let mut file = std::fs::OpenOptions::new().append(true).open(&transcript).map_err(err)?;
+    std::io::Write::write_all(&mut file, more.as_bytes()).map_err(err)?;
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_err(err)?.as_millis() as i64;
+    let registry = json!({"pid": pid, "sessionId": id, "procStart": start_ticks.to_string(), "status": "busy",
+        "statusUpdatedAt": now_ms + 1_000});
+    std::fs::write(config.join(format!("sessions/{pid}.json")), registry.to_string()).map_err(err)?;
+    thread_holds(&api, &session, &[("user", "tidy the imports"), ("assistant", "Sorting them now.")]).await?;
+    let start = Instant::now();
+    loop {
+        let sessions = api.call("list_sessions", json!({})).await.map_err(err)?;
+        if sessions[0]["terminal"]["state"] == "working" {
+            break;
+        }
+        expect(start.elapsed() < STEP, || format!("the registry's busy was not taken: {sessions}"))?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let thread = thread_of(&api, &session).await?;
+    expect(thread.len() == 2, || format!("each line once, and no tool call: {thread:#?}"))?;
+    let view = api.call("load_session", json!({"id": session})).await.map_err(err)?;
+    expect(!view.to_string().contains("toolu_r"), || format!("a tool call was added: {view}"))?;
+    server.stop().await;
+    Ok(())
+}
+
+/// Kills the child when dropped: a failed test leaves no `sleep` behind.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A process's pid, start time (`/proc/PID/stat` field 22) and the boot's id, as a hook sends them.
+fn process_of(child: &std::process::Child) -> Result<(u32, u64, String), Failed> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).map_err(err)?;
+    let start_ticks: u64 = stat[stat.rfind(')').unwrap_or(0) + 1..]
+        .split_whitespace()
+        .nth(19)
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| err("no start time in /proc/PID/stat"))?;
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map_err(err)?.trim().to_string();
+    Ok((child.id(), start_ticks, boot_id))
 }
 
 async fn hook_requests_that_go_away() -> TestResult {

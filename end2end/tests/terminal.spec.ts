@@ -258,6 +258,10 @@ test("a question asked in the terminal is a card in the browser, and a click ans
     await session.click();
     await page.waitForURL(/\/s\/[0-9a-f]+$/);
     await expect(page.getByText(`Claude Code in a terminal on ${os.hostname()}, in ${project}, asks you:`)).toBeVisible();
+    // Around the card, the conversation as the terminal's transcript has it: the prompt typed
+    // there, and what the agent said before it asked.
+    await expect(page.getByRole("article", { name: "You" })).toHaveText("Ask me about auth");
+    await expect(page.getByRole("article", { name: "Agent" }).first()).toContainText("Let me ask.");
     const asked = card(page).getByRole("radiogroup", { name: AUTH });
     await expect(card(page)).toHaveAttribute("data-state", "pending");
     await expect(asked.getByRole("radio", { name: "JWT" })).toBeEnabled();
@@ -279,6 +283,8 @@ test("a question asked in the terminal is a card in the browser, and a click ans
     expect(terminal.screen()).toContain(`${AUTH} → Sessions`);
     const answered = `Your questions have been answered: "${AUTH}"="Sessions". You can now continue with these answers in mind.`;
     await expect.poll(() => toolResults(mock), { timeout: STEP }).toEqual([["toolu_ask", answered, false]]);
+    // And what it said once it had the answer.
+    await expect(page.getByRole("article", { name: "Agent" }).last()).toContainText("Thanks for answering.", { timeout: STEP });
     // Done in the terminal: the list no longer says it waits.
     await expect(session).not.toContainText("Waiting for you", { timeout: STEP });
 

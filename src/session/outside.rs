@@ -13,8 +13,10 @@ use crate::bridge::NoOutcome;
 use crate::error::AppError;
 use crate::ids::{new_id, now_ms};
 use crate::interaction::{InteractionOutcome, InteractionRequest};
+use crate::store::TranscriptRead;
 use crate::thread::{
-    Block, ClaudeProcess, EventBody, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, Thread, ToolCall,
+    Block, ClaudeProcess, EventBody, Message, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary, Thread,
+    ToolCall,
 };
 
 impl SessionManager {
@@ -217,6 +219,48 @@ impl SessionManager {
             ended += 1;
         }
         Ok(ended)
+    }
+
+    /// The terminal sessions whose `claude` runs, as `alive` sees it (this machine's), with what
+    /// is known of their terminal.
+    pub async fn running_terminals(
+        &self,
+        alive: impl Fn(&ClaudeProcess) -> Option<bool>,
+    ) -> Result<Vec<(String, TerminalSummary)>, AppError> {
+        let mut running = Vec::new();
+        for (session, process) in self.store().terminal_processes().await? {
+            if alive(&process) == Some(true)
+                && let Some(terminal) = self.store().session(&session).await?.terminal
+            {
+                running.push((session, terminal));
+            }
+        }
+        Ok(running)
+    }
+
+    /// Where a terminal session's transcript is and how far it has been read, once a hook named it.
+    pub async fn terminal_transcript(&self, session: &str) -> Result<Option<TranscriptRead>, AppError> {
+        Ok(self.store().terminal_transcript(session).await?)
+    }
+
+    /// The prompts and words read from a terminal session's transcript, from `read.offset` to
+    /// `next`, join its thread (as a conversation the agent had: finished). Nothing is added when
+    /// another read took those lines first.
+    pub async fn add_terminal_conversation(
+        &self,
+        session: &str,
+        read: &TranscriptRead,
+        next: u64,
+        messages: Vec<Message>,
+    ) -> Result<(), AppError> {
+        let runtime = self.runtime(session).await?;
+        let mut state = runtime.lock().await;
+        if !self.store().advance_terminal_transcript(session, read.offset, next).await? || messages.is_empty() {
+            return Ok(());
+        }
+        let body = EventBody::HistoryImported { agent_session: read.claude_session_id.clone(), messages };
+        runtime.append_locked(self.store(), &mut state, body).await?;
+        Ok(())
     }
 
     /// The calls of `session` whose card waits for the person.

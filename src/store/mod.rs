@@ -81,6 +81,7 @@ pub use error::{StoreError, StoreResult};
 pub use events::Append;
 pub use notices::{Listener, Notice};
 pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
+pub use terminals::TranscriptRead;
 
 #[derive(Clone)]
 pub struct Store {

@@ -49,14 +49,17 @@ impl Store {
     }
 
     /// The agents' own ids for the sessions' conversations (`turn.agent_session`): the Claude Code
-    /// sessions that AskBridge runs, or took over with Continue here.
+    /// sessions that AskBridge runs, or took over with Continue here; not a terminal's (its
+    /// conversation is the terminal's, and can be continued here once it ends).
     pub async fn agent_sessions(&self) -> StoreResult<Vec<String>> {
         let ids: Vec<Option<String>> = on_pool!(self, |pool, dialect| {
             sqlx::query_scalar(
                 Sql {
                     sqlite: "SELECT json_extract(turn, '$.agent_session') FROM sessions
-                             WHERE json_extract(turn, '$.agent_session') IS NOT NULL",
-                    postgres: "SELECT turn ->> 'agent_session' FROM sessions WHERE turn ->> 'agent_session' IS NOT NULL",
+                             WHERE json_extract(turn, '$.agent_session') IS NOT NULL
+                               AND id NOT IN (SELECT session_id FROM terminal_sessions)",
+                    postgres: "SELECT turn ->> 'agent_session' FROM sessions WHERE turn ->> 'agent_session' IS NOT NULL
+                                 AND id NOT IN (SELECT session_id FROM terminal_sessions)",
                 }
                 .on(dialect),
             )

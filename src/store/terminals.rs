@@ -6,6 +6,15 @@ use super::{Sql, Store, StoreResult, without_nul};
 use crate::store::Notice;
 use crate::thread::{ClaudeProcess, SessionSummary, TerminalState, TerminalSummary};
 
+/// How far a terminal session's transcript has been read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TranscriptRead {
+    pub path: String,
+    pub claude_session_id: String,
+    /// The byte after the last line read.
+    pub offset: u64,
+}
+
 impl Store {
     /// The AskBridge session that stands for Claude Code session `claude_session_id` on `host`.
     pub async fn terminal_session(&self, host: &str, claude_session_id: &str) -> StoreResult<Option<String>> {
@@ -154,5 +163,41 @@ impl Store {
             .await?
         });
         Ok(rows.into_iter().filter_map(|(id, process)| Some((id, serde_json::from_str(&process).ok()?))).collect())
+    }
+
+    /// Where a terminal session's transcript is, its Claude Code session id, and how far it has
+    /// been read; `None` while no hook has named the transcript.
+    pub async fn terminal_transcript(&self, session_id: &str) -> StoreResult<Option<TranscriptRead>> {
+        let row: Option<(Option<String>, String, i64)> = on_pool!(self, |pool, _dialect| {
+            sqlx::query_as(
+                "SELECT transcript_path, claude_session_id, transcript_offset FROM terminal_sessions
+                 WHERE session_id = $1",
+            )
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(row.and_then(|(path, claude_session_id, offset)| {
+            Some(TranscriptRead { path: path?, claude_session_id, offset: u64::try_from(offset).unwrap_or(0) })
+        }))
+    }
+
+    /// Moves how far a terminal session's transcript has been read from `from` to `to`: false
+    /// when another read moved it first (its lines are that one's to add).
+    pub async fn advance_terminal_transcript(&self, session_id: &str, from: u64, to: u64) -> StoreResult<bool> {
+        self.check_writable()?;
+        let (from, to) = (i64::try_from(from).unwrap_or(i64::MAX), i64::try_from(to).unwrap_or(i64::MAX));
+        let moved = on_pool!(self, |pool, _dialect| {
+            sqlx::query(
+                "UPDATE terminal_sessions SET transcript_offset = $3 WHERE session_id = $1 AND transcript_offset = $2",
+            )
+            .bind(session_id)
+            .bind(from)
+            .bind(to)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(moved == 1)
     }
 }

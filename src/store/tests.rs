@@ -978,6 +978,13 @@ async fn a_terminal_session_is_one_per_claude_session_and_lists_what_its_termina
     store.set_terminal_state("t1", TerminalState::Ended, None, 5_000).await.unwrap();
     assert_eq!(of_t1(store.terminal_processes().await.unwrap()), vec![]);
     assert_eq!(store.list_sessions().await.unwrap().len(), 2);
+    // How far its transcript was read moves only from where the mover saw it.
+    let read = store.terminal_transcript("t1").await.unwrap().unwrap();
+    assert_eq!((read.path.as_str(), read.claude_session_id.as_str(), read.offset), ("/t.jsonl", "f039304b", 0));
+    assert!(store.advance_terminal_transcript("t1", 0, 120).await.unwrap());
+    assert!(!store.advance_terminal_transcript("t1", 0, 90).await.unwrap(), "another read took those lines");
+    assert_eq!(store.terminal_transcript("t1").await.unwrap().unwrap().offset, 120);
+    assert_eq!(store.terminal_transcript("t2").await.unwrap(), None, "no transcript named yet");
     store.delete_session("t1").await.unwrap();
     assert_eq!(store.terminal_session("laptop", "f039304b").await.unwrap(), None, "deleted with its session");
 }

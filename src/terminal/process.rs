@@ -4,9 +4,17 @@
 //! same machine and boot (the same boot id) then tells a `claude` that exited without a word (its
 //! tmux killed, SIGKILL: no `SessionEnd` hook runs) from one that is quiet, and ends its session.
 //! Another machine's `claude` cannot be looked at: its session ends by its `SessionEnd` hook only.
+//!
+//! What a live `claude` is doing, Claude Code says itself: CLI 2.1.332 keeps
+//! `<config>/sessions/<pid>.json` while it runs, with a `status` (`busy`, `waiting`, `idle`) and
+//! when it last changed (`statusUpdatedAt`, ms), fixtures in `tests/fixtures/claude-cli/terminal/`.
+
+use std::path::Path;
+
+use serde_json::Value;
 
 use crate::agent::claude::transcripts::live::is_claude;
-use crate::thread::ClaudeProcess;
+use crate::thread::{ClaudeProcess, TerminalState};
 
 /// How far up the hook looks: the CLI, a shell it runs hooks through, `env` or a wrapper.
 const ANCESTORS: usize = 6;
@@ -43,6 +51,37 @@ pub fn is_alive(process: &ClaudeProcess) -> Option<bool> {
     let zombie = fields.next() == Some("Z");
     let started = after_name.split_whitespace().nth(19).and_then(|t| t.parse::<u64>().ok());
     Some(!zombie && started == Some(process.start_ticks))
+}
+
+/// What Claude Code's registry says `process` is doing in session `claude_session_id`, and since
+/// when (ms since the epoch); the registry is found beside the session's transcript
+/// (`<config>/projects/<folder>/<id>.jsonl` → `<config>/sessions/<pid>.json`). `None` when
+/// there is no entry for that very process (another pid's, a pid used again, another session).
+pub fn registry_status(
+    transcript: &Path,
+    process: &ClaudeProcess,
+    claude_session_id: &str,
+) -> Option<(TerminalState, i64)> {
+    let config = transcript.parent()?.parent().filter(|p| p.file_name() == Some("projects".as_ref()))?.parent()?;
+    let path = config.join("sessions").join(format!("{}.json", process.pid));
+    // An entry is a few hundred bytes: a big file, or one that is not a file, is no entry.
+    let metadata = std::fs::metadata(&path).ok()?;
+    if !metadata.is_file() || metadata.len() > 64 * 1024 {
+        return None;
+    }
+    let entry: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let field = |key: &str| entry.get(key).and_then(Value::as_str);
+    if field("sessionId") != Some(claude_session_id) || field("procStart") != Some(&process.start_ticks.to_string()) {
+        return None;
+    }
+    let state = match field("status")? {
+        "busy" => TerminalState::Working,
+        "waiting" => TerminalState::Waiting,
+        "idle" => TerminalState::Idle,
+        _ => return None,
+    };
+    let at = ["statusUpdatedAt", "updatedAt"].iter().find_map(|key| entry.get(*key).and_then(Value::as_i64))?;
+    Some((state, at))
 }
 
 /// This boot's id (`/proc/sys/kernel/random/boot_id`): the same machine, not rebooted since.
@@ -90,6 +129,29 @@ mod tests {
         assert_eq!(is_alive(&process), Some(false));
         child.wait().unwrap();
         assert_eq!(is_alive(&process), Some(false));
+    }
+
+    #[test]
+    fn claude_codes_registry_says_what_its_very_process_does() {
+        let config = tempfile::tempdir().unwrap();
+        let transcript = config.path().join("projects/-home-user-project/f039304b-f40a-4662-9608-54c323a3e393.jsonl");
+        std::fs::create_dir_all(config.path().join("sessions")).unwrap();
+        let process = ClaudeProcess { pid: 15030, start_ticks: 265_430, boot_id: "b".into() };
+        let id = "f039304b-f40a-4662-9608-54c323a3e393";
+        let entry = config.path().join("sessions/15030.json");
+        for (fixture, expected) in [
+            ("perm_prompt.sessions_file_waiting.json", Some((TerminalState::Waiting, 1_795_737_858_985))),
+            ("perm_prompt.sessions_file_idle.json", Some((TerminalState::Idle, 1_795_737_866_135))),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-cli/terminal").join(fixture);
+            std::fs::copy(path, &entry).unwrap();
+            assert_eq!(registry_status(&transcript, &process, id), expected, "{fixture}");
+        }
+        // Another start of that pid, another session, or a transcript not in a projects folder.
+        let again = ClaudeProcess { start_ticks: 1, ..process.clone() };
+        assert_eq!(registry_status(&transcript, &again, id), None);
+        assert_eq!(registry_status(&transcript, &process, "be782543-42c4-466d-b2e2-856e0f31cb34"), None);
+        assert_eq!(registry_status(&config.path().join("x/y/z.jsonl"), &process, id), None);
     }
 
     #[test]

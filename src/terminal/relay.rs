@@ -23,6 +23,7 @@ use tracing::{info, warn};
 
 use super::wire::{HookInput, HookReply, HookRequest, Withdrawal, Withdrawn};
 use crate::agent::claude::protocol::{PermissionReply, permission_request_reply};
+use crate::agent::claude::transcripts::{TranscriptError, follow};
 use crate::agent::claude::{approval_reply, question_decision};
 use crate::approval::Approval;
 use crate::error::AppError;
@@ -51,11 +52,14 @@ pub struct Relay {
     manager: Arc<SessionManager>,
     /// The hooks waiting here, by session: their calls.
     waiting: Mutex<HashMap<String, Vec<String>>>,
+    /// Held while a transcript is read and its lines added: one read at a time (a hook's and the
+    /// sweep's would take the same lines; the store's compare-and-set keeps servers apart).
+    following: tokio::sync::Mutex<()>,
 }
 
 impl Relay {
     pub fn new(manager: Arc<SessionManager>) -> Arc<Self> {
-        let relay = Arc::new(Self { manager, waiting: Mutex::default() });
+        let relay = Arc::new(Self { manager, waiting: Mutex::default(), following: tokio::sync::Mutex::default() });
         relay.sweep_exited();
         relay
     }
@@ -97,11 +101,65 @@ impl Relay {
                     () = tokio::time::sleep(SWEEP_EVERY) => {}
                 }
                 let Some(relay) = relay.upgrade() else { return };
+                match relay.manager.running_terminals(super::process::is_alive).await {
+                    Ok(running) => {
+                        for (session, terminal) in running {
+                            relay.follow(&session).await;
+                            relay.take_registry_status(&session, &terminal).await;
+                        }
+                    }
+                    Err(error) => warn!(%error, "could not list the terminals that run here"),
+                }
                 if let Err(error) = relay.manager.end_exited_terminals(super::process::is_alive, CLAUDE_EXITED).await {
                     warn!(%error, "could not look for terminals whose claude exited");
                 }
             }
         });
+    }
+
+    /// The prompts and the agent's words the session's transcript gained since it was last read
+    /// join the session's thread, when the transcript is on this machine (a terminal elsewhere
+    /// shows its cards only). Never in a hook's way: a failure is logged.
+    async fn follow(&self, session: &str) {
+        let _one_at_a_time = self.following.lock().await;
+        let read = match self.manager.terminal_transcript(session).await {
+            Ok(Some(read)) => read,
+            Ok(None) => return,
+            Err(error) => return warn!(%session, %error, "could not find the terminal's transcript"),
+        };
+        let (path, id, from) = (read.path.clone(), read.claude_session_id.clone(), read.offset);
+        let followed = tokio::task::spawn_blocking(move || follow(std::path::Path::new(&path), &id, from)).await;
+        let followed = match followed {
+            Ok(Ok(followed)) if followed.next != from => followed,
+            Ok(Ok(_)) | Ok(Err(TranscriptError::NotFound { .. })) => return,
+            Ok(Err(error)) => return warn!(%session, %error, "could not read the terminal's transcript"),
+            Err(error) => return warn!(%session, %error, "reading the terminal's transcript failed"),
+        };
+        if let Err(error) =
+            self.manager.add_terminal_conversation(session, &read, followed.next, followed.messages).await
+        {
+            warn!(%session, %error, "could not add the terminal's conversation");
+        }
+    }
+
+    /// What the terminal's `claude` says it does (Claude Code's registry), when it said so after
+    /// the hooks last did and no hook waits here (a card waiting says what the terminal does).
+    async fn take_registry_status(&self, session: &str, terminal: &TerminalSummary) {
+        if self.waiting.lock().expect("relay lock").contains_key(session) {
+            return;
+        }
+        let (Some(path), Some(process)) = (&terminal.transcript_path, &terminal.process) else { return };
+        let Some((state, at_ms)) =
+            super::process::registry_status(std::path::Path::new(path), process, &terminal.claude_session_id)
+        else {
+            return;
+        };
+        if state != terminal.state && at_ms > terminal.state_at_ms {
+            info!(%session, state = state.as_str(), "the terminal's claude says what it does");
+            if let Err(error) = self.manager.set_terminal_state(session, state, None).await {
+                warn!(%session, %error, "could not record what the terminal does");
+            }
+        }
     }
 
     /// A hook that only tells what the terminal does.
@@ -334,6 +392,8 @@ pub async fn hook(State(relay): State<Arc<Relay>>, body: Bytes) -> Response {
         Ok(session) => session,
         Err(error) => return refuse(error),
     };
+    // What was said before this hook comes before what it shows.
+    relay.follow(&session).await;
     if request.input.hook_event_name != "PermissionRequest" {
         return match relay.note(&session, &request.input).await {
             Ok(()) => Json(HookReply { stdout: None }).into_response(),

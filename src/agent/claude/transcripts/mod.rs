@@ -14,11 +14,13 @@
 //! - `history`: entries → `thread::Message`s; `answers`: how a question was answered.
 //! - `listing`: the session list; `page`: the thread, a page at a time.
 //! - `live`: which transcripts a running `claude` writes.
+//! - `follow`: a transcript read forward as it grows (a terminal's `claude`).
 //! - `error`: what can go wrong reading one.
 
 mod answers;
 mod entry;
 mod error;
+mod follow;
 mod history;
 mod lines;
 mod listing;
@@ -31,6 +33,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use error::TranscriptError;
+pub use follow::{Followed, follow};
 pub use listing::{ProjectGroup, TranscriptSummary};
 pub use page::{Cursor, TranscriptPage};
 pub use projects::{ProjectsDir, TranscriptFile, is_session_id};
