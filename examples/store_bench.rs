@@ -68,6 +68,7 @@ async fn run(store: Store, turns: usize) -> Figures {
         waiting: false,
         workdir: None,
         terminal: None,
+        matched: None,
     };
     store.create_session(&summary).await.expect("session");
     let mut thread = Thread::default();

@@ -262,9 +262,11 @@ test("a permission card shows at most four buttons: the scopes in one menu, each
   const command = "npm run build -- --watch --mode production --verbose --color";
   // The card shows the command whole.
   await expect(approval.locator(".ac-command")).toHaveText(command);
-  await expect(approval.getByRole("button")).toHaveText(["Allow once", "Always allow…", "Deny"]);
+  // Each key the card takes is on its button (Y, N), and not in the button's name.
+  await expect(approval.getByRole("button")).toHaveText([/^Allow once\s*Y$/, "Always allow…", /^Deny\s*N$/]);
+  await expect(approval.getByRole("button").first()).toHaveAccessibleName("Allow once");
   await approval.getByRole("textbox", { name: "Message for the agent" }).fill("not now");
-  await expect(approval.getByRole("button")).toHaveText(["Allow once", "Always allow…", "Deny with message"]);
+  await expect(approval.getByRole("button")).toHaveText([/^Allow once\s*Y$/, "Always allow…", /^Deny with message\s*N$/]);
   await approval.getByRole("textbox", { name: "Message for the agent" }).fill("");
 
   // Esc closes the menu and denies nothing.

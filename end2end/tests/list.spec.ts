@@ -1,6 +1,6 @@
 // Many sessions (issue 21): the list comes a page at a time (the first page of `/` holds 25,
 // whatever the total; the older ones come 50 at a time), scrolling to its end brings the next, and a search finds a session by
-// its title or by what was written in it. A server of the test's own, with 60 sessions.
+// its title or by what was written in it, and says why. A server of the test's own, with 60 sessions.
 import { test as base, expect } from "@playwright/test";
 import { call, OwnServer, waitForHydration } from "./helpers";
 
@@ -48,6 +48,15 @@ test("the list shows its first 25, brings the rest as it is scrolled, and a sear
   await expect(entries).toHaveCount(1);
   await expect(entries.first()).toContainText("topic 07");
   await search.fill("pelic");
+  await expect(entries).toHaveCount(1);
+  await expect(entries.first()).toContainText("please stream something about pelicans");
+  // Found by what the agent wrote: the entry says why, with the words around the match (the
+  // reply streams, so the search is typed again until it is written).
+  await expect(async () => {
+    await search.fill("");
+    await search.fill("juliett");
+    await expect(entries.first()).toContainText("india juliett kilo", { timeout: 1_000 });
+  }).toPass();
   await expect(entries).toHaveCount(1);
   await expect(entries.first()).toContainText("please stream something about pelicans");
   await search.fill("no such thing anywhere");

@@ -303,6 +303,7 @@ mod tests {
             workdir: Some("/home/me/app".into()),
             active_at_ms: 0,
             terminal: None,
+            matched: None,
         }
     }
 

@@ -234,6 +234,7 @@ mod tests {
             workdir: Some("/srv/app".into()),
             active_at_ms: 0,
             terminal: None,
+            matched: None,
         };
         let question = Question {
             header: String::new(),

@@ -243,6 +243,7 @@ impl SessionManager {
             workdir,
             active_at_ms: now,
             terminal: None,
+            matched: None,
         };
         self.store().create_session(&summary).await?;
         // Every session knows its mode from the start, so that its header shows it.

@@ -40,6 +40,7 @@ impl SessionManager {
             workdir: Some(terminal.folder.clone()),
             active_at_ms: now,
             terminal: Some(terminal.clone()),
+            matched: None,
         };
         let id = self.store().create_terminal_session(&summary, terminal).await?;
         if id == summary.id {

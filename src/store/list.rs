@@ -97,7 +97,94 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        Ok(rows.into_iter().map(SessionSummary::from).collect())
+        let mut found: Vec<SessionSummary> = rows.into_iter().map(SessionSummary::from).collect();
+        let lowered = query.trim().to_lowercase();
+        for summary in found.iter_mut().filter(|s| !words.is_empty() && !s.title.to_lowercase().contains(&lowered)) {
+            summary.matched = self.matched_message(&summary.id, &words).await?.and_then(|m| snippet(&m, &words));
+        }
+        Ok(found)
+    }
+
+    /// The blocks (JSON) of session `id`'s newest message that holds all `words`, as the search
+    /// found it.
+    async fn matched_message(&self, id: &str, words: &[String]) -> StoreResult<Option<String>> {
+        let blocks: Option<String> = on_pool!(self, |pool, dialect| {
+            let (sql, text) = match dialect {
+                super::Dialect::Sqlite => (
+                    "SELECT m.blocks FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+                      WHERE m.session_id = $1
+                        AND s.rowid * 1048576 + m.position IN (
+                            SELECT rowid FROM message_search WHERE message_search MATCH $2
+                               AND rowid BETWEEN s.rowid * 1048576 AND s.rowid * 1048576 + 1048575)
+                      ORDER BY m.position DESC LIMIT 1",
+                    words.iter().map(|w| format!("\"{w}\"*")).collect::<Vec<_>>().join(" "),
+                ),
+                super::Dialect::Postgres => (
+                    "SELECT m.blocks::text FROM messages AS m
+                      WHERE m.session_id = $1
+                        AND to_tsvector('simple', askbridge_message_text(m.blocks)) @@ to_tsquery('simple', $2)
+                      ORDER BY m.position DESC LIMIT 1",
+                    words.iter().map(|w| format!("{w}:*")).collect::<Vec<_>>().join(" & "),
+                ),
+            };
+            sqlx::query_scalar(sql).bind(id).bind(&text).fetch_optional(pool).await?
+        });
+        Ok(blocks)
+    }
+}
+
+/// How much of a message a search result shows around the first word found, in characters.
+const SNIPPET_BEFORE: usize = 30;
+const SNIPPET_LENGTH: usize = 110;
+
+/// The words of `blocks` (a message's, JSON) around the first of `words` found at a word's start,
+/// as the indexes read it (the same fields), on one line, cut with "…".
+fn snippet(blocks: &str, words: &[String]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(blocks).ok()?;
+    let mut texts = Vec::new();
+    collect_text(&value, &mut texts);
+    let text: Vec<char> = texts.join(" ").split_whitespace().collect::<Vec<_>>().join(" ").chars().collect();
+    let lowered: Vec<char> = text.iter().map(|c| c.to_lowercase().next().unwrap_or(*c)).collect();
+    let found = (0..lowered.len()).find(|&at| {
+        (at == 0 || !lowered[at - 1].is_alphanumeric())
+            && words.iter().any(|word| lowered[at..].iter().take(word.chars().count()).copied().eq(word.chars()))
+    })?;
+    let mut start = found.saturating_sub(SNIPPET_BEFORE);
+    // From a word's start, unless that word is the found one's.
+    while start > 0 && start < found && text[start - 1] != ' ' {
+        start += 1;
+    }
+    let end = (start + SNIPPET_LENGTH).min(text.len());
+    let mut shown: String = text[start..end].iter().collect();
+    if start > 0 {
+        shown.insert(0, '…');
+    }
+    if end < text.len() {
+        shown.push('…');
+    }
+    Some(shown)
+}
+
+/// The strings of the fields the search indexes (`migrations/*/0009_session_search.sql`).
+fn collect_text(value: &serde_json::Value, into: &mut Vec<String>) {
+    const FIELDS: [&str; 9] =
+        ["text", "result", "command", "description", "question", "label", "other", "notes", "plan"];
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                match value {
+                    // A label is often its description's first words, or a call's description: once.
+                    serde_json::Value::String(text) if FIELDS.contains(&key.as_str()) => {
+                        if !into.contains(text) {
+                            into.push(text.clone());
+                        }
+                    }
+                    _ => collect_text(value, into),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|item| collect_text(item, into)),
+        _ => {}
     }
 }
 
@@ -109,7 +196,7 @@ fn search_words(query: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::search_words;
+    use super::{search_words, snippet};
 
     #[test]
     fn a_search_is_words_and_nothing_of_the_index_syntax() {
@@ -117,5 +204,19 @@ mod tests {
         assert_eq!(search_words("\"x\" OR * NEAR(a b) :* & |"), ["x", "or", "near", "a", "b"]);
         assert!(search_words("*** ''").is_empty());
         assert_eq!(search_words(&"w ".repeat(20)).len(), 8);
+    }
+
+    #[test]
+    fn a_search_result_shows_the_words_around_the_match_from_a_words_start() {
+        let words = |q: &str| search_words(q);
+        let blocks = serde_json::json!([{"text": {"text": "We could use   JWT tokens.\nOr sessions."}},
+            {"tool_call": {"id": "t", "name": "Bash", "input": {"path": "ignored: not a field of the index"}}}])
+        .to_string();
+        assert_eq!(snippet(&blocks, &words("sess")).as_deref(), Some("We could use JWT tokens. Or sessions."));
+        assert_eq!(snippet(&blocks, &words("okens")), None, "only at a word's start");
+        let long = format!("{} needle {}", "hay ".repeat(40), "straw ".repeat(40));
+        let shown = snippet(&serde_json::json!([{"text": {"text": long}}]).to_string(), &words("Needle")).unwrap();
+        assert!(shown.starts_with("…hay ") && shown.contains("needle") && shown.ends_with('…'), "{shown}");
+        assert!(shown.chars().count() <= 112, "{shown}");
     }
 }

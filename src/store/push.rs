@@ -220,6 +220,7 @@ mod tests {
             workdir: None,
             active_at_ms: 0,
             terminal: None,
+            matched: None,
         };
         store.create_session(&summary).await.unwrap();
         let mut thread = Thread::default();

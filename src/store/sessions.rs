@@ -226,6 +226,7 @@ impl From<SummaryRow> for SessionSummary {
             workdir: row.workdir,
             active_at_ms: row.active_at_ms,
             terminal,
+            matched: None,
         }
     }
 }

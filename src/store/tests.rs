@@ -88,6 +88,7 @@ fn summary(id: &str, at: i64) -> SessionSummary {
         workdir: None,
         active_at_ms: at,
         terminal: None,
+        matched: None,
     }
 }
 
@@ -307,6 +308,15 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     assert_eq!(found("running").await, ["db"], "by what the agent wrote");
     assert!(found("nothing-like-this").await.is_empty());
     assert!(found("\"*\" OR NEAR(").await.is_empty(), "the index's own syntax is only text");
+    // Why each was found: the words around the match in the newest message that has it; nothing
+    // when the title says it.
+    let matched = |query: &'static str| {
+        let store = store.clone();
+        async move { store.search_sessions(query, 10).await.unwrap().into_iter().map(|s| s.matched).collect::<Vec<_>>() }
+    };
+    assert_eq!(matched("pelican").await, [Some("Migrate the Pelican database, please".to_string())]);
+    assert_eq!(matched("the").await.first().cloned().flatten().as_deref(), Some("Running the migrations now."));
+    assert_eq!(matched("oauth").await, [None]);
     // A deleted session is found no more.
     store.delete_session("db").await.unwrap();
     assert!(found("pelican").await.is_empty());

@@ -31,6 +31,10 @@ pub struct SessionSummary {
     /// Who runs a session AskBridge does not run: a `claude` in a terminal (DESIGN §7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<TerminalSummary>,
+    /// Why a search found it: the words around the first match in its newest message that
+    /// matches (search results only; `None` when the title matched, or in the list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<String>,
 }
 
 impl SessionSummary {

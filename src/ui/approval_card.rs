@@ -248,6 +248,7 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
         <fieldset class="ac-actions" hidden=move || !open() && phase.get() != Phase::Sending disabled=move || !open()>
             <button class="button primary" data-d="allow" aria-keyshortcuts="y">
                 {if plan { "Approve plan" } else { "Allow once" }}
+                <kbd class="button-key" aria-hidden="true">"Y"</kbd>
             </button>
             {always}
             <div class="ac-deny">
@@ -269,6 +270,7 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
                         (false, true) => "Deny",
                         (false, false) => "Deny with message",
                     }}
+                    <kbd class="button-key" aria-hidden="true">"N"</kbd>
                 </button>
             </div>
         </fieldset>

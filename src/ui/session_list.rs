@@ -71,7 +71,7 @@ pub fn SessionList() -> impl IntoView {
                 <ul class="session-items">
                     <For
                         each=move || pages.shown.get()
-                        key=|s| (s.id.clone(), s.title.clone(), s.status(), s.active_at_ms)
+                        key=|s| (s.id.clone(), s.title.clone(), s.status(), s.active_at_ms, s.matched.clone())
                         let:summary
                     >
                         <SessionItem summary changes repeated />
@@ -257,6 +257,7 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
     let href = session_path(&summary.id);
     let status = summary.status();
     let folder = summary.workdir.clone();
+    let matched = summary.matched.clone();
     let title_repeats = Memo::new(move |_| title.with_value(|t| repeated.with(|r| r.contains(t))));
     let active_at = summary.active_at_ms;
     let showing = move || mode.get() == Mode::Showing;
@@ -283,6 +284,8 @@ fn SessionItem(summary: SessionSummary, changes: CallState, repeated: Memo<Vec<S
                         view! { <span class="session-folder" title=folder hidden=move || !title_repeats.get()>{name}</span> }
                     })}
                 </span>
+                // A search's result says why it was found.
+                {matched.map(|matched| view! { <span class="session-matched">{matched}</span> })}
             </a>
             <span class="item-actions" hidden=move || !showing()>
                 <button
