@@ -143,8 +143,9 @@ impl ScriptedAgent {
         let word_pause = Duration::from_secs_f64(1.0 / self.scenario.pace);
         let no_reply =
             [Step::Say { text: "This scenario has no reply for that message (it has no turn without `when`).".into() }];
-        // A resumed turn goes on from the step it was parked at, for the message it answers.
-        let place = if request.resume { resume_point(&request.history) } else { None };
+        // A resumed turn goes on from the step it was parked at, for the message it answers; a
+        // turn after one whose question was cut short asks that question again.
+        let place = if request.resume { resume_point(&request.history) } else { cut_short_point(&request.history) };
         let answered_before = place.as_ref().and_then(|place| place.last_answer.clone());
         let message = place.as_ref().map_or(request.text.as_str(), |place| place.message.as_str());
         let steps = self.scenario.turn_for(message).map_or(&no_reply[..], |turn| &turn.steps);
@@ -258,6 +259,8 @@ struct ResumePoint {
     /// resume cut short after it), and the turn goes on after it.
     tool_use_id: Option<String>,
     last_answer: Option<String>,
+    /// The call was cut short while it was written: it is made again, from its step.
+    again: bool,
 }
 
 impl ResumePoint {
@@ -265,11 +268,48 @@ impl ResumePoint {
     /// that call has no result yet.
     fn first_step(&self, steps: &[Step]) -> Result<(usize, Option<String>), AgentError> {
         match (tool_step(steps, self.tool_call), &self.tool_use_id) {
+            (Some(step), _) if self.again => Ok((step, None)),
             (Some(step), Some(parked)) => Ok((step, Some(parked.clone()))),
             (Some(step), None) => Ok((step + 1, None)),
             (None, _) => Err(AgentError::Failed("this scenario cannot resume where it paused".into())),
         }
     }
+}
+
+/// The question of the last turn, when that turn was cut short while writing it (the server
+/// stopped or crashed: its card says so, and the agent was told nothing): the next turn asks it
+/// again, from its step of that turn, for that turn's message.
+fn cut_short_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
+    use crate::thread::{Block, Role, ToolStatus};
+    let asked = history.iter().rposition(|m| m.role == Role::User)?;
+    let calls: Vec<_> = history[asked + 1..]
+        .iter()
+        .filter(|m| m.role == Role::Assistant)
+        .flat_map(|m| m.blocks.iter())
+        .filter_map(|block| match block {
+            Block::ToolCall(call) => Some(call),
+            Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
+        })
+        .collect();
+    let (cut, before) = calls.split_last()?;
+    let cut_short = is_question_tool(&cut.name)
+        && cut.input.is_none()
+        && cut.interaction.is_none()
+        && cut.status == ToolStatus::Cancelled;
+    if !cut_short {
+        return None;
+    }
+    let last_answer = before
+        .iter()
+        .rev()
+        .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref());
+    Some(ResumePoint {
+        message: history[asked].text(),
+        tool_call: calls.len() - 1,
+        tool_use_id: None,
+        last_answer: last_answer.map(quote),
+        again: true,
+    })
 }
 
 /// Finds the call a parked turn stopped at: the last tool call, since the person's message, that
@@ -303,10 +343,11 @@ fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
             tool_call: done,
             tool_use_id: None,
             last_answer: answered_before(done + 1),
+            again: false,
         });
     };
     let last_answer = answered_before(tool_call);
-    Some(ResumePoint { message, tool_call, tool_use_id: Some(calls[tool_call].id.clone()), last_answer })
+    Some(ResumePoint { message, tool_call, tool_use_id: Some(calls[tool_call].id.clone()), last_answer, again: false })
 }
 
 /// The index of the `n`-th step that makes a tool call (tool and ask steps, in order).
@@ -532,6 +573,47 @@ mod tests {
         let opened = kinds.iter().filter(|kind| **kind == "interaction_opened").count();
         assert_eq!(opened, 2, "one question, one approval: {kinds:?}");
         assert_eq!(kinds.last(), Some(&"message_finished"));
+    }
+
+    #[tokio::test]
+    async fn a_question_cut_short_while_written_is_asked_again_by_the_next_turn() {
+        use crate::thread::{Block, Message, ToolCall, ToolStatus};
+        let scenario = Scenario::parse(
+            "pace = 1000\n[[turn]]\nwhen = [\"plan\"]\n[[turn.step]]\nsay = \"First, a question.\"\n\
+             [[turn.step]]\nask = \"AskUserQuestion\"\ninput = { questions = [{ question = \"Which auth?\", \
+             header = \"Auth\", options = [{ label = \"JWT\", description = \"t\" }, { label = \"Sessions\", \
+             description = \"s\" }] }] }\n[[turn.step]]\nsay = \"got {{answer}}\"\n\
+             [[turn]]\n[[turn.step]]\nsay = \"no idea\"\n",
+            "test",
+        )
+        .unwrap();
+        let agent = ScriptedAgent::new(scenario);
+        // The turn of "plan auth" was cut short (a stop) while its question was being written.
+        let mut cut = Message {
+            id: "a1".into(),
+            role: crate::thread::Role::Assistant,
+            blocks: vec![Block::Text { text: "First, a question.".into() }],
+            streaming: false,
+            created_at_ms: 0,
+            usage: None,
+        };
+        cut.blocks.push(Block::ToolCall(ToolCall {
+            id: "toolu_cut".into(),
+            name: "AskUserQuestion".into(),
+            input: None,
+            partial_input: "{\"questions\": [{\"question\": \"Which au".into(),
+            preview: Vec::new(),
+            status: ToolStatus::Cancelled,
+            result: None,
+            interaction: None,
+        }));
+        let history = vec![Message::from_person("u1", "plan auth", &[], 0), cut];
+        let recording = super::super::RecordingSink::new("s", person(true));
+        agent.run_turn(TurnRequest { history, ..request("go on") }, recording.sink()).await.unwrap();
+        let reply = recording.thread().messages[0].text();
+        assert_eq!(reply.trim(), "got \"Which auth?\"=\"JWT\"", "asked again, and nothing said twice");
+        let opened = recording.events().iter().filter(|e| e.kind() == "interaction_opened").count();
+        assert_eq!(opened, 1);
     }
 
     #[tokio::test]
