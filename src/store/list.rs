@@ -67,8 +67,8 @@ impl Store {
         Ok(rows.into_iter().map(SessionSummary::from).collect())
     }
 
-    /// Sessions whose title holds `query`, or whose messages hold all its words (each as a
-    /// word's start), in the list's order, at most `limit`.
+    /// Sessions whose title or folder holds `query`, or whose messages hold all its words (each as
+    /// a word's start), in the list's order, at most `limit`; each says why, unless by its title.
     pub async fn search_sessions(&self, query: &str, limit: u32) -> StoreResult<Vec<SessionSummary>> {
         let words = search_words(query);
         let title = format!("%{}%", query.trim().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
@@ -88,7 +88,8 @@ impl Store {
             let like = Sql { sqlite: "LIKE", postgres: "ILIKE" }.on(dialect);
             let by_text = if words.is_empty() { "FALSE".to_string() } else { format!("s.id IN ({matching})") };
             sqlx::query_as(&format!(
-                "SELECT * FROM ({}) AS s WHERE s.title {like} $1 ESCAPE '\\' OR {by_text}{ORDER} LIMIT $3",
+                "SELECT * FROM ({}) AS s
+                  WHERE s.title {like} $1 ESCAPE '\\' OR s.workdir {like} $1 ESCAPE '\\' OR {by_text}{ORDER} LIMIT $3",
                 SUMMARY.on(dialect)
             ))
             .bind(&title)
@@ -97,10 +98,25 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        let mut found: Vec<SessionSummary> = rows.into_iter().map(SessionSummary::from).collect();
         let lowered = query.trim().to_lowercase();
-        for summary in found.iter_mut().filter(|s| !words.is_empty() && !s.title.to_lowercase().contains(&lowered)) {
-            summary.matched = self.matched_message(&summary.id, &words).await?.and_then(|m| snippet(&m, &words));
+        let mut found = Vec::new();
+        for mut summary in rows.into_iter().map(SessionSummary::from) {
+            if !summary.title.to_lowercase().contains(&lowered) {
+                // Why it was found: its folder's name, else the words of a message. A folder
+                // matched higher up its path (`/home/me` for "me") is no reason.
+                let name = summary.workdir.as_deref().and_then(|f| f.rsplit('/').find(|part| !part.is_empty()));
+                summary.matched = match (name, &summary.workdir) {
+                    (Some(name), Some(folder)) if name.to_lowercase().contains(&lowered) => {
+                        Some(format!("in {folder}"))
+                    }
+                    _ if words.is_empty() => continue,
+                    _ => match self.matched_message(&summary.id, &words).await? {
+                        Some(message) => snippet(&message, &words),
+                        None => continue,
+                    },
+                };
+            }
+            found.push(summary);
         }
         Ok(found)
     }

@@ -283,7 +283,10 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     store.create_session(&summary("auth", 1)).await.unwrap();
     store.rename_session("auth", "Set up OAuth_2 login").await.unwrap();
     store.create_session(&summary("db", 2)).await.unwrap();
-    store.create_session(&summary("other", 3)).await.unwrap();
+    store
+        .create_session(&SessionSummary { workdir: Some("/work/side-project".into()), ..summary("other", 3) })
+        .await
+        .unwrap();
     let mut thread = Thread::default();
     let turn = vec![
         EventBody::UserMessage {
@@ -317,6 +320,10 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     assert_eq!(matched("pelican").await, [Some("Migrate the Pelican database, please".to_string())]);
     assert_eq!(matched("the").await.first().cloned().flatten().as_deref(), Some("Running the migrations now."));
     assert_eq!(matched("oauth").await, [None]);
+    // By its folder, which says so.
+    assert_eq!(found("side-proj").await, ["other"]);
+    assert_eq!(matched("side-proj").await, [Some("in /work/side-project".to_string())]);
+    assert!(found("work").await.is_empty(), "a folder higher up the path is no reason");
     // A deleted session is found no more.
     store.delete_session("db").await.unwrap();
     assert!(found("pelican").await.is_empty());
