@@ -51,9 +51,13 @@ SITE_STAMP := target/site/hash.txt
 
 site: setup-serve $(SITE_STAMP)
 
+# The stamps take the time the build started: a source saved while it ran is newer than the
+# stamp, and the next `make` builds again (a stamp written at the end once hid such a change).
 $(SITE_STAMP): $(SITE_INPUTS)
 	@echo "[step] site"
+	@mkdir -p target && touch target/.site-started
 	node scripts/build-site.mjs
+	@touch -r target/.site-started $@
 
 # The release build: the optimized server, carrying the site (server/site.rs), so that `make run`
 # with nothing changed starts at once.
@@ -64,9 +68,10 @@ release: setup-serve $(RELEASE_STAMP)
 
 $(RELEASE_STAMP): $(RELEASE_INPUTS) $(SITE_STAMP)
 	@echo "[step] server"
+	@mkdir -p target && touch target/.server-started
 	cargo build --release --no-default-features --features ssr --bin askbridge
 	target/release/askbridge bundle-site target/site
-	@touch $@
+	@touch -r target/.server-started $@
 
 # The release binary, which carries its site, on the PATH: ~/.local/bin by default (PREFIX=…).
 PREFIX ?= $(HOME)/.local
