@@ -43,13 +43,22 @@ test("a reload shows the same history", async ({ page }) => {
 });
 
 test("a reply in markdown streams in block by block and ends as the server renders it", async ({ page }) => {
+  // The page itself records whether it ever showed the reply half-written: the list rendered and
+  // the reply's last words not yet there (the turn pauses after the list). Watched from inside
+  // the page, at each change, rather than by a test that may look only once the turn has ended.
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      const reply = document.querySelector('[role="article"][aria-label="Agent"], article[aria-label="Agent"]');
+      const text = reply?.textContent ?? "";
+      if (text.includes("rotated daily") && !text.includes("Done.")) (window as any).halfWritten = true;
+    }).observe(document, { childList: true, subtree: true, characterData: true });
+  });
   await startSession(page, "markdown please");
   const reply = agentReplies(page).first();
-  // Half-written (the turn pauses after the list), the blocks so far are in the page.
   await expect(reply.getByText("rotated daily")).toBeVisible();
   await expect(reply.getByRole("heading", { name: "Plan for the auth" })).toBeVisible();
-  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
   await expect(reply).toContainText("Done.");
+  expect(await page.evaluate(() => (window as any).halfWritten), "the reply was shown half-written").toBe(true);
   await waitForTurnEnd(page);
   await expect(reply.getByRole("listitem")).toHaveCount(4);
   await expect(reply.getByRole("link", { name: "the RFC" })).toHaveAttribute("href", "https://example.com/rfc");
