@@ -174,8 +174,9 @@ test.describe("a question being written", () => {
     for (const radio of await question.getByRole("radio").all()) await expect(radio).toBeDisabled();
 
     // The next message goes on: the agent asks that question again, on a card of its own.
-    await page.getByRole("textbox", { name: "Message" }).fill("go on");
-    await page.getByRole("textbox", { name: "Message" }).press("Enter");
+    await page.getByRole("textbox", { name: "Message" }).click();
+    await page.keyboard.type("go on");
+    await page.keyboard.press("Enter");
     const cards = page.getByRole("group", { name: "The agent asks you" });
     await expect(cards.nth(1).getByRole("radio", { name: "JWT" })).toBeVisible({ timeout: 30_000 });
     await expect(cards.first()).toHaveAttribute("data-state", "cancelled");

@@ -280,9 +280,27 @@ impl ResumePoint {
 /// stopped or crashed: its card says so, and the agent was told nothing): the next turn asks it
 /// again, from its step of that turn, for that turn's message.
 fn cut_short_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
-    use crate::thread::{Block, Role, ToolStatus};
+    use crate::thread::ToolStatus;
+    let (message, calls) = calls_since_message(history)?;
+    let (cut, before) = calls.split_last()?;
+    let cut_short = is_question_tool(&cut.name)
+        && cut.input.is_none()
+        && cut.interaction.is_none()
+        && cut.status == ToolStatus::Cancelled;
+    cut_short.then(|| ResumePoint {
+        message,
+        tool_call: before.len(),
+        tool_use_id: None,
+        last_answer: last_answer(before),
+        again: true,
+    })
+}
+
+/// The person's last message, and the tool calls of every reply since it, in order.
+fn calls_since_message(history: &[crate::thread::Message]) -> Option<(String, Vec<&crate::thread::ToolCall>)> {
+    use crate::thread::{Block, Role};
     let asked = history.iter().rposition(|m| m.role == Role::User)?;
-    let calls: Vec<_> = history[asked + 1..]
+    let calls = history[asked + 1..]
         .iter()
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| m.blocks.iter())
@@ -291,50 +309,23 @@ fn cut_short_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
             Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
         })
         .collect();
-    let (cut, before) = calls.split_last()?;
-    let cut_short = is_question_tool(&cut.name)
-        && cut.input.is_none()
-        && cut.interaction.is_none()
-        && cut.status == ToolStatus::Cancelled;
-    if !cut_short {
-        return None;
-    }
-    let last_answer = before
+    Some((history[asked].text(), calls))
+}
+
+/// What the person answered to the last question among `calls`, quoted for `{{answer}}`.
+fn last_answer(calls: &[&crate::thread::ToolCall]) -> Option<String> {
+    calls
         .iter()
         .rev()
-        .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref());
-    Some(ResumePoint {
-        message: history[asked].text(),
-        tool_call: calls.len() - 1,
-        tool_use_id: None,
-        last_answer: last_answer.map(quote),
-        again: true,
-    })
+        .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref())
+        .map(quote)
 }
 
 /// Finds the call a parked turn stopped at: the last tool call, since the person's message, that
 /// asked the person and got no result yet. Its place among the calls of every reply since that
 /// message (a turn resumed twice has two) is its place among the turn's tool steps.
 fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
-    use crate::thread::{Block, Role};
-    let asked = history.iter().rposition(|m| m.role == Role::User)?;
-    let message = history[asked].text();
-    let calls: Vec<_> = history[asked + 1..]
-        .iter()
-        .filter(|m| m.role == Role::Assistant)
-        .flat_map(|m| m.blocks.iter())
-        .filter_map(|block| match block {
-            Block::ToolCall(call) => Some(call),
-            Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
-        })
-        .collect();
-    let answered_before = |until: usize| {
-        calls[..until]
-            .iter()
-            .rev()
-            .find_map(|call| call.interaction.as_ref().filter(|i| !i.request.is_approval())?.outcome.as_ref())
-            .map(quote)
-    };
+    let (message, calls) = calls_since_message(history)?;
     let Some(tool_call) = calls.iter().rposition(|call| call.interaction.is_some() && call.result.is_none()) else {
         // A resume cut short after its call had its result: on from the step after it.
         let done = calls.iter().rposition(|call| call.interaction.is_some())?;
@@ -342,11 +333,11 @@ fn resume_point(history: &[crate::thread::Message]) -> Option<ResumePoint> {
             message,
             tool_call: done,
             tool_use_id: None,
-            last_answer: answered_before(done + 1),
+            last_answer: last_answer(&calls[..=done]),
             again: false,
         });
     };
-    let last_answer = answered_before(tool_call);
+    let last_answer = last_answer(&calls[..tool_call]);
     Some(ResumePoint { message, tool_call, tool_use_id: Some(calls[tool_call].id.clone()), last_answer, again: false })
 }
 
