@@ -62,7 +62,6 @@ pub fn file_list(
 #[derive(Clone, Copy)]
 struct FileList {
     draft: RwSignal<String>,
-    input: NodeRef<html::Textarea>,
     open: RwSignal<bool>,
     /// The `@` word at the caret, read again as the box's text changes.
     word: Memo<Option<(usize, String)>>,
@@ -83,7 +82,6 @@ impl FileList {
         });
         Self {
             draft,
-            input,
             open,
             word,
             found: RwSignal::new(Vec::new()),
@@ -134,14 +132,7 @@ impl FileList {
         let Some(path) = self.found.with_untracked(|files| files.get(index).cloned()) else { return Key::Pass };
         let (text, caret) = with_path(&self.draft.get_untracked(), start, &typed, &path);
         self.open.set(false);
-        // Once the box holds the new text, the caret goes after the path.
-        let input = self.input;
-        request_animation_frame(move || {
-            if let Some(el) = input.get_untracked() {
-                let _ = el.set_selection_range(caret as u32, caret as u32);
-            }
-        });
-        Key::Take { text, send: false }
+        Key::Take { text, send: false, caret: Some(caret as u32) }
     }
 
     fn on_key(self, key: &str) -> Key {

@@ -22,8 +22,9 @@ pub enum Key {
     Pass,
     /// Moved, or closed.
     Handled,
-    /// The box now holds this text; `send` it now (Enter) or let the person go on (Tab).
-    Take { text: String, send: bool },
+    /// The box now holds this text; `send` it now (Enter) or let the person go on (Tab). The
+    /// caret goes to `caret` (UTF-16 units), or after the text.
+    Take { text: String, send: bool, caret: Option<u32> },
 }
 
 #[derive(Clone, Copy)]
@@ -106,7 +107,7 @@ impl SlashMenu {
 
     fn take(&self, command: &SlashCommand, send: bool) -> Key {
         let text = if send { format!("/{}", command.name) } else { format!("/{} ", command.name) };
-        Key::Take { text, send }
+        Key::Take { text, send, caret: None }
     }
 
     /// The list, above the box; while it is drawn, the box's keys go through `keys` first, and
