@@ -8,18 +8,22 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve lint site release install test-rust test-servers test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve lint site site-beside release install test-rust test-servers test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
 
 # The browser tests and the size check run the server the Rust tests built (target/debug): the
 # release build of the server is `make run`'s, and would add minutes to every run for a binary
-# that differs only in its optimization.
+# that differs only in its optimization. The site is built beside the Rust tests, at a lower
+# priority (its lines marked "[site]"): their build and their run leave a core idle much of the
+# time (one crate's front end, a link, tests waiting on their processes), and the site's compile
+# takes it without slowing them.
 test: setup
-	$(MAKE) lint
-	$(MAKE) test-rust
-	$(MAKE) test-e2e
+	@echo "[step] format"
+	cargo fmt --check
+	$(MAKE) --jobs=2 test-rust site-beside LINT=1 SITE_NICE="nice -n 10"
+	$(MAKE) test-e2e LINT=1
 	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
@@ -30,6 +34,16 @@ lint:
 	cargo fmt --check
 	cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --no-default-features --features hydrate --target wasm32-unknown-unknown -- -D warnings
+
+# With LINT=1 (what `make test` sets), AskBridge's own crate is compiled by clippy's driver with
+# its warnings as errors: the lints of `make lint`, while the tests and the site build, so that the
+# dependencies are compiled once and not also checked by `cargo clippy` (which cost a fresh
+# `make test` 2 to 3 minutes, BENCHMARKS.md §7). Only the workspace's crates are linted; the
+# dependencies' builds are the same with or without it.
+ifeq ($(LINT),1)
+export RUSTC_WORKSPACE_WRAPPER := clippy-driver
+export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+endif
 
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
 # Postgres or tmux).
@@ -51,6 +65,10 @@ SITE_STAMP := target/site/hash.txt
 
 site: setup-serve $(SITE_STAMP)
 
+# The site, beside another build: its lines marked "[site]", at SITE_NICE's priority.
+site-beside: setup-serve
+	@set -o pipefail; $(SITE_NICE) $(MAKE) --no-print-directory $(SITE_STAMP) 2>&1 | sed -u 's/^/[site] /'
+
 # The stamps take the time the build started: a source saved while it ran is newer than the
 # stamp, and the next `make` builds again (a stamp written at the end once hid such a change).
 $(SITE_STAMP): $(SITE_INPUTS)
@@ -60,18 +78,26 @@ $(SITE_STAMP): $(SITE_INPUTS)
 	@touch -r target/.site-started $@
 
 # The release build: the optimized server, carrying the site (server/site.rs), so that `make run`
-# with nothing changed starts at once.
+# with nothing changed starts at once. The server and the site compile side by side (neither needs
+# the other until the site is appended): each leaves a core idle at times, in its own crate's front
+# end and its link.
 RELEASE_INPUTS := $(shell find src migrations -type f) Cargo.toml Cargo.lock
+RELEASE_BINARY := target/release/.askbridge-compiled
 RELEASE_STAMP := target/release/.askbridge-release
 
-release: setup-serve $(RELEASE_STAMP)
+release: setup-serve
+	$(MAKE) --jobs=2 $(RELEASE_BINARY) site-beside
+	$(MAKE) --no-print-directory $(RELEASE_STAMP)
 
-$(RELEASE_STAMP): $(RELEASE_INPUTS) $(SITE_STAMP)
+$(RELEASE_BINARY): $(RELEASE_INPUTS)
 	@echo "[step] server"
 	@mkdir -p target && touch target/.server-started
 	cargo build --release --no-default-features --features ssr --bin askbridge
-	target/release/askbridge bundle-site target/site
 	@touch -r target/.server-started $@
+
+$(RELEASE_STAMP): $(RELEASE_BINARY) $(SITE_STAMP)
+	target/release/askbridge bundle-site target/site
+	@touch $@
 
 # The release binary, which carries its site, on the PATH: ~/.local/bin by default (PREFIX=…).
 PREFIX ?= $(HOME)/.local

@@ -38,11 +38,19 @@ COMMIT="$(git rev-parse --short HEAD)"
 stamped() {
   while IFS= read -r line; do printf '%5d %s\n' $(( $(date +%s) - start )) "$line"; done
 }
-# Each step's seconds, from one "[step] NAME" line to the next (a step run twice adds up), as JSON.
+# Each step's seconds, from one "[step] NAME" line to the next of the same stream (a step run twice
+# adds up), as JSON. The site built beside another step (the Makefile's site-beside) is a stream
+# of its own, its lines marked "[site]"; it ends at its last line.
 steps() {
   awk -v end="$1" '
-    / \[step\] / { if (name != "") took[name] += $1 - from; name = $3; from = $1; if (!(name in took)) order[n++] = name }
-    END { if (name != "") took[name] += end - from
+    function close_step(s, at) { if (current[s] != "") took[current[s]] += at - from[s] }
+    { stream = ($2 == "[site]") ? "site" : "main"; last[stream] = $1 }
+    / \[step\] / {
+      name = (stream == "site") ? $4 : $3
+      close_step(stream, $1); current[stream] = name; from[stream] = $1
+      if (!(name in took)) { took[name] = 0; order[n++] = name }
+    }
+    END { close_step("main", end); close_step("site", last["site"])
           printf "{"; for (i = 0; i < n; i++) printf "%s\"%s\":%d", (i ? "," : ""), order[i], took[order[i]]; printf "}" }
   ' "$LOG"
 }
