@@ -15,35 +15,26 @@ run: release
 
 # The browser tests and the size check run the server the Rust tests built (target/debug): the
 # release build of the server is `make run`'s, and would add minutes to every run for a binary
-# that differs only in its optimization. The site is built beside the Rust tests, at a lower
+# that differs only in its optimization. Clippy lints as each build compiles (.cargo/config.toml),
+# so the lints need no pass of their own. The site is built beside the Rust tests, at a lower
 # priority (its lines marked "[site]"): their build and their run leave a core idle much of the
 # time (one crate's front end, a link, tests waiting on their processes), and the site's compile
 # takes it without slowing them.
 test: setup
 	@echo "[step] format"
 	cargo fmt --check
-	$(MAKE) --jobs=2 test-rust site-beside LINT=1 SITE_NICE="nice -n 10"
-	$(MAKE) test-e2e LINT=1
+	$(MAKE) --jobs=2 test-rust site-beside SITE_NICE="nice -n 10"
+	$(MAKE) test-e2e
 	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
-# The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate: the server
-# (with its tests and examples) and the browser's WASM.
+# The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate, without
+# building: what every build checks anyway (.cargo/config.toml), for a quick look.
 lint:
 	@echo "[step] lint"
 	cargo fmt --check
 	cargo clippy --no-default-features --features ssr --all-targets -- -D warnings
 	cargo clippy --lib --no-default-features --features hydrate --target wasm32-unknown-unknown -- -D warnings
-
-# With LINT=1 (what `make test` sets), AskBridge's own crate is compiled by clippy's driver with
-# its warnings as errors: the lints of `make lint`, while the tests and the site build, so that the
-# dependencies are compiled once and not also checked by `cargo clippy` (which cost a fresh
-# `make test` 2 to 3 minutes, BENCHMARKS.md §7). Only the workspace's crates are linted; the
-# dependencies' builds are the same with or without it.
-ifeq ($(LINT),1)
-export RUSTC_WORKSPACE_WRAPPER := clippy-driver
-export CLIPPY_ARGS := -D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
-endif
 
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
 # Postgres or tmux).
