@@ -13,7 +13,11 @@
 //! - `store` (SQLite or Postgres: sessions, event logs, leases, notices between servers) and
 //!   `bridge` (an interaction's life: who waits, who wins) (server).
 //! - `agent`: the backend trait, its output port (`TurnSink`), and the backends (server).
+//! - `changes`: what an agent changed in a session's folder, as the Changes view shows it
+//!   (shared).
 //! - `notify`: reaching the person when nobody is looking: Web Push and webhooks (server).
+//! - `folder`: the folders sessions work in: a checkpoint at each turn's start (a git repository
+//!   of AskBridge's own), diffs, a turn undone, news of each write (server).
 //! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
 //! - `live`: live events (the hub and SSE route on the server, the client in the browser).
 //! - `api`: the server functions, the edge the browser calls (both faces).
@@ -26,6 +30,7 @@
 pub mod api;
 pub mod app;
 pub mod approval;
+pub mod changes;
 pub mod error;
 pub mod interaction;
 pub mod live;
@@ -37,6 +42,8 @@ pub mod ui;
 pub mod agent;
 #[cfg(feature = "ssr")]
 pub mod bridge;
+#[cfg(feature = "ssr")]
+pub mod folder;
 #[cfg(feature = "ssr")]
 pub mod ids;
 #[cfg(feature = "ssr")]

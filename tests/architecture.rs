@@ -27,11 +27,30 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("approval", &[]),
     ("interaction", &["approval", "question"]),
     ("thread", &["approval", "interaction", "question"]),
+    // What an agent changed in a session's folder, as both faces show it.
+    ("changes", &[]),
     // The server's core.
     ("store", &["error", "interaction", "thread"]),
     ("bridge", &["approval", "error", "ids", "interaction", "question"]),
     ("agent", &["approval", "error", "ids", "interaction", "question", "thread"]),
-    ("session", &["agent", "approval", "bridge", "error", "ids", "interaction", "question", "store", "thread"]),
+    // The folders sessions work in: checkpoints in a git repository of AskBridge's own, diffs.
+    ("folder", &["changes", "store"]),
+    (
+        "session",
+        &[
+            "agent",
+            "approval",
+            "bridge",
+            "changes",
+            "error",
+            "folder",
+            "ids",
+            "interaction",
+            "question",
+            "store",
+            "thread",
+        ],
+    ),
     // Reaching the person (Web Push, webhooks): fed the sessions' events from above, it reads
     // the model and the store, never a session.
     ("notify", &["approval", "error", "ids", "interaction", "question", "store", "thread"]),
@@ -39,9 +58,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("live", &["error", "session", "store", "thread"]),
     // The edge: server functions, callable from the browser; reading Claude Code's own transcripts
     // (`agent::claude::transcripts`) is a lookup, not a turn, and needs no session.
-    ("api", &["agent", "approval", "error", "interaction", "notify", "question", "session", "thread"]),
+    ("api", &["agent", "approval", "changes", "error", "interaction", "notify", "question", "session", "thread"]),
     // The browser's face: the model, the server functions and the live client, nothing server-only.
-    ("ui", &["api", "approval", "error", "interaction", "live", "question", "thread"]),
+    ("ui", &["api", "approval", "changes", "error", "interaction", "live", "question", "thread"]),
     ("app", &["ui"]),
     // Sessions AskBridge does not run: a terminal's Claude Code, through its hooks. Server-side,
     // beside the router: it makes sessions and hands their questions to the person like the

@@ -7,6 +7,7 @@
 
 #[cfg(feature = "ssr")]
 pub mod attachments;
+pub mod changes;
 pub mod claude_sessions;
 pub mod push;
 

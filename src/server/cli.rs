@@ -195,6 +195,12 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_WORKDIR_ROOT")]
     pub workdir_root: Option<PathBuf>,
 
+    /// Keep no checkpoint of a session's folder at each turn's start (the Changes view then shows
+    /// nothing). Checkpoints live in the data folder's `checkpoints/`, one git repository per
+    /// folder, and never touch the folder's own repository.
+    #[arg(long, env = "ASKBRIDGE_NO_CHECKPOINTS")]
+    pub no_checkpoints: bool,
+
     /// Access token, asked for by every page, server function and event stream. Default: the one
     /// in the data folder's `token` file, made at first start. The sign-in link is printed at
     /// start: open `http://HOST/?token=...` once per browser.

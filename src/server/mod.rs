@@ -160,7 +160,8 @@ fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<Se
         Some(root) => Some(root.canonicalize().map_err(|error| format!("--workdir-root {}: {error}", root.display()))?),
         None => None,
     };
-    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args) };
+    let checkpoints = (!args.no_checkpoints).then(|| args.data_dir.clone());
+    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args), checkpoints };
     // The agent's own default folder must obey the root too, or a session without one escapes it.
     if let Some(dir) = default_workdir {
         policy.check_workdir(&dir.display().to_string()).map_err(|error| format!("the agent's folder: {error}"))?;

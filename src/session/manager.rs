@@ -22,6 +22,7 @@ use crate::agent::AgentBackend;
 use crate::approval::{Decision, PermissionMode};
 use crate::bridge::{InteractionBridge, Timeouts};
 use crate::error::{AppError, validate_message, validate_title};
+use crate::folder::Folders;
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
@@ -57,6 +58,7 @@ impl SessionManager {
         policy: SessionPolicy,
     ) -> Arc<Self> {
         let log = SessionLog::new(store, timeouts.lease());
+        let policy_checkpoints = policy.checkpoints.clone();
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let bridge = Arc::new(bridge);
         let shutdown = CancellationToken::new();
@@ -70,6 +72,7 @@ impl SessionManager {
             shutdown: shutdown.clone(),
             tasks: TaskTracker::new(),
             retry_after: timeouts.resume_retry(),
+            folders: policy_checkpoints.map(|data| Arc::new(Folders::new(&data))),
             failures: Default::default(),
         });
         let manager = Arc::new(Self { log, bridge, agent, turns, shutdown, files: FileLists::default() });

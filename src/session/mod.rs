@@ -19,6 +19,7 @@
 //!   first hook, their calls shown, their cards through the same bridge.
 
 mod attachments;
+mod changes;
 mod files;
 mod leases;
 mod ledger;

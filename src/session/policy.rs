@@ -14,6 +14,9 @@ pub struct SessionPolicy {
     pub workdir_root: Option<PathBuf>,
     /// Why no session may switch to bypassPermissions here, if none may.
     pub bypass_refused: Option<String>,
+    /// The data folder whose `checkpoints/` keeps a checkpoint of a session's folder at each turn's
+    /// start (the Changes view); None keeps none (`--no-checkpoints`).
+    pub checkpoints: Option<PathBuf>,
 }
 
 impl SessionPolicy {

@@ -143,7 +143,7 @@ async fn a_session_folder_stays_inside_the_workdir_root_whatever_links_and_dots_
     std::fs::create_dir(&inside).unwrap();
     std::os::unix::fs::symlink(outside.path(), root.path().join("escape")).unwrap();
     std::fs::write(root.path().join("notes.txt"), "").unwrap();
-    let policy = SessionPolicy { workdir_root: Some(root.path().canonicalize().unwrap()), bypass_refused: None };
+    let policy = SessionPolicy { workdir_root: Some(root.path().canonicalize().unwrap()), ..SessionPolicy::default() };
     let agent = Arc::new(ScriptedAgent::new(quick_scenario()));
     let manager =
         SessionManager::with_policy(Store::open_in_memory().await.unwrap(), agent, Timeouts::default(), policy);

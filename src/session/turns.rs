@@ -28,6 +28,7 @@ use super::sink::SessionSink;
 use crate::agent::{AgentBackend, AgentError, TurnAttachments, TurnRequest};
 use crate::bridge::InteractionBridge;
 use crate::error::AppError;
+use crate::folder::Folders;
 use crate::ids::new_id;
 use crate::interaction::InteractionOutcome;
 use crate::store::{Store, StoreError, StoreResult};
@@ -60,6 +61,8 @@ pub(super) struct Turns {
     pub(super) retry_after: Duration,
     /// How many times in a row each session's owed turn failed (for the wait before the next try).
     pub(super) failures: Mutex<HashMap<String, u32>>,
+    /// The checkpoints of the sessions' folders, where this server keeps them.
+    pub(super) folders: Option<Arc<Folders>>,
 }
 
 impl Turns {
@@ -80,6 +83,20 @@ impl Turns {
             None => None,
         };
         Ok(Placement { workdir, agent: summary.agent })
+    }
+
+    /// The folder a turn of `placed` works in: the session's own, or its agent's default.
+    pub(super) fn folder_of(&self, placed: &Placement) -> Option<PathBuf> {
+        placed.workdir.clone().or_else(|| self.agent.backend(&placed.agent).unwrap_or(&*self.agent).default_workdir())
+    }
+
+    /// A checkpoint of the turn's folder as it begins, for the Changes view. A folder that cannot
+    /// have one (too many files, no git) runs its turn all the same.
+    async fn checkpoint(&self, session_id: &str, placed: &Placement, message: &str) {
+        let (Some(folders), Some(folder)) = (&self.folders, self.folder_of(placed)) else { return };
+        if let Err(error) = folders.checkpoint(&folder, session_id, message).await {
+            warn!(%error, folder = %folder.display(), "no checkpoint of the folder for this turn");
+        }
     }
 
     /// The placement of a turn about to start with its lease taken (given back when the folder
@@ -108,6 +125,11 @@ impl Turns {
         let queued = &state.thread.turn.queued_messages;
         let history: Vec<Message> =
             state.thread.messages.iter().filter(|message| !queued.contains(&message.id)).cloned().collect();
+        if next == NextTurn::Messages
+            && let Some(message) = state.thread.turn.queued_messages.first()
+        {
+            self.checkpoint(session_id, &placed, message).await;
+        }
         let (started, text, new_files) = match next {
             NextTurn::Resume => (EventBody::ResumeStarted, String::new(), Vec::new()),
             NextTurn::Messages => (

@@ -5,6 +5,7 @@ pub mod agent_choice;
 pub mod approval_card;
 pub mod attachments;
 pub mod box_keys;
+pub mod changes_view;
 pub mod chunk;
 pub mod claude_sessions;
 pub mod composer;

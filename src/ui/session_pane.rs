@@ -5,6 +5,8 @@
 use leptos::prelude::*;
 
 use super::agent_choice::models_of;
+use super::changes_view::changes_button;
+use super::lazy::changes_panel;
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
@@ -52,6 +54,8 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     let title = move || summary.with(|s| s.title.clone());
     use_document_title(title);
     let default_workdir = workspace.default_workdir.get_value();
+    let run_here = Memo::new(move |_| summary.with(|s| s.terminal.is_none()));
+    let changes_open = RwSignal::new(false);
     let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
     // For an agent with a process: whether it runs now (a message starts it again), in the
     // info's tooltip: beside the status it read as a second status.
@@ -83,17 +87,20 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {move || summary.with(|s| s.agent.starts_with("claude")).then(|| terminal_command(summary.get().workdir.or(default_workdir.clone()), thread.turn.with(|t| t.agent_session.clone())))}
             </span>
         </div>
-        // The terminal's own mode and model rule there.
-        {move || summary.with(|s| s.terminal.is_none()).then(|| view! {
+        // The terminal's own mode and model rule there. Drawn again only when that changes, not at
+        // every change of the session's summary (a select open at the time closed).
+        {move || run_here.get().then(|| view! {
             <div class="session-switches">
                 {model_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
                 {mode_switcher(thread)}
+                {changes_button(changes_open)}
             </div>
         })}
     };
     view! {
         {pane_header(heading)}
         <ThreadView thread />
+        {move || changes_open.get().then(|| changes_panel(thread, changes_open))}
     }
 }
 

@@ -185,7 +185,7 @@ impl ScriptedAgent {
                     let text = text.trim().replace("{{message}}", message).replace("{{answer}}", &last_answer);
                     say(&text, &mut words).await?;
                 }
-                Step::Tool { name, input, output, is_error, duration, permission } => {
+                Step::Tool { name, input, output, is_error, duration, permission, writes } => {
                     let tool_use_id = call(name, input).await?;
                     if let Some(permission) = permission
                         && let Some((result, reply)) =
@@ -196,7 +196,10 @@ impl ScriptedAgent {
                         break;
                     }
                     wait(*duration, cancel).await?;
-                    sink.tool_result(&tool_use_id, output, *is_error).await?;
+                    match writes.then(|| write_file(request.workdir.as_deref(), input)) {
+                        Some(Err(problem)) => sink.tool_result(&tool_use_id, &problem, true).await?,
+                        _ => sink.tool_result(&tool_use_id, output, *is_error).await?,
+                    }
                     words = words.max(1);
                 }
                 Step::Ask { tool, input } => {
@@ -626,4 +629,28 @@ mod tests {
         assert!(reply.contains("I did not run Bash") && reply.contains("“not now”"), "{reply}");
         assert!(!reply.contains("cleaned"), "the turn stops at a denied tool: {reply}");
     }
+}
+
+/// A `writes` tool step's effect: its `content` written to its `file_path`, which must be in the
+/// session's folder (relative to it, or absolute inside it; no `..`, no link that leads out).
+fn write_file(folder: Option<&std::path::Path>, input: &Value) -> Result<(), String> {
+    use std::path::{Component, Path};
+    let folder = folder.ok_or("this session works in no folder")?;
+    let path = input.get("file_path").and_then(Value::as_str).ok_or("the call names no file_path")?;
+    let content = input.get("content").and_then(Value::as_str).unwrap_or_default();
+    let relative = Path::new(path).strip_prefix(folder).unwrap_or(Path::new(path));
+    let outside = || format!("{path} is outside the session's folder");
+    if relative.components().any(|part| !matches!(part, Component::Normal(_))) {
+        return Err(outside());
+    }
+    let target = folder.join(relative);
+    let parent = target.parent().ok_or_else(outside)?;
+    std::fs::create_dir_all(parent).map_err(|error| format!("cannot make the folder of {path}: {error}"))?;
+    let (real_folder, real_parent) = (folder.canonicalize(), parent.canonicalize());
+    if !matches!((real_folder, real_parent), (Ok(root), Ok(at)) if at.starts_with(&root))
+        || target.symlink_metadata().is_ok_and(|meta| meta.file_type().is_symlink())
+    {
+        return Err(outside());
+    }
+    std::fs::write(&target, content).map_err(|error| format!("cannot write {path}: {error}"))
 }

@@ -48,6 +48,9 @@ pub enum Step {
         is_error: bool,
         duration: Duration,
         permission: Option<Permission>,
+        /// The tool really writes: its `content` to its `file_path`, in the session's folder, as
+        /// it runs (a Write whose effect the Changes view shows).
+        writes: bool,
     },
     /// A question tool call (`AskUserQuestion`, `AskFollowupQuestion`): the agent waits for the
     /// person. `input` is the arguments exactly as an agent would send them, malformed or not.
@@ -202,6 +205,8 @@ struct RawStep {
     pause_ms: Option<u64>,
     /// Ask the person before the tool runs.
     approve: Option<bool>,
+    /// The tool writes its `content` to its `file_path` in the session's folder.
+    writes: Option<bool>,
     reason: Option<String>,
     suggestions: Option<Vec<toml::Value>>,
 }
@@ -233,6 +238,7 @@ impl RawStep {
             ("error", self.error.is_some()),
             ("duration_ms", self.duration_ms.is_some()),
             ("approve", self.approve.is_some()),
+            ("writes", self.writes.is_some()),
         ];
         if self.tool.is_none()
             && let Some((field, _)) = tool_only.iter().find(|(_, present)| *present)
@@ -278,6 +284,7 @@ impl RawStep {
             is_error: self.error.unwrap_or(false),
             duration: Duration::from_millis(self.duration_ms.unwrap_or(400)),
             permission,
+            writes: self.writes.unwrap_or(false),
         })
     }
 }
@@ -375,6 +382,7 @@ pause_ms = 5
                 is_error: false,
                 duration: Duration::from_millis(10),
                 permission: None,
+                writes: false,
             }
         );
         assert_eq!(turn.steps[2], Step::Pause { duration: Duration::from_millis(5) });

@@ -1,0 +1,114 @@
+import { test, expect, type Page } from "@playwright/test";
+import { execFileSync } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { call, waitForHydration, waitForTurnEnd } from "./helpers";
+
+// The session's Changes: what the agent changed in its folder, by turn and for the whole
+// session, live, kept when the agent commits, and a turn undone. The scripted agent's `writes`
+// steps really write (end2end/fixtures/scenario.toml, "scribble" and "redraft").
+
+function git(folder: string, ...args: string[]) {
+  return execFileSync("git", args, { cwd: folder, encoding: "utf8" });
+}
+
+function repository(): string {
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-changes-"));
+  git(folder, "init", "--quiet", "-b", "main");
+  git(folder, "config", "user.email", "me@example.com");
+  git(folder, "config", "user.name", "Me");
+  fs.writeFileSync(path.join(folder, "README.md"), "# A project\n");
+  git(folder, "add", ".");
+  git(folder, "commit", "--quiet", "-m", "first");
+  return folder;
+}
+
+async function send(page: Page, text: string) {
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.fill(text);
+  await box.press("Enter");
+  await waitForTurnEnd(page);
+}
+
+function changedFiles(page: Page) {
+  return page.getByRole("list", { name: "Changed files" }).getByRole("listitem");
+}
+
+test("each turn's changes show in Changes as they happen, stay after a commit, and a turn can be undone", async ({
+  page,
+}) => {
+  const folder = repository();
+  try {
+    const summary = await call<any>(page.request, "create_session", { workdir: folder });
+    await page.goto(`/s/${summary.id}`);
+    await waitForHydration(page);
+    await send(page, "scribble the notes");
+    await page.getByRole("button", { name: "Changes" }).click();
+    const panel = page.getByRole("complementary", { name: "Changes" });
+    await expect(changedFiles(page)).toHaveCount(1);
+    await expect(changedFiles(page).first()).toContainText("notes.md");
+    await expect(panel.getByRole("cell", { name: "first line" })).toBeVisible();
+
+    // A write in the folder while the view is open shows by itself.
+    fs.writeFileSync(path.join(folder, "by-hand.txt"), "typed in an editor\n");
+    await expect(changedFiles(page).filter({ hasText: "by-hand.txt" })).toHaveCount(1);
+
+    await send(page, "redraft the notes");
+    await expect(changedFiles(page).filter({ hasText: "src/todo.txt" })).toHaveCount(1);
+    await expect(panel.getByRole("cell", { name: "second line" })).toBeVisible();
+
+    // The agent commits its work: the turns still show what they changed.
+    git(folder, "add", "-A");
+    git(folder, "commit", "--quiet", "-m", "the agent's commit");
+    const scope = panel.getByRole("combobox", { name: "Changes of" });
+    await scope.selectOption({ label: "Turn 2: redraft the notes" });
+    await expect(changedFiles(page)).toHaveCount(2);
+    await expect(changedFiles(page).filter({ hasText: "notes.md" })).toHaveCount(1);
+    await expect(changedFiles(page).filter({ hasText: "src/todo.txt" })).toHaveCount(1);
+    await scope.selectOption({ label: "Turn 1: scribble the notes" });
+    await expect(changedFiles(page)).toHaveCount(2);
+    await expect(changedFiles(page).filter({ hasText: "by-hand.txt" })).toHaveCount(1);
+
+    // Undo turn 2, after seeing which files it puts back.
+    await scope.selectOption({ label: "Turn 2: redraft the notes" });
+    await panel.getByRole("button", { name: "Undo this turn…" }).click();
+    const confirm = panel.getByRole("alertdialog", { name: "Undo turn 2" });
+    await expect(confirm.getByRole("listitem")).toHaveText(["notes.md", "src/todo.txt"]);
+    await confirm.getByRole("button", { name: "Undo turn 2" }).click();
+    await expect(panel.getByRole("status")).toContainText("Turn 2 undone");
+    expect(fs.existsSync(path.join(folder, "src/todo.txt"))).toBe(false);
+    expect(fs.readFileSync(path.join(folder, "notes.md"), "utf8")).toBe("# Notes\n\nfirst line\n");
+    await expect(changedFiles(page)).toHaveCount(0);
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+test("the diff is side by side on a wide screen and unified on a phone", async ({ page }) => {
+  const folder = repository();
+  try {
+    const summary = await call<any>(page.request, "create_session", { workdir: folder });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(`/s/${summary.id}`);
+    await waitForHydration(page);
+    await send(page, "scribble the notes");
+    await page.getByRole("button", { name: "Changes" }).click();
+    const panel = page.getByRole("complementary", { name: "Changes" });
+    const layout = panel.getByRole("button", { name: "Side by side" });
+    await expect(layout).toHaveAttribute("aria-pressed", "true");
+    await expect(panel.getByRole("table")).toHaveAttribute("data-layout", "split");
+    await layout.click();
+    await expect(panel.getByRole("table")).toHaveAttribute("data-layout", "unified");
+    await page.getByRole("button", { name: "Close changes" }).click();
+    await expect(panel).toHaveCount(0);
+
+    await page.setViewportSize({ width: 375, height: 740 });
+    await page.reload();
+    await waitForHydration(page);
+    await page.getByRole("button", { name: "Changes" }).click();
+    await expect(page.getByRole("complementary", { name: "Changes" }).getByRole("table")).toHaveAttribute("data-layout", "unified");
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,27 @@
+//! What can go wrong with a folder's checkpoints.
+
+/// Files a folder may have to be checkpointed (those git would list): past them it is no
+/// project folder (a home folder), and each turn's checkpoint would cost seconds.
+pub const MOST_FILES: usize = 50_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    #[error("git is not installed on the server, and checkpoints need it")]
+    GitMissing,
+    #[error("git {command} failed: {message}")]
+    Git { command: String, message: String },
+    #[error("git {command} took too long")]
+    TooSlow { command: String },
+    #[error("the folder has more than {MOST_FILES} files, too many to checkpoint at every turn")]
+    TooManyFiles,
+    #[error("cannot {what}: {message}")]
+    Io { what: &'static str, message: String },
+    #[error("turn {0} has no checkpoint")]
+    NoSuchTurn(u32),
+}
+
+impl FolderError {
+    pub(super) fn io(what: &'static str) -> impl Fn(std::io::Error) -> Self {
+        move |error| Self::Io { what, message: error.to_string() }
+    }
+}
