@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { call, waitForHydration, waitForTurnEnd } from "./helpers";
+import { call, claudeEnv, OwnMock, OwnServer, waitForHydration, waitForTurnEnd } from "./helpers";
 
 // The session's Changes: what the agent changed in its folder, by turn and for the whole
 // session, live, kept when the agent commits, and a turn undone. The scripted agent's `writes`
@@ -110,5 +110,61 @@ test("the diff is side by side on a wide screen and unified on a phone", async (
     await expect(page.getByRole("complementary", { name: "Changes" }).getByRole("table")).toHaveAttribute("data-layout", "unified");
   } finally {
     fs.rmSync(folder, { recursive: true, force: true });
+  }
+});
+
+// The real Claude Code CLI writes the files itself (the mock API only asks it to): each turn's
+// checkpoint is taken before the CLI hears of the message.
+test("Claude Code's own edits show in Changes, each in its turn", async ({ page }) => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-changes-"));
+  const env = claudeEnv(home, "");
+  const project = path.join(home, "project");
+  git(project, "init", "--quiet", "-b", "main");
+  git(project, "config", "user.email", "me@example.com");
+  git(project, "config", "user.name", "Me");
+  fs.writeFileSync(path.join(project, "README.md"), "# A project\n");
+  git(project, "add", ".");
+  git(project, "commit", "--quiet", "-m", "first");
+  const write = (file: string, content: string) => ({
+    content: [{ type: "tool_use", name: "Write", input: { file_path: path.join(project, file), content } }],
+  });
+  const mock = await OwnMock.start([
+    write("hello.txt", "hello from Claude\n"),
+    "Wrote hello.txt.",
+    write("second.txt", "two\n"),
+    "Wrote second.txt.",
+  ]);
+  const server = await OwnServer.start(
+    ["--agent", "claude", "--claude-bin", path.resolve(__dirname, "../../node_modules/.bin/claude"),
+      "--workdir", project, "--permission-mode", "acceptEdits"],
+    { ...env, ANTHROPIC_BASE_URL: mock.url },
+  );
+  try {
+    await page.goto(server.url);
+    await waitForHydration(page);
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("write hello");
+    await box.press("Enter");
+    await expect(page.getByText("Wrote hello.txt.")).toBeVisible({ timeout: 60_000 });
+    await waitForTurnEnd(page);
+    await send(page, "write a second file");
+    await expect(page.getByText("Wrote second.txt.")).toBeVisible();
+    expect(fs.readFileSync(path.join(project, "second.txt"), "utf8")).toBe("two\n");
+
+    await page.getByRole("button", { name: "Changes" }).click();
+    const panel = page.getByRole("complementary", { name: "Changes" });
+    await expect(changedFiles(page)).toHaveCount(2);
+    const scope = panel.getByRole("combobox", { name: "Changes of" });
+    await scope.selectOption({ label: "Turn 1: write hello" });
+    await expect(changedFiles(page)).toHaveCount(1);
+    await expect(changedFiles(page).first()).toContainText("hello.txt");
+    await expect(panel.getByRole("cell", { name: "hello from Claude" })).toBeVisible();
+    await scope.selectOption({ label: "Turn 2: write a second file" });
+    await expect(changedFiles(page)).toHaveCount(1);
+    await expect(changedFiles(page).first()).toContainText("second.txt");
+  } finally {
+    await server.kill();
+    await mock.kill();
+    fs.rmSync(home, { recursive: true, force: true });
   }
 });

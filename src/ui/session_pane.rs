@@ -6,8 +6,8 @@ use leptos::prelude::*;
 
 use super::agent_choice::models_of;
 use super::changes_view::changes_button;
-use super::lazy::changes_panel;
 use super::claude_sessions::resume_command;
+use super::lazy::changes_panel;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
 use super::server_call::ServerCall;
