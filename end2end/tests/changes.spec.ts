@@ -39,6 +39,7 @@ test("each turn's changes show in Changes as they happen, stay after a commit, a
   page,
 }) => {
   const folder = repository();
+  git(folder, "checkout", "--quiet", "-b", "work");
   try {
     const summary = await call<any>(page.request, "create_session", { workdir: folder });
     await page.goto(`/s/${summary.id}`);
@@ -62,6 +63,10 @@ test("each turn's changes show in Changes as they happen, stay after a commit, a
     git(folder, "add", "-A");
     git(folder, "commit", "--quiet", "-m", "the agent's commit");
     const scope = panel.getByRole("combobox", { name: "Changes of" });
+    // Against the branch the work started from: all of it, committed now.
+    await scope.selectOption({ label: "Against main (all of this branch)" });
+    await expect(changedFiles(page)).toHaveCount(3);
+    await expect(changedFiles(page).filter({ hasText: "by-hand.txt" })).toHaveCount(1);
     await scope.selectOption({ label: "Turn 2: redraft the notes" });
     await expect(changedFiles(page)).toHaveCount(2);
     await expect(changedFiles(page).filter({ hasText: "notes.md" })).toHaveCount(1);
@@ -166,5 +171,53 @@ test("Claude Code's own edits show in Changes, each in its turn", async ({ page 
     await server.kill();
     await mock.kill();
     fs.rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("Files lists the folder as git would, shows a file with its line numbers, and refuses paths that leave the folder", async ({
+  page,
+}) => {
+  const folder = repository();
+  const outside = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-outside-"));
+  try {
+    fs.writeFileSync(path.join(outside, "secret.txt"), "a secret\n");
+    fs.mkdirSync(path.join(folder, "src"));
+    fs.writeFileSync(path.join(folder, "src/main.rs"), 'fn main() {\n    println!("hi");\n}\n');
+    fs.writeFileSync(path.join(folder, ".gitignore"), "target/\n");
+    fs.mkdirSync(path.join(folder, "target"));
+    fs.writeFileSync(path.join(folder, "target/out.txt"), "built\n");
+    fs.symlinkSync(path.join(outside, "secret.txt"), path.join(folder, "link.txt"));
+    const summary = await call<any>(page.request, "create_session", { workdir: folder });
+    await page.goto(`/s/${summary.id}`);
+    await waitForHydration(page);
+    await page.getByRole("button", { name: "Files" }).click();
+    const panel = page.getByRole("complementary", { name: "Files" });
+    const list = panel.getByRole("list", { name: "Files in the folder" });
+    await expect(list.getByRole("button", { name: "src/main.rs" })).toBeVisible();
+    await expect(list.getByRole("button", { name: "README.md" })).toBeVisible();
+    await expect(list.getByRole("button", { name: "target/out.txt" })).toHaveCount(0);
+    await panel.getByRole("searchbox", { name: "Filter files" }).fill("main");
+    await expect(list.getByRole("listitem")).toHaveCount(1);
+    await list.getByRole("button", { name: "src/main.rs" }).click();
+    const shown = panel.getByRole("table", { name: "src/main.rs" });
+    await expect(shown.getByRole("row")).toHaveCount(3);
+    await expect(shown.getByRole("row").nth(1)).toContainText('2    println!("hi");');
+
+    // A link that leads out of the folder is listed (git lists it) but never read through.
+    await panel.getByRole("button", { name: "All files" }).click();
+    await panel.getByRole("searchbox", { name: "Filter files" }).fill("link");
+    await list.getByRole("button", { name: "link.txt" }).click();
+    await expect(panel.getByRole("alert")).toContainText("is not inside the session's folder");
+    await expect(panel.getByText("a secret")).toHaveCount(0);
+
+    // Whoever asks, the server refuses a path that leaves the folder.
+    for (const asked of ["../secret.txt", "/etc/passwd", path.join(outside, "secret.txt"), "src/../../secret.txt"]) {
+      const response = await page.request.post("/api/folder_file", { data: { session: summary.id, path: asked } });
+      expect(response.status(), asked).toBe(400);
+      expect(await response.text()).toContain("is not inside the session's folder");
+    }
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+    fs.rmSync(outside, { recursive: true, force: true });
   }
 });

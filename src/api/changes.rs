@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::changes::{Changes, Scope};
+use crate::changes::{Changes, FileText, Scope};
 use crate::error::AppError;
 
 /// The session's changes: of one turn, or since its first turn began.
@@ -18,6 +18,18 @@ pub async fn session_changes(session: String, scope: Scope) -> Result<Changes, A
 #[server(input = Json, endpoint = "wait_for_changes")]
 pub async fn wait_for_changes(session: String, seen: u64) -> Result<u64, AppError> {
     super::manager()?.wait_for_changes(&session, seen).await
+}
+
+/// The files of the session's folder that git would list (at most 5,000), sorted.
+#[server(input = Json, endpoint = "folder_tree")]
+pub async fn folder_tree(session: String) -> Result<Vec<String>, AppError> {
+    super::manager()?.folder_tree(&session).await
+}
+
+/// A file of the session's folder, line by line; refused when `path` leaves the folder.
+#[server(input = Json, endpoint = "folder_file")]
+pub async fn folder_file(session: String, path: String) -> Result<FileText, AppError> {
+    super::manager()?.folder_file(&session, &path).await
 }
 
 /// The files that undoing turn `turn` would put back, for the person to confirm.

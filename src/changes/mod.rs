@@ -16,6 +16,21 @@ pub struct Changes {
     pub unavailable: Option<String>,
     /// Moves at every change seen in the folder: the view asks again when it does.
     pub version: u64,
+    /// The base branch (`main`, `origin/main`, …), when the folder is a git repository that has
+    /// one: `Scope::Branch` diffs against it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+}
+
+/// A file of the session's folder, as the Files view shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileText {
+    /// Relative to the folder, `/` between its parts.
+    pub path: String,
+    pub lines: Vec<String>,
+    /// Why no lines are shown (a binary file, a file too large).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// What a diff is taken of.
@@ -27,6 +42,9 @@ pub enum Scope {
     /// From the turn's checkpoint to the next turn's (or to the folder as it is now, for the
     /// last one).
     Turn { number: u32 },
+    /// Everything since the current branch left its base branch (their merge-base), committed or
+    /// not: right however the agent committed.
+    Branch,
 }
 
 /// A turn that began with a checkpoint of the folder.

@@ -18,6 +18,12 @@ pub enum FolderError {
     Io { what: &'static str, message: String },
     #[error("turn {0} has no checkpoint")]
     NoSuchTurn(u32),
+    #[error("“{path}” is not inside the session's folder (a path that leaves it, or a link that leads out)")]
+    Outside { path: String },
+    #[error("there is no “{path}” in the session's folder")]
+    NotFound { path: String },
+    #[error("“{path}” is not a file")]
+    NotAFile { path: String },
 }
 
 impl FolderError {

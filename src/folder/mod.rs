@@ -3,8 +3,10 @@
 //! one per folder, shared by the sessions working there), the diff of a turn or of the whole
 //! session (`diff.rs`), a turn undone, and news of each write (`watch.rs`).
 
+mod branch;
 mod diff;
 mod error;
+mod read;
 mod shadow;
 mod watch;
 
@@ -20,6 +22,7 @@ use tracing::warn;
 use crate::changes::{Changes, FileStatus, Scope, TurnMark};
 pub use error::FolderError;
 use error::MOST_FILES;
+pub use read::read_text;
 use shadow::{LARGEST_FILE, Shadow};
 
 /// Files whose lines a diff shows at most; the rest are named with their counts.
@@ -85,9 +88,30 @@ impl Folders {
     pub async fn changes(&self, work_tree: &Path, session: &str, scope: &Scope) -> Result<Changes, FolderError> {
         let folder = self.folder(work_tree);
         let version = *folder.version.borrow();
+        let base = branch::merge_base(work_tree).await;
+        let mut changes = self.checkpointed_changes(&folder, session, scope).await?;
+        changes.version = version;
+        changes.base = base.as_ref().map(|(name, _)| name.clone());
+        if *scope == Scope::Branch {
+            changes.unavailable = None;
+            match &base {
+                Some((_, commit)) => changes.files = branch_diff(work_tree, commit).await?,
+                None => changes.unavailable = Some("the folder is no git repository with a main branch".into()),
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The turns with a checkpoint, and the diff `scope` asks of them (none for `Scope::Branch`).
+    async fn checkpointed_changes(
+        &self,
+        folder: &Folder,
+        session: &str,
+        scope: &Scope,
+    ) -> Result<Changes, FolderError> {
         let mut prepared = folder.git.lock().await;
         if let Prepared::Refused(why) = &*prepared {
-            return Ok(Changes { unavailable: Some(why.clone()), version, ..Changes::default() });
+            return Ok(Changes { unavailable: Some(why.clone()), ..Changes::default() });
         }
         let marks = folder.shadow.marks(session).await?;
         let turns: Vec<TurnMark> = marks
@@ -99,12 +123,13 @@ impl Folders {
                 at_ms: at * 1000,
             })
             .collect();
-        if marks.is_empty() {
-            return Ok(Changes { turns, version, ..Changes::default() });
+        if marks.is_empty() || *scope == Scope::Branch {
+            return Ok(Changes { turns, ..Changes::default() });
         }
         folder.prepare(&mut prepared).await?;
         let (from, to) = match scope {
-            Scope::Session => (marks[0].1.clone(), None),
+            // (The branch's diff is read from the person's repository, by the caller.)
+            Scope::Session | Scope::Branch => (marks[0].1.clone(), None),
             Scope::Turn { number } => {
                 let at = (*number as usize).checked_sub(1).filter(|at| *at < marks.len());
                 let at = at.ok_or(FolderError::NoSuchTurn(*number))?;
@@ -116,7 +141,7 @@ impl Folders {
             None => folder.shadow.snapshot().await?,
         };
         let files = folder.diff(&from, &to).await?;
-        Ok(Changes { turns, files, unavailable: None, version })
+        Ok(Changes { turns, files, ..Changes::default() })
     }
 
     /// The files undoing turn `number` would put back: what changed since it began.
@@ -193,17 +218,10 @@ impl Folder {
     async fn diff(&self, from: &str, to: &str) -> Result<Vec<crate::changes::FileDiff>, FolderError> {
         let mut files = Vec::new();
         for (i, change) in self.shadow.changed(from, to, true).await?.into_iter().enumerate() {
-            let status = match change.status {
-                'A' => FileStatus::Added,
-                'D' => FileStatus::Deleted,
-                'R' => FileStatus::Renamed,
-                _ => FileStatus::Modified,
-            };
+            let status = status_of(change.status);
             let old_path = change.old_path.clone().unwrap_or_else(|| change.path.clone());
             if i >= MOST_FILES_SHOWN {
-                let mut diff = diff::file_diff(change.path, change.old_path, status, Some(b""), Some(b""));
-                diff.note = Some("not read: too many files changed".into());
-                files.push(diff);
+                files.push(unread(change.path, change.old_path, status));
                 continue;
             }
             let old = match status {
@@ -218,6 +236,45 @@ impl Folder {
         }
         Ok(files)
     }
+}
+
+/// The diff of the working tree against `commit` of the person's repository.
+async fn branch_diff(work_tree: &Path, commit: &str) -> Result<Vec<crate::changes::FileDiff>, FolderError> {
+    let mut files = Vec::new();
+    for (i, change) in branch::changed_since(work_tree, commit).await?.into_iter().enumerate() {
+        let status = status_of(change.status);
+        let old_path = change.old_path.clone().unwrap_or_else(|| change.path.clone());
+        if i >= MOST_FILES_SHOWN {
+            files.push(unread(change.path, change.old_path, status));
+            continue;
+        }
+        let old = match status {
+            FileStatus::Added => Some(Vec::new()),
+            _ => branch::blob_at(work_tree, commit, &old_path).await?,
+        };
+        let new = match status {
+            FileStatus::Deleted => Some(Vec::new()),
+            _ => branch::in_working_tree(work_tree, &change.path),
+        };
+        files.push(diff::file_diff(change.path, change.old_path, status, old.as_deref(), new.as_deref()));
+    }
+    Ok(files)
+}
+
+fn status_of(letter: char) -> FileStatus {
+    match letter {
+        'A' => FileStatus::Added,
+        'D' => FileStatus::Deleted,
+        'R' => FileStatus::Renamed,
+        _ => FileStatus::Modified,
+    }
+}
+
+/// A file named with its status, its lines not read (too many files changed).
+fn unread(path: String, old_path: Option<String>, status: FileStatus) -> crate::changes::FileDiff {
+    let mut diff = diff::file_diff(path, old_path, status, Some(b""), Some(b""));
+    diff.note = Some("not read: too many files changed".into());
+    diff
 }
 
 /// The files git would list in `root`: refused past [`MOST_FILES`]; those over [`LARGEST_FILE`],

@@ -107,6 +107,9 @@ impl Shadow {
     /// The checkpoints under `refs/askbridge/<prefix>`: each one's name after the prefix, its tree,
     /// when it was taken (seconds) and its subject.
     pub async fn marks(&self, prefix: &str) -> Result<Vec<(String, String, i64, String)>, FolderError> {
+        if !self.git_dir.join("HEAD").exists() {
+            return Ok(Vec::new());
+        }
         let listed = self
             .git([
                 "for-each-ref",
@@ -234,7 +237,7 @@ fn clean_environment(command: &mut Command) {
 }
 
 /// `git diff-tree -z --name-status`'s output: `M\0path\0`, `R100\0old\0new\0`.
-fn parse_name_status(listed: &str) -> Vec<Changed> {
+pub fn parse_name_status(listed: &str) -> Vec<Changed> {
     let mut fields = listed.split('\0').filter(|field| !field.is_empty());
     let mut changes = Vec::new();
     while let Some(status) = fields.next() {

@@ -165,3 +165,58 @@ async fn a_write_in_a_watched_folder_moves_its_version() {
     .await;
     assert_eq!(waiter.await.unwrap(), 1);
 }
+
+#[tokio::test]
+async fn a_link_that_points_out_of_the_folder_is_shown_as_a_link_never_read_through() {
+    let (data, folder, outside) = (tempfile::tempdir().unwrap(), repository(), tempfile::tempdir().unwrap());
+    let (work, folders) = (folder.path(), Folders::new(data.path()));
+    std::fs::write(outside.path().join("secret.txt"), "a secret\n").unwrap();
+    folders.checkpoint(work, "s", "m1").await.unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), work.join("link.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), work.join("linked-folder")).unwrap();
+    let turn = folders.changes(work, "s", &Scope::Session).await.unwrap();
+    assert_eq!(paths(&turn), vec![("link.txt", FileStatus::Added), ("linked-folder", FileStatus::Added)]);
+    let shown: String =
+        turn.files.iter().flat_map(|f| &f.hunks).flat_map(|h| &h.lines).map(|l| l.text.clone()).collect();
+    assert!(!shown.contains("a secret"), "the link's target is not read: {shown}");
+    assert!(shown.contains("secret.txt"), "the link shows where it points: {shown}");
+    // Undone, the links go, and what they pointed at stays.
+    folders.undo(work, "s", 1).await.unwrap();
+    assert!(work.join("link.txt").symlink_metadata().is_err());
+    assert_eq!(std::fs::read_to_string(outside.path().join("secret.txt")).unwrap(), "a secret\n");
+}
+
+#[tokio::test]
+async fn against_its_base_a_branch_shows_what_it_committed_and_what_it_did_not() {
+    let (data, folder) = (tempfile::tempdir().unwrap(), repository());
+    let (work, folders) = (folder.path(), Folders::new(data.path()));
+    git(work, &["checkout", "--quiet", "-b", "feature"]);
+    std::fs::write(work.join("committed.txt"), "on the branch\n").unwrap();
+    git(work, &["add", "."]);
+    git(work, &["commit", "--quiet", "-m", "the agent's commit"]);
+    std::fs::write(work.join("untracked.txt"), "new\n").unwrap();
+    std::fs::write(work.join("README.md"), "hello, changed\n").unwrap();
+    let status = git(work, &["status", "--porcelain"]);
+    let branch = folders.changes(work, "s", &Scope::Branch).await.unwrap();
+    assert_eq!(branch.base.as_deref(), Some("main"));
+    assert_eq!(
+        paths(&branch),
+        vec![
+            ("README.md", FileStatus::Modified),
+            ("committed.txt", FileStatus::Added),
+            ("untracked.txt", FileStatus::Added)
+        ]
+    );
+    assert_eq!(git(work, &["status", "--porcelain"]), status, "the person's repository is only read");
+    // Every other scope names the base too, for the view to offer it.
+    assert_eq!(folders.changes(work, "s", &Scope::Session).await.unwrap().base.as_deref(), Some("main"));
+}
+
+#[tokio::test]
+async fn a_folder_with_no_base_branch_says_why_it_has_no_branch_diff() {
+    let (data, folder) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let folders = Folders::new(data.path());
+    let branch = folders.changes(folder.path(), "s", &Scope::Branch).await.unwrap();
+    assert_eq!(branch.base, None);
+    assert!(branch.unavailable.unwrap().contains("no git repository"));
+}

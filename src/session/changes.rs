@@ -7,9 +7,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::SessionManager;
-use crate::changes::{Changes, Scope};
+use crate::changes::{Changes, FileText, Scope};
 use crate::error::AppError;
-use crate::folder::FolderError;
+use crate::folder::{FolderError, read_text};
+
+/// Files the Files view lists at most.
+const MOST_LISTED: usize = 5_000;
 
 /// The longest `wait_for_changes` holds its request before answering with the same version.
 const LONGEST_WAIT: Duration = Duration::from_secs(25);
@@ -69,6 +72,24 @@ impl SessionManager {
         let touched = folders.undo(&folder, session, number).await.map_err(refused)?;
         drop(state);
         Ok(touched)
+    }
+
+    /// The files of the session's folder that git would list, sorted, at most `MOST_LISTED`.
+    pub async fn folder_tree(&self, session: &str) -> Result<Vec<String>, AppError> {
+        let folder = self.session_folder(session).await?;
+        let mut files: Vec<String> = self.files.of(&folder).await.iter().take(MOST_LISTED).cloned().collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// The file at `path` in the session's folder, to show; refused when the path leaves it.
+    pub async fn folder_file(&self, session: &str, path: &str) -> Result<FileText, AppError> {
+        let folder = self.session_folder(session).await?;
+        let path = path.to_string();
+        tokio::task::spawn_blocking(move || read_text(&folder, &path))
+            .await
+            .map_err(|error| AppError::Internal { detail: error.to_string() })?
+            .map_err(refused)
     }
 
     async fn checkpointed(&self, session: &str) -> Result<(std::sync::Arc<crate::folder::Folders>, PathBuf), AppError> {

@@ -40,7 +40,8 @@ impl FileLists {
         best_matches(&files, query, SHOWN)
     }
 
-    async fn of(&self, folder: &Path) -> Arc<Vec<String>> {
+    /// Every file of `folder` that git would list (at most 50,000), in git's order.
+    pub async fn of(&self, folder: &Path) -> Arc<Vec<String>> {
         let now = Instant::now();
         {
             let mut kept = self.kept.lock().expect("file lists lock");

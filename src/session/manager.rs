@@ -39,7 +39,7 @@ pub struct SessionManager {
     pub(super) turns: Arc<Turns>,
     pub(super) shutdown: CancellationToken,
     /// The folders' files the `@` list asked for lately.
-    files: FileLists,
+    pub(super) files: FileLists,
 }
 
 impl SessionManager {

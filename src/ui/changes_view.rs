@@ -59,7 +59,7 @@ pub fn changes_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView
             </header>
             <p class="changes-problem" role="alert" hidden=move || load.problem().is_none()>{move || load.problem()}</p>
             {undo_bar(session, scope)}
-            {move || changes.with(|c| c.as_ref().map(|c| body(c, split.get())))}
+            {move || changes.with(|c| c.as_ref().map(|c| body(c, &scope.get(), split.get())))}
         </aside>
     }
 }
@@ -105,11 +105,23 @@ fn scope_select(thread: ThreadState, changes: RwSignal<Option<Changes>>, scope: 
     };
     let pick = move |ev: leptos::ev::Event| {
         let value = event_target_value(&ev);
-        scope.set(value.parse().map_or(Scope::Session, |number| Scope::Turn { number }));
+        scope.set(match value.as_str() {
+            "branch" => Scope::Branch,
+            other => other.parse().map_or(Scope::Session, |number| Scope::Turn { number }),
+        });
+    };
+    // Against the base branch, where the folder's repository has one.
+    let base = move || {
+        let base = changes.with(|c| c.as_ref().and_then(|c| c.base.clone()))?;
+        let selected = move || scope.get() == Scope::Branch;
+        Some(
+            view! { <option value="branch" selected=selected>{format!("Against {base} (all of this branch)")}</option> },
+        )
     };
     view! {
         <select class="changes-scope" aria-label="Changes of" on:change=pick>
             <option value="session" selected=move || scope.get() == Scope::Session>"The whole session"</option>
+            {base}
             {options}
         </select>
     }
@@ -123,7 +135,7 @@ fn undo_bar(session: String, scope: RwSignal<Scope>) -> impl IntoView {
     let done = RwSignal::new(None::<String>);
     let turn = move || match scope.get() {
         Scope::Turn { number } => Some(number),
-        Scope::Session => None,
+        Scope::Session | Scope::Branch => None,
     };
     let ask = {
         let session = session.clone();
@@ -171,11 +183,11 @@ fn undo_bar(session: String, scope: RwSignal<Scope>) -> impl IntoView {
     }
 }
 
-fn body(changes: &Changes, split: bool) -> AnyView {
+fn body(changes: &Changes, scope: &Scope, split: bool) -> AnyView {
     if let Some(why) = &changes.unavailable {
         return view! { <p class="changes-empty">"No changes to show: " {why.clone()}</p> }.into_any();
     }
-    if changes.turns.is_empty() {
+    if changes.turns.is_empty() && *scope != Scope::Branch {
         return view! { <p class="changes-empty">"Nothing yet: a checkpoint of the folder is taken as each turn begins."</p> }
             .into_any();
     }

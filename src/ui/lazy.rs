@@ -90,27 +90,6 @@ fn draw_transcript_pane(id: String) -> Result<AnyView, ChunkMissing> {
     Ok(view! { <TranscriptPane id /> }.into_any())
 }
 
-/// The session's Changes panel (`changes_view.rs`), a chunk of its own: fetched when the panel is
-/// first opened, so that a session link's first load does not carry it (issue 38).
-pub fn changes_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
-    Suspend::new(async move {
-        #[cfg(not(feature = "hydrate"))]
-        let drawn = draw_changes_panel(thread, open);
-        #[cfg(feature = "hydrate")]
-        let drawn = draw_changes_panel(thread, open).await;
-        drawn.unwrap_or_else(|ChunkMissing| chunk_missing().into_any())
-    })
-}
-
-#[cfg_attr(
-    feature = "hydrate",
-    leptos::wasm_split::wasm_split(changes, wasm_split_path = ::leptos::wasm_split, fallible)
-)]
-#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
-fn draw_changes_panel(thread: ThreadState, open: RwSignal<bool>) -> Result<AnyView, ChunkMissing> {
-    Ok(super::changes_view::changes_panel(thread, open).into_any())
-}
-
 /// The keyboard shortcuts' dialog, drawn by the chunk when `?` opens it.
 pub fn keys_dialog(open: RwSignal<bool>) -> impl IntoView {
     Suspend::new(async move {

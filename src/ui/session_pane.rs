@@ -7,9 +7,10 @@ use leptos::prelude::*;
 use super::agent_choice::models_of;
 use super::changes_view::changes_button;
 use super::claude_sessions::resume_command;
-use super::lazy::changes_panel;
+use super::files_view::files_button;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
+use super::panels::{changes_panel, files_panel};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
@@ -56,6 +57,18 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     let default_workdir = workspace.default_workdir.get_value();
     let run_here = Memo::new(move |_| summary.with(|s| s.terminal.is_none()));
     let changes_open = RwSignal::new(false);
+    let files_open = RwSignal::new(false);
+    // One panel at a time.
+    Effect::new(move |_| {
+        if changes_open.get() {
+            files_open.set(false);
+        }
+    });
+    Effect::new(move |_| {
+        if files_open.get() {
+            changes_open.set(false);
+        }
+    });
     let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
     // For an agent with a process: whether it runs now (a message starts it again), in the
     // info's tooltip: beside the status it read as a second status.
@@ -94,6 +107,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {model_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
                 {mode_switcher(thread)}
                 {changes_button(changes_open)}
+                {files_button(files_open)}
             </div>
         })}
     };
@@ -101,6 +115,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
         {pane_header(heading)}
         <ThreadView thread />
         {move || changes_open.get().then(|| changes_panel(thread, changes_open))}
+        {move || files_open.get().then(|| files_panel(thread, files_open))}
     }
 }
 
