@@ -50,6 +50,9 @@ pub struct Turn<'a> {
     pub commands: Option<Vec<SlashCommand>>,
     /// The cards waiting for the person, by tool call.
     open: Arc<std::sync::Mutex<HashSet<String>>>,
+    /// What the cards' waits stop on: the turn's token, and the turn's end (a child of it, so
+    /// that ending the waits is not taken for the person's Stop).
+    waits_end: CancellationToken,
     /// The agent runs under a host: a card may park (the agent waits on through the server's
     /// restart, and the answer resumes this turn).
     hosted: bool,
@@ -93,6 +96,7 @@ impl<'a> Turn<'a> {
             acp_session,
             sink,
             cancel,
+            waits_end: cancel.child_token(),
             grace,
             cost_before,
             message: None,
@@ -139,13 +143,17 @@ impl<'a> Turn<'a> {
                 self.connection.send("session/prompt", json!({"sessionId": self.acp_session, "prompt": [text]}));
             played = self.play(answer, &mut waits).await;
         }
-        waits.abort_all();
         if let Err(AgentError::Parked) = played {
             // The parked cards wait on: the agent, in its host, for their answer.
+            waits.abort_all();
             self.finish_message().await?;
             return played;
         }
+        // Every card the agent asked for is shown before it is withdrawn: a request read just
+        // before the agent exited has its card too, though its wait had not yet shown it.
         let open: Vec<String> = self.open.lock().expect("open cards lock").drain().collect();
+        self.waits_end.cancel();
+        while waits.join_next().await.is_some() {}
         let why = match &played {
             Err(AgentError::Interrupted) => "the turn was stopped",
             Ok(_) => "the agent ended its turn without the answer",
@@ -173,14 +181,17 @@ impl<'a> Turn<'a> {
                     self.connection.notify("session/cancel", json!({"sessionId": self.acp_session}));
                     stopping = Some(tokio::time::Instant::now() + self.grace);
                 }
-                done = &mut answer => break done,
-                _ = self.parked.notified() => return Err(AgentError::Parked),
+                // What the agent sent is read before its answer or its end, which the reader
+                // learned of after it: a request written just before the agent exited still
+                // becomes its card (it answered the prompt, or died, while the line waited here).
                 inbound = inbox.recv() => match inbound {
                     Some(Inbound::Notification { method, params }) => self.notified(&method, params).await?,
                     Some(Inbound::Request { id, method, params }) => self.asked(id, &method, params, waits).await?,
                     Some(Inbound::Closed(why)) => return Err(exited(&why, self.connection.last_words())),
                     None => return Err(exited("its connection is gone", String::new())),
                 },
+                done = &mut answer => break done,
+                _ = self.parked.notified() => return Err(AgentError::Parked),
                 _ = tokio::time::sleep_until(deadline), if stopping.is_some() => {
                     self.connection.kill();
                     return Err(AgentError::Interrupted);
@@ -356,7 +367,7 @@ impl<'a> Turn<'a> {
                 }
                 self.tool_call(ToolCall { status: None, ..call.clone() }).await?;
                 self.ready(&call).await?;
-                let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+                let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.waits_end.clone());
                 let (open, parked, hosted) = (self.open.clone(), self.parked.clone(), self.hosted);
                 let said = self.said.clone();
                 let what = approval_in_words(&approval);
@@ -433,7 +444,7 @@ impl<'a> Turn<'a> {
         if self.ready.insert(call_id.clone()) {
             self.sink.tool_call_ready(&call_id, args.clone()).await?;
         }
-        let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.cancel.clone());
+        let (sink, connection, cancel) = (self.sink.clone(), self.connection.clone(), self.waits_end.clone());
         let (open, parked, hosted) = (self.open.clone(), self.parked.clone(), self.hosted);
         open.lock().expect("open cards lock").insert(call_id.clone());
         waits.spawn(async move {
