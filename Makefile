@@ -8,28 +8,28 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve lint site site-beside release install test-rust test-servers test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve lint site site-beside release install test-build test-rust test-servers test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
 
 # The browser tests and the size check run the server the Rust tests built (target/debug): the
 # release build of the server is `make run`'s, and would add minutes to every run for a binary
-# that differs only in its optimization. Clippy lints as each build compiles (.cargo/config.toml),
-# so the lints need no pass of their own. The site is built beside the Rust tests, at a lower
-# priority (its lines marked "[site]"): their build and their run leave a core idle much of the
-# time (one crate's front end, a link, tests waiting on their processes), and the site's compile
-# takes it without slowing them.
+# that differs only in its optimization. The site is built while the Rust tests run, at a lower
+# priority (its lines marked "[site]"): the tests leave a core idle much of the time (waiting on
+# the processes they start), and the site's compile takes it. Not while the tests compile: two
+# builds on two cores only share them (a fresh test build took 733 s beside the site's, 29 Nov,
+# BENCHMARKS.md §7).
 test: setup
-	@echo "[step] format"
-	cargo fmt --check
+	$(MAKE) lint
+	$(MAKE) test-build
 	$(MAKE) --jobs=2 test-rust site-beside SITE_NICE="nice -n 10"
 	$(MAKE) test-e2e
 	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
-# The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate, without
-# building: what every build checks anyway (.cargo/config.toml), for a quick look.
+# The code as rustfmt writes it, and no lint of clippy's, on both faces of the crate: the server
+# (with its tests and examples) and the browser's WASM.
 lint:
 	@echo "[step] lint"
 	cargo fmt --check
@@ -100,6 +100,11 @@ install: release
 test-rust:
 	@echo "[step] test-rust"
 	cargo test --no-default-features --features ssr
+
+# The Rust tests' build alone (their binaries, the server, the examples), without running them.
+test-build:
+	@echo "[step] test-build"
+	cargo test --no-default-features --features ssr --no-run
 
 # What the browser tests start: the server (the Rust tests' debug build), the mock API that
 # serves the Claude Code loop, and test_postgres for the team server's.
