@@ -165,6 +165,13 @@ impl Folders {
         Ok(touched)
     }
 
+    /// Deletes `session`'s checkpoints of `work_tree` (the session was deleted).
+    pub async fn forget(&self, work_tree: &Path, session: &str) -> Result<(), FolderError> {
+        let folder = self.folder(work_tree);
+        let _git = folder.git.lock().await;
+        folder.shadow.forget(session).await
+    }
+
     /// Waits until something in `work_tree` changes after `seen` (or `longest` passes); the
     /// version then. The folder is watched while anyone waits, and a minute after.
     pub async fn wait(&self, work_tree: &Path, seen: u64, longest: Duration) -> u64 {

@@ -131,6 +131,19 @@ impl Shadow {
             .collect())
     }
 
+    /// Deletes the checkpoints under `refs/askbridge/<prefix>/`, then lets git pack and prune
+    /// what nothing refers to any more, when there is enough of it (`gc --auto`).
+    pub async fn forget(&self, prefix: &str) -> Result<(), FolderError> {
+        let names: Vec<String> = self.marks(prefix).await?.into_iter().map(|(name, ..)| name).collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        let deletions: String = names.iter().map(|name| format!("delete refs/askbridge/{prefix}/{name}\n")).collect();
+        self.git_bytes(["update-ref", "--stdin"], Some(deletions.into_bytes())).await?;
+        self.git(["-c", "gc.auto=6700", "gc", "--auto", "--quiet"]).await?;
+        Ok(())
+    }
+
     /// What differs from tree `from` to tree `to`, renames found (`renames`) or not.
     pub async fn changed(&self, from: &str, to: &str, renames: bool) -> Result<Vec<Changed>, FolderError> {
         let renames = if renames { "-M" } else { "--no-renames" };

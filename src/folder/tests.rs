@@ -220,3 +220,16 @@ async fn a_folder_with_no_base_branch_says_why_it_has_no_branch_diff() {
     assert_eq!(branch.base, None);
     assert!(branch.unavailable.unwrap().contains("no git repository"));
 }
+
+#[tokio::test]
+async fn a_deleted_sessions_checkpoints_go_and_another_sessions_stay() {
+    let (data, folder) = (tempfile::tempdir().unwrap(), repository());
+    let (work, folders) = (folder.path(), Folders::new(data.path()));
+    folders.checkpoint(work, "gone", "m1").await.unwrap();
+    folders.checkpoint(work, "gone", "m2").await.unwrap();
+    folders.checkpoint(work, "kept", "m3").await.unwrap();
+    folders.forget(work, "gone").await.unwrap();
+    assert!(folders.changes(work, "gone", &Scope::Session).await.unwrap().turns.is_empty());
+    assert_eq!(folders.changes(work, "kept", &Scope::Session).await.unwrap().turns.len(), 1);
+    folders.forget(work, "never-had-any").await.unwrap();
+}

@@ -274,8 +274,14 @@ impl SessionManager {
     /// Deletes a session; its running turn is stopped and its open tabs are disconnected, on
     /// this server and (told through the store) on every other one.
     pub async fn delete_session(&self, id: &str) -> Result<(), AppError> {
+        let folder = self.session_folder(id).await.ok();
         self.store().delete_session(id).await?;
         self.let_go(id).await;
+        if let (Some(folders), Some(folder)) = (&self.turns.folders, folder)
+            && let Err(error) = folders.forget(&folder, id).await
+        {
+            warn!(session = %id, %error, "the deleted session's checkpoints could not be deleted");
+        }
         info!(session = %id, "session deleted");
         self.log.list_changed();
         Ok(())
