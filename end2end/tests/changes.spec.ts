@@ -13,8 +13,9 @@ function git(folder: string, ...args: string[]) {
   return execFileSync("git", args, { cwd: folder, encoding: "utf8" });
 }
 
-function repository(): string {
-  const folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-changes-"));
+/** A git repository on `main` with one commit, in `folder` (a new one by default). */
+function repository(folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-changes-"))): string {
+  fs.mkdirSync(folder, { recursive: true });
   git(folder, "init", "--quiet", "-b", "main");
   git(folder, "config", "user.email", "me@example.com");
   git(folder, "config", "user.name", "Me");
@@ -123,13 +124,7 @@ test("the diff is side by side on a wide screen and unified on a phone", async (
 test("Claude Code's own edits show in Changes, each in its turn", async ({ page }) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-changes-"));
   const env = claudeEnv(home, "");
-  const project = path.join(home, "project");
-  git(project, "init", "--quiet", "-b", "main");
-  git(project, "config", "user.email", "me@example.com");
-  git(project, "config", "user.name", "Me");
-  fs.writeFileSync(path.join(project, "README.md"), "# A project\n");
-  git(project, "add", ".");
-  git(project, "commit", "--quiet", "-m", "first");
+  const project = repository(path.join(home, "project"));
   const write = (file: string, content: string) => ({
     content: [{ type: "tool_use", name: "Write", input: { file_path: path.join(project, file), content } }],
   });
@@ -196,7 +191,8 @@ test("Files lists the folder as git would, shows a file with its line numbers, a
     await expect(list.getByRole("button", { name: "src/main.rs" })).toBeVisible();
     await expect(list.getByRole("button", { name: "README.md" })).toBeVisible();
     await expect(list.getByRole("button", { name: "target/out.txt" })).toHaveCount(0);
-    await panel.getByRole("searchbox", { name: "Filter files" }).fill("main");
+    await panel.getByRole("searchbox", { name: "Filter files" }).click();
+    await page.keyboard.type("main");
     await expect(list.getByRole("listitem")).toHaveCount(1);
     await list.getByRole("button", { name: "src/main.rs" }).click();
     const shown = panel.getByRole("table", { name: "src/main.rs" });
@@ -205,7 +201,8 @@ test("Files lists the folder as git would, shows a file with its line numbers, a
 
     // A link that leads out of the folder is listed (git lists it) but never read through.
     await panel.getByRole("button", { name: "All files" }).click();
-    await panel.getByRole("searchbox", { name: "Filter files" }).fill("link");
+    await panel.getByRole("searchbox", { name: "Filter files" }).fill("");
+    await page.keyboard.type("link");
     await list.getByRole("button", { name: "link.txt" }).click();
     await expect(panel.getByRole("alert")).toContainText("is not inside the session's folder");
     await expect(panel.getByText("a secret")).toHaveCount(0);

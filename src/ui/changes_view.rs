@@ -10,16 +10,16 @@ use super::state::ThreadState;
 use crate::api::changes::{SessionChanges, UndoPreview, UndoTurn, WaitForChanges};
 use crate::changes::{Changes, DiffLine, FileDiff, Hunk, LineKind, Scope, side_by_side};
 
-/// The header's Changes button, which opens and closes the panel.
-pub fn changes_button(open: RwSignal<bool>) -> impl IntoView {
+/// A header button that opens and closes the panel `controls` (Changes, Files).
+pub fn panel_button(label: &'static str, controls: &'static str, open: RwSignal<bool>) -> impl IntoView {
     view! {
         <button
             class="button small changes-button"
             aria-expanded=move || open.get().to_string()
-            aria-controls="changes-panel"
+            aria-controls=controls
             on:click=move |_| open.update(|o| *o = !*o)
         >
-            "Changes"
+            {label}
         </button>
     }
 }

@@ -13,20 +13,6 @@ use crate::changes::FileText;
 /// Files listed at most while a filter leaves more.
 const SHOWN: usize = 300;
 
-/// The header's Files button.
-pub fn files_button(open: RwSignal<bool>) -> impl IntoView {
-    view! {
-        <button
-            class="button small changes-button"
-            aria-expanded=move || open.get().to_string()
-            aria-controls="files-panel"
-            on:click=move |_| open.update(|o| *o = !*o)
-        >
-            "Files"
-        </button>
-    }
-}
-
 pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
     let session = thread.session_id.get_value();
     let files = RwSignal::new(None::<Vec<String>>);

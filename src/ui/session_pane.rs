@@ -5,9 +5,8 @@
 use leptos::prelude::*;
 
 use super::agent_choice::models_of;
-use super::changes_view::changes_button;
+use super::changes_view::panel_button;
 use super::claude_sessions::resume_command;
-use super::files_view::files_button;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
 use super::panels::{changes_panel, files_panel};
@@ -106,8 +105,8 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
             <div class="session-switches">
                 {model_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
                 {mode_switcher(thread)}
-                {changes_button(changes_open)}
-                {files_button(files_open)}
+                {panel_button("Changes", "changes-panel", changes_open)}
+                {panel_button("Files", "files-panel", files_open)}
             </div>
         })}
     };
