@@ -17,7 +17,8 @@
 //!   (shared).
 //! - `notify`: reaching the person when nobody is looking: Web Push and webhooks (server).
 //! - `folder`: the folders sessions work in: a checkpoint at each turn's start (a git repository
-//!   of AskBridge's own), diffs, a turn undone, news of each write (server).
+//!   of AskBridge's own), diffs, a turn undone, news of each write (server); `shell`: a terminal
+//!   per session, a shell in a PTY with its scrollback (server).
 //! - `session`: each session's event log, the manager of sessions, their turns and leases (server).
 //! - `live`: live events (the hub and SSE route on the server, the client in the browser).
 //! - `api`: the server functions, the edge the browser calls (both faces).
@@ -52,6 +53,8 @@ pub mod notify;
 pub mod server;
 #[cfg(feature = "ssr")]
 pub mod session;
+#[cfg(feature = "ssr")]
+pub mod shell;
 #[cfg(feature = "ssr")]
 pub mod store;
 #[cfg(feature = "ssr")]

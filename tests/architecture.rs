@@ -35,6 +35,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("agent", &["approval", "error", "ids", "interaction", "question", "thread"]),
     // The folders sessions work in: checkpoints in a git repository of AskBridge's own, diffs.
     ("folder", &["changes", "store"]),
+    // A terminal per session: a shell in a PTY, in the environment an agent gets.
+    ("shell", &["agent"]),
     (
         "session",
         &[
@@ -47,6 +49,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "ids",
             "interaction",
             "question",
+            "shell",
             "store",
             "thread",
         ],
@@ -67,7 +70,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // agent's own, and holds the hook program and `connect` (which the command line runs).
     ("terminal", &["agent", "approval", "error", "ids", "interaction", "question", "session", "thread"]),
     // The top: the command line and the router put everything together.
-    ("server", &["agent", "api", "app", "approval", "error", "live", "notify", "session", "store", "terminal", "ui"]),
+    ("server", &["agent", "api", "app", "approval", "error", "live", "notify", "session", "shell", "store", "terminal", "ui"]),
 ];
 
 fn src() -> PathBuf {

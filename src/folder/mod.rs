@@ -22,7 +22,7 @@ use tracing::warn;
 use crate::changes::{Changes, FileStatus, Scope, TurnMark};
 pub use error::FolderError;
 use error::MOST_FILES;
-pub use read::read_text;
+pub use read::{inside, read_text};
 use shadow::{LARGEST_FILE, Shadow};
 
 /// Files whose lines a diff shows at most; the rest are named with their counts.

@@ -23,7 +23,8 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 use tracing::{debug, warn};
 
@@ -119,7 +120,10 @@ pub async fn serve(
     stop: impl Future<Output = ()>,
     stopping: impl Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let graceful = GracefulShutdown::new();
+    // Each connection's task, and the word that they should finish their request and close
+    // (hyper's graceful shutdown of a connection; a WebSocket, once upgraded, is the terminal's to
+    // end, `shell_socket.rs`).
+    let (open, closing) = (TaskTracker::new(), CancellationToken::new());
     let unproven = Unproven::default();
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new()).header_read_timeout(HEADER_DEADLINE);
@@ -149,19 +153,27 @@ pub async fn serve(
                 app.clone().oneshot(request.map(Body::new))
             })
         };
-        let connection = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
+        let connection = http.serve_connection(TokioIo::new(stream), service).with_upgrades();
+        let closing = closing.clone();
+        open.spawn(async move {
             tokio::pin!(connection);
-            let ended = tokio::select! {
-                ended = &mut connection => Some(ended),
-                () = tokio::time::sleep(GRACE) => None,
-            };
-            let ended = match ended {
-                Some(ended) => ended,
-                None if proof.grace_over() => connection.await,
-                None => {
-                    debug!(%client, "a connection closed: its address holds too many without the token");
-                    Ok(())
+            let grace = tokio::time::sleep(GRACE);
+            tokio::pin!(grace);
+            let (mut graced, mut told) = (false, false);
+            let ended = loop {
+                tokio::select! {
+                    ended = &mut connection => break ended,
+                    () = &mut grace, if !graced => {
+                        graced = true;
+                        if !proof.grace_over() {
+                            debug!(%client, "a connection closed: its address holds too many without the token");
+                            break Ok(());
+                        }
+                    }
+                    () = closing.cancelled(), if !told => {
+                        told = true;
+                        connection.as_mut().graceful_shutdown();
+                    }
                 }
             };
             if let Err(error) = ended {
@@ -173,6 +185,8 @@ pub async fn serve(
     }
     drop(listener);
     stopping.await;
-    graceful.shutdown().await;
+    closing.cancel();
+    open.close();
+    open.wait().await;
     Ok(())
 }

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod connections;
 mod router;
 pub mod security;
+mod shell_socket;
 pub mod site;
 
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use tracing::{info, warn};
 
+use crate::agent::AgentEnv;
 use crate::approval::PermissionMode;
 use crate::notify::{LazyVapidKey, Notifier, NotifyConfig, VapidKey};
 use crate::session::{SessionManager, SessionPolicy, Timeouts};
@@ -161,7 +163,8 @@ fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<Se
         None => None,
     };
     let checkpoints = (!args.no_checkpoints).then(|| args.data_dir.clone());
-    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args), checkpoints };
+    let shell_env = AgentEnv::new(&args.agent_env)?;
+    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args), checkpoints, shell_env };
     // The agent's own default folder must obey the root too, or a session without one escapes it.
     if let Some(dir) = default_workdir {
         policy.check_workdir(&dir.display().to_string()).map_err(|error| format!("the agent's folder: {error}"))?;

@@ -107,6 +107,7 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
         .route(LIVE_PATH, get(sse::live))
         .route(security::LOGIN_PATH, post(security::login))
         .route(security::PING_PATH, get(|| async { StatusCode::NO_CONTENT }))
+        .route(super::shell_socket::SHELL_PATH, get(super::shell_socket::shell_socket))
         // A terminal's Claude Code, through `askbridge hook` (with the token, as every `/api/`).
         .merge(crate::terminal::routes(manager.clone()))
         .nest_service("/pkg", pkg_service(&site.root, hashed))

@@ -26,6 +26,7 @@ use crate::folder::Folders;
 use crate::ids::{new_id, now_ms};
 use crate::interaction::InteractionOutcome;
 use crate::question::{QuestionAnswer, validate_answers, words};
+use crate::shell::Shells;
 use crate::store::{Notice, Store, StoreResult};
 use crate::thread::{
     AgentOffer, EventBody, MAX_MODEL_CHARS, Message, QueueChange, Role, SessionSummary, SlashCommand, Thread,
@@ -40,6 +41,8 @@ pub struct SessionManager {
     pub(super) shutdown: CancellationToken,
     /// The folders' files the `@` list asked for lately.
     pub(super) files: FileLists,
+    /// The sessions' terminals (`shell.rs`).
+    pub(super) shells: Shells,
 }
 
 impl SessionManager {
@@ -59,6 +62,7 @@ impl SessionManager {
     ) -> Arc<Self> {
         let log = SessionLog::new(store, timeouts.lease());
         let policy_checkpoints = policy.checkpoints.clone();
+        let shells = Shells::new(policy.shell_env.clone());
         let (bridge, mut resumes) = InteractionBridge::new(log.clone(), timeouts);
         let bridge = Arc::new(bridge);
         let shutdown = CancellationToken::new();
@@ -75,7 +79,7 @@ impl SessionManager {
             folders: policy_checkpoints.map(|data| Arc::new(Folders::new(&data))),
             failures: Default::default(),
         });
-        let manager = Arc::new(Self { log, bridge, agent, turns, shutdown, files: FileLists::default() });
+        let manager = Arc::new(Self { log, bridge, agent, turns, shutdown, files: FileLists::default(), shells });
         manager.follow_remote_events();
         // A parked interaction was settled: its session's agent may go on. Each session resumes
         // on its own task: one after the other, under load, the last of many parked sessions
@@ -297,6 +301,7 @@ impl SessionManager {
         }
         self.agent.end_session(id).await;
         self.bridge.forget_session(id);
+        self.shells.end(id);
     }
 
     /// Stores the person's message and starts the agent's turn; returns once the message is

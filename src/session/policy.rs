@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::agent::AgentEnv;
 use crate::approval::PermissionMode;
 use crate::error::AppError;
 
@@ -17,6 +18,8 @@ pub struct SessionPolicy {
     /// The data folder whose `checkpoints/` keeps a checkpoint of a session's folder at each turn's
     /// start (the Changes view); None keeps none (`--no-checkpoints`).
     pub checkpoints: Option<PathBuf>,
+    /// What a session's terminal inherits of the server's environment: what an agent does.
+    pub shell_env: AgentEnv,
 }
 
 impl SessionPolicy {

@@ -34,6 +34,7 @@ pub mod session_list;
 pub mod session_pane;
 pub mod slash;
 pub mod state;
+pub mod terminal_view;
 pub mod thread_view;
 pub mod time;
 pub mod tool_card;

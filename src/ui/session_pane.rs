@@ -9,7 +9,7 @@ use super::changes_view::panel_button;
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
-use super::panels::{changes_panel, files_panel};
+use super::panels::{changes_panel, files_panel, terminal_panel};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
@@ -57,17 +57,8 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     let run_here = Memo::new(move |_| summary.with(|s| s.terminal.is_none()));
     let changes_open = RwSignal::new(false);
     let files_open = RwSignal::new(false);
-    // One panel at a time.
-    Effect::new(move |_| {
-        if changes_open.get() {
-            files_open.set(false);
-        }
-    });
-    Effect::new(move |_| {
-        if files_open.get() {
-            changes_open.set(false);
-        }
-    });
+    let terminal_open = RwSignal::new(false);
+    one_at_a_time([changes_open, files_open, terminal_open]);
     let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
     // For an agent with a process: whether it runs now (a message starts it again), in the
     // info's tooltip: beside the status it read as a second status.
@@ -107,6 +98,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {mode_switcher(thread)}
                 {panel_button("Changes", "changes-panel", changes_open)}
                 {panel_button("Files", "files-panel", files_open)}
+                {panel_button("Terminal", "terminal-panel", terminal_open)}
             </div>
         })}
     };
@@ -115,6 +107,18 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
         <ThreadView thread />
         {move || changes_open.get().then(|| changes_panel(thread, changes_open))}
         {move || files_open.get().then(|| files_panel(thread, files_open))}
+        {move || terminal_open.get().then(|| terminal_panel(thread, terminal_open))}
+    }
+}
+
+/// The side panels: opening one closes the others.
+fn one_at_a_time<const N: usize>(panels: [RwSignal<bool>; N]) {
+    for (i, panel) in panels.into_iter().enumerate() {
+        Effect::new(move |_| {
+            if panel.get() {
+                panels.iter().enumerate().filter(|(j, _)| *j != i).for_each(|(_, other)| other.set(false));
+            }
+        });
     }
 }
 

@@ -1,0 +1,124 @@
+use std::time::Duration;
+
+use super::*;
+
+/// Reads the shell's output until it holds `wanted` (or fails after a generous minute).
+async fn until_shown(news: &mut broadcast::Receiver<Output>, seen: &mut String, wanted: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !seen.contains(wanted) {
+        match tokio::time::timeout_at(deadline, news.recv()).await {
+            Ok(Ok(Output::Bytes(bytes))) => seen.push_str(&String::from_utf8_lossy(&bytes)),
+            Ok(Ok(Output::Ended(how))) => panic!("the shell ended ({how}) before showing {wanted:?}: {seen:?}"),
+            Ok(Err(error)) => panic!("{error}"),
+            Err(_) => panic!("{wanted:?} never shown: {seen:?}"),
+        }
+    }
+}
+
+fn shells() -> Shells {
+    Shells::new(AgentEnv::default())
+}
+
+#[tokio::test]
+async fn a_shell_runs_in_the_sessions_folder_and_a_second_tab_sees_the_same_screen() {
+    let folder = tempfile::tempdir().unwrap();
+    let shells = shells();
+    let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+    let (_, mut news, ended) = shell.attach();
+    assert!(ended.is_none());
+    shell.write(b"echo $((6*7)); pwd\n").unwrap();
+    let mut seen = String::new();
+    until_shown(&mut news, &mut seen, "42\r\n").await;
+    let canonical = folder.path().canonicalize().unwrap();
+    until_shown(&mut news, &mut seen, &format!("{}\r\n", canonical.display())).await;
+
+    // Another tab: the same shell, and what it showed.
+    let again = shells.open("s1", folder.path(), Size::default()).unwrap();
+    assert!(Arc::ptr_eq(&shell, &again));
+    let (screen, _, _) = again.attach();
+    let screen = String::from_utf8_lossy(&screen);
+    assert!(screen.contains("42\r\n"), "{screen:?}");
+}
+
+#[tokio::test]
+async fn a_shell_gets_none_of_the_servers_own_configuration() {
+    let folder = tempfile::tempdir().unwrap();
+    // SAFETY: no other thread of this test binary reads this variable.
+    unsafe { std::env::set_var("ASKBRIDGE_SHELL_TEST_SECRET", "s3cret") };
+    let shells = shells();
+    let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+    let (_, mut news, _) = shell.attach();
+    shell.write(b"echo \"[${ASKBRIDGE_SHELL_TEST_SECRET:-unset}] $TERM\"\n").unwrap();
+    let mut seen = String::new();
+    until_shown(&mut news, &mut seen, "[unset] xterm-256color").await;
+    assert!(!seen.contains("[s3cret]"));
+}
+
+#[tokio::test]
+async fn a_shell_that_exits_says_so_and_the_next_open_starts_another() {
+    let folder = tempfile::tempdir().unwrap();
+    let shells = shells();
+    let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+    let (_, mut news, _) = shell.attach();
+    shell.write(b"exit 3\n").unwrap();
+    let how = loop {
+        match tokio::time::timeout(Duration::from_secs(60), news.recv()).await.unwrap().unwrap() {
+            Output::Ended(how) => break how,
+            Output::Bytes(_) => {}
+        }
+    };
+    assert_eq!(how, "the shell exited with status 3");
+    assert!(matches!(shell.write(b"echo\n"), Err(ShellError::Ended)));
+    let next = shells.open("s1", folder.path(), Size::default()).unwrap();
+    assert!(!Arc::ptr_eq(&shell, &next));
+    assert!(!next.has_ended());
+}
+
+#[tokio::test]
+async fn ending_a_sessions_shell_ends_what_it_runs() {
+    let folder = tempfile::tempdir().unwrap();
+    let shells = shells();
+    let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+    let (_, mut news, _) = shell.attach();
+    // Quoted apart, so that the line as typed (the terminal shows it) is not the answer.
+    shell.write(b"sleep 600 & echo \"chi\"\"ld=$!\"\n").unwrap();
+    let mut seen = String::new();
+    until_shown(&mut news, &mut seen, "child=").await;
+    // The line after "child=" holds the sleep's pid.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let pid: i32 = loop {
+        let after = seen.rsplit("child=").next().unwrap();
+        if let Some((digits, _)) = after.split_once("\r\n") {
+            break digits.trim().parse().unwrap();
+        }
+        match tokio::time::timeout_at(deadline, news.recv()).await.unwrap().unwrap() {
+            Output::Bytes(bytes) => seen.push_str(&String::from_utf8_lossy(&bytes)),
+            Output::Ended(how) => panic!("{how}"),
+        }
+    };
+    shells.end("s1");
+    assert!(shell.has_ended());
+    // Gone, or a zombie its new parent has not reaped yet.
+    let ended = move || async move {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+        state
+            .is_none_or(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+            .then_some(())
+    };
+    crate::testing::wait_until("the shell's background job ending with it", Duration::from_secs(60), ended).await;
+}
+
+#[test]
+fn the_scrollback_keeps_the_last_lines_whole() {
+    let mut kept = Vec::new();
+    keep(&mut kept, b"one\ntwo\nthree\n", 10);
+    assert_eq!(kept, b"three\n");
+    keep(&mut kept, b"abcdefghijklmn", 10);
+    assert_eq!(kept, b"efghijklmn", "no line's end to cut at: the last bytes");
+}
+
+#[test]
+fn a_size_stays_within_what_a_screen_can_show() {
+    assert_eq!(Size::bounded(0, 0), Size { cols: 2, rows: 1 });
+    assert_eq!(Size::bounded(u16::MAX, u16::MAX), Size { cols: 1000, rows: 500 });
+}
