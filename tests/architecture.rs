@@ -70,7 +70,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // agent's own, and holds the hook program and `connect` (which the command line runs).
     ("terminal", &["agent", "approval", "error", "ids", "interaction", "question", "session", "thread"]),
     // The top: the command line and the router put everything together.
-    ("server", &["agent", "api", "app", "approval", "error", "live", "notify", "session", "shell", "store", "terminal", "ui"]),
+    (
+        "server",
+        &["agent", "api", "app", "approval", "error", "live", "notify", "session", "shell", "store", "terminal", "ui"],
+    ),
 ];
 
 fn src() -> PathBuf {

@@ -10,6 +10,7 @@ pub mod attachments;
 pub mod changes;
 pub mod claude_sessions;
 pub mod push;
+pub mod worktree;
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -68,6 +69,7 @@ pub async fn create_session(
     #[server(default)] confirm_bypass: bool,
     #[server(default)] agent: Option<String>,
     #[server(default)] model: Option<String>,
+    #[server(default)] worktree: Option<crate::changes::NewWorktree>,
 ) -> Result<SessionSummary, AppError> {
     if let Some(mode) = permission_mode {
         check_confirmed(mode, confirm_bypass)?;
@@ -78,6 +80,7 @@ pub async fn create_session(
         agent: agent.as_deref(),
         model: model.as_deref(),
         history: None,
+        worktree,
     };
     manager()?.create_session_with(new).await
 }

@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+mod worktree;
+pub use worktree::{Branches, Conflict, Merged, NewWorktree, Worktree};
+
 /// The Changes of a session, at a moment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Changes {

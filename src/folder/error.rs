@@ -24,6 +24,12 @@ pub enum FolderError {
     NotFound { path: String },
     #[error("“{path}” is not a file")]
     NotAFile { path: String },
+    #[error("{0}")]
+    Worktree(String),
+    #[error("this session works in no worktree of its own")]
+    NotAWorktree,
+    #[error("the worktree has uncommitted changes ({}): commit them, or discard them too", .0.join(", "))]
+    Uncommitted(Vec<String>),
 }
 
 impl FolderError {

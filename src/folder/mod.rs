@@ -9,6 +9,9 @@ mod error;
 mod read;
 mod shadow;
 mod watch;
+pub mod worktree;
+#[cfg(test)]
+mod worktree_tests;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -144,7 +144,13 @@ fn build_agent(args: &ServeArgs, choice: AgentChoice) -> Result<Arc<dyn AgentBac
                 None => Scenario::demo(),
             };
             info!(scenario = %scenario.name, turns = scenario.turns.len(), "scripted agent ready");
-            Ok(Arc::new(ScriptedAgent::new(scenario)))
+            // Its writes (`writes = true` steps) land in `--workdir` for a session that chose no
+            // folder; the new-session page then offers one, with a worktree.
+            let workdir = match &args.workdir {
+                Some(dir) => Some(dir.canonicalize().map_err(|error| format!("--workdir {}: {error}", dir.display()))?),
+                None => None,
+            };
+            Ok(Arc::new(ScriptedAgent::new(scenario).in_folder(workdir)))
         }
         AgentChoice::Claude => {
             let workdir = match &args.workdir {

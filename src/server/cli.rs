@@ -132,7 +132,8 @@ pub struct ServeArgs {
     #[arg(long, env = "ASKBRIDGE_CLAUDE_BIN")]
     pub claude_bin: Option<PathBuf>,
 
-    /// The folder Claude Code works in (default: the folder AskBridge was started from).
+    /// The folder the agent works in by default: Claude Code (default: the folder AskBridge was
+    /// started from), an ACP agent, the offline demo (its writes; none without it).
     #[arg(long, env = "ASKBRIDGE_WORKDIR")]
     pub workdir: Option<PathBuf>,
 

@@ -164,7 +164,14 @@ fn session_policy(args: &ServeArgs, default_workdir: Option<&Path>) -> Result<Se
     };
     let checkpoints = (!args.no_checkpoints).then(|| args.data_dir.clone());
     let shell_env = AgentEnv::new(&args.agent_env)?;
-    let policy = SessionPolicy { workdir_root, bypass_refused: bypass_refused(args), checkpoints, shell_env };
+    let worktrees = std::path::absolute(args.data_dir.join("worktrees"))?;
+    // Compared with canonical folders: the data folder's own links resolved (it may not exist yet).
+    let worktrees = Some(match args.data_dir.canonicalize() {
+        Ok(data) => data.join("worktrees"),
+        Err(_) => worktrees,
+    });
+    let policy =
+        SessionPolicy { workdir_root, bypass_refused: bypass_refused(args), checkpoints, shell_env, worktrees };
     // The agent's own default folder must obey the root too, or a session without one escapes it.
     if let Some(dir) = default_workdir {
         policy.check_workdir(&dir.display().to_string()).map_err(|error| format!("the agent's folder: {error}"))?;

@@ -21,6 +21,7 @@ use super::turns::Turns;
 use crate::agent::AgentBackend;
 use crate::approval::{Decision, PermissionMode};
 use crate::bridge::{InteractionBridge, Timeouts};
+use crate::changes::NewWorktree;
 use crate::error::{AppError, validate_message, validate_title};
 use crate::folder::Folders;
 use crate::ids::{new_id, now_ms};
@@ -220,7 +221,7 @@ impl SessionManager {
     /// model, each the server's default when not given; with `history` (the agent's id for a
     /// conversation, and its messages), it goes on with that conversation.
     pub async fn create_session_with(&self, new: NewSession<'_>) -> Result<SessionSummary, AppError> {
-        let NewSession { workdir, mode, agent, model, history } = new;
+        let NewSession { workdir, mode, agent, model, history, worktree } = new;
         let agent = match agent.map(str::trim).filter(|a| !a.is_empty()) {
             None => &*self.agent,
             Some(name) => self.agent_named(name)?,
@@ -235,9 +236,15 @@ impl SessionManager {
             agent.set_permission_mode("", mode).await.map_err(|detail| AppError::BadRequest { detail })?;
         }
         let workdir = match workdir.map(str::trim).filter(|w| !w.is_empty()) {
-            Some(dir) => Some(self.turns.policy.check_workdir(dir)?.display().to_string()),
+            Some(dir) => Some(self.turns.policy.check_workdir(dir)?),
             None => None,
         };
+        // Last, once everything else was checked: a worktree is a branch and a folder made.
+        let workdir = match worktree {
+            Some(new) => Some(self.make_worktree(workdir.as_deref(), &new).await?),
+            None => workdir,
+        };
+        let workdir = workdir.map(|dir| dir.display().to_string());
         let now = now_ms();
         let summary = SessionSummary {
             id: new_id(),
@@ -590,6 +597,8 @@ pub struct NewSession<'a> {
     pub model: Option<&'a str>,
     /// The agent's id for a conversation to go on with, and its messages.
     pub history: Option<(String, Vec<Message>)>,
+    /// In a new worktree of `workdir`'s repository (`worktree.rs`).
+    pub worktree: Option<NewWorktree>,
 }
 
 /// `model`, if it can name one.

@@ -39,6 +39,7 @@ mod team;
 mod tests;
 mod title;
 mod turns;
+mod worktree;
 
 pub use crate::bridge::Timeouts;
 pub use log::{DEFAULT_MAX_LOADED, LIST_FIRST_PAGE, SessionLog};

@@ -18,8 +18,11 @@ pub struct SessionPolicy {
     /// The data folder whose `checkpoints/` keeps a checkpoint of a session's folder at each turn's
     /// start (the Changes view); None keeps none (`--no-checkpoints`).
     pub checkpoints: Option<PathBuf>,
-    /// What a session's terminal inherits of the server's environment: what an agent does.
+    /// What a session's terminal (and a worktree's set-up command) inherits of the server's
+    /// environment: what an agent does.
     pub shell_env: AgentEnv,
+    /// Where sessions' worktrees are made (`data/worktrees`, absolute); None: no worktrees.
+    pub worktrees: Option<PathBuf>,
 }
 
 impl SessionPolicy {
@@ -41,8 +44,11 @@ impl SessionPolicy {
         if !canonical.is_dir() {
             return refuse(format!("“{dir}” is a file, not a folder"));
         }
+        // A session's worktree lives in the data folder, wherever the root is.
+        let in_worktrees = self.worktrees.as_ref().is_some_and(|under| canonical.starts_with(under));
         if let Some(root) = &self.workdir_root
             && !canonical.starts_with(root)
+            && !in_worktrees
         {
             return refuse(format!(
                 "“{dir}” is outside {}, the folder sessions may work in on this server (--workdir-root)",

@@ -40,3 +40,4 @@ pub mod time;
 pub mod tool_card;
 pub mod usage;
 pub mod workspace;
+pub mod worktree_view;

@@ -1,5 +1,5 @@
-//! The session's side panels, Changes, Files and Terminal (`changes_view.rs`, `files_view.rs`,
-//! `terminal_view.rs`): a WASM chunk of their own (`changes`), fetched when one is first opened, so
+//! The session's side panels, Changes, Files, Terminal and Worktree (`changes_view.rs`,
+//! `files_view.rs`, `terminal_view.rs`, `worktree_view.rs`): a WASM chunk of their own (`changes`), fetched when one is first opened, so
 //! that a session link's first load does not carry them (docs/size.md). Apart from `lazy.rs`,
 //! which draws the session pane that opens them.
 
@@ -7,6 +7,7 @@ use leptos::prelude::*;
 
 use super::chunk::ChunkMissing;
 use super::state::ThreadState;
+use crate::changes::Worktree;
 
 /// The Changes panel, once its chunk is here.
 pub fn changes_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
@@ -67,6 +68,34 @@ pub fn terminal_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoVie
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
 fn draw_terminal_panel(thread: ThreadState, open: RwSignal<bool>) -> Result<AnyView, ChunkMissing> {
     Ok(super::terminal_view::terminal_panel(thread, open).into_any())
+}
+
+/// The Worktree panel, once its chunk (the Changes panel's) is here.
+pub fn worktree_panel(
+    thread: ThreadState,
+    open: RwSignal<bool>,
+    worktree: RwSignal<Option<Worktree>>,
+) -> impl IntoView {
+    Suspend::new(async move {
+        #[cfg(not(feature = "hydrate"))]
+        let drawn = draw_worktree_panel(thread, open, worktree);
+        #[cfg(feature = "hydrate")]
+        let drawn = draw_worktree_panel(thread, open, worktree).await;
+        drawn.unwrap_or_else(|ChunkMissing| not_loaded().into_any())
+    })
+}
+
+#[cfg_attr(
+    feature = "hydrate",
+    leptos::wasm_split::wasm_split(changes, wasm_split_path = ::leptos::wasm_split, fallible)
+)]
+#[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
+fn draw_worktree_panel(
+    thread: ThreadState,
+    open: RwSignal<bool>,
+    worktree: RwSignal<Option<Worktree>>,
+) -> Result<AnyView, ChunkMissing> {
+    Ok(super::worktree_view::worktree_panel(thread, open, worktree).into_any())
 }
 
 /// What a panel whose chunk could not be fetched shows (the server was updated since the page

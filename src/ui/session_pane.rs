@@ -9,14 +9,16 @@ use super::changes_view::panel_button;
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
 use super::pane::{mode_select, model_select, pane_header};
-use super::panels::{changes_panel, files_panel, terminal_panel};
+use super::panels::{changes_panel, files_panel, terminal_panel, worktree_panel};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
 use super::thread_view::ThreadView;
 use super::time::local_time;
 use super::usage::{context_line, session_tokens};
+use crate::api::worktree::WorktreeStatus;
 use crate::api::{SetModel, SetPermissionMode};
 use crate::approval::PermissionMode;
+use crate::changes::Worktree;
 use crate::interaction::InteractionRequest;
 use crate::thread::{EventBody, SessionEvent, SessionStatus, SessionSummary, TurnOutcome};
 
@@ -58,7 +60,9 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
     let changes_open = RwSignal::new(false);
     let files_open = RwSignal::new(false);
     let terminal_open = RwSignal::new(false);
-    one_at_a_time([changes_open, files_open, terminal_open]);
+    let worktree_open = RwSignal::new(false);
+    one_at_a_time([changes_open, files_open, terminal_open, worktree_open]);
+    let worktree = worktree_of(thread);
     let info = move || thread.turn.with(|t| t.agent_info.clone().unwrap_or_default());
     // For an agent with a process: whether it runs now (a message starts it again), in the
     // info's tooltip: beside the status it read as a second status.
@@ -75,6 +79,11 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
             <span class="session-meta">
                 {turn_status(thread, summary)}
                 <span class="agent-badge">{move || summary.with(|s| s.agent.clone())}</span>
+                {move || worktree.with(|w| w.as_ref().map(|w| view! {
+                    <span class="session-branch" title=format!("Works in a worktree of its own, on the branch {} from {}", w.branch, w.base)>
+                        {format!("⎇ {}", w.branch)}
+                    </span>
+                }))}
                 <span class="agent-info" title=info_title><bdi>{info}</bdi></span>
                 <span class="session-cost" title="What this session has cost so far">
                     {move || thread.turn.with(|t| t.total_cost_usd.filter(|c| *c > 0.0).map(|c| format!("${c:.4}")))}
@@ -99,6 +108,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
                 {panel_button("Changes", "changes-panel", changes_open)}
                 {panel_button("Files", "files-panel", files_open)}
                 {panel_button("Terminal", "terminal-panel", terminal_open)}
+                {move || worktree.with(Option::is_some).then(|| panel_button("Worktree", "worktree-panel", worktree_open))}
             </div>
         })}
     };
@@ -108,7 +118,22 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
         {move || changes_open.get().then(|| changes_panel(thread, changes_open))}
         {move || files_open.get().then(|| files_panel(thread, files_open))}
         {move || terminal_open.get().then(|| terminal_panel(thread, terminal_open))}
+        {move || worktree_open.get().then(|| worktree_panel(thread, worktree_open, worktree))}
     }
+}
+
+/// The session's worktree, when it works in one of its own: asked when the pane opens, and again
+/// as each turn ends (the agent may have committed).
+fn worktree_of(thread: ThreadState) -> RwSignal<Option<Worktree>> {
+    let worktree = RwSignal::new(None);
+    let status = ServerCall::<WorktreeStatus>::new();
+    let session = thread.session_id.get_value();
+    Effect::new(move |_| {
+        if !thread.turn.with(|t| t.working) {
+            status.dispatch(WorktreeStatus { session: session.clone() }, move |now| worktree.set(now));
+        }
+    });
+    worktree
 }
 
 /// The side panels: opening one closes the others.

@@ -8,6 +8,7 @@ use super::navigation::{Location, session_path};
 use super::server_call::ServerCall;
 use crate::api::CreateSession;
 use crate::approval::PermissionMode;
+use crate::changes::NewWorktree;
 use crate::live::ConnectionStatus;
 use crate::thread::{EventBody, Message, SessionEvent, SessionSummary, Thread, TurnState};
 
@@ -69,6 +70,8 @@ pub struct NewSessionOptions {
     pub works_in_folder: RwSignal<bool>,
     /// Its model; empty: its default.
     pub model: RwSignal<String>,
+    /// In a new worktree of the folder's repository, when chosen (`new_session.rs`).
+    pub worktree: RwSignal<Option<NewWorktree>>,
 }
 
 impl Workspace {
@@ -86,6 +89,7 @@ impl Workspace {
             confirm_bypass: true,
             agent: Some(options.agent.get_untracked()),
             model: Some(options.model.get_untracked()).filter(|m| !m.is_empty()),
+            worktree: options.works_in_folder.get_untracked().then(|| options.worktree.get_untracked()).flatten(),
         };
         self.opening.dispatch(input, move |summary| {
             this.just_opened.set_value(Some(summary.id.clone()));

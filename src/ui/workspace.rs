@@ -128,6 +128,7 @@ impl Workspace {
                 agent: RwSignal::new(agent.clone()),
                 agent_label: RwSignal::new(if agent_label.is_empty() { agent } else { agent_label }),
                 model: RwSignal::new(String::new()),
+                worktree: RwSignal::new(None),
             },
         }
     }

@@ -37,11 +37,19 @@ pub struct ScriptedAgent {
     scenario: Scenario,
     /// The "always allow" rules chosen, per session.
     rules: Mutex<HashMap<String, Vec<Rule>>>,
+    /// Where sessions that choose no folder work (`--workdir`), if anywhere.
+    workdir: Option<std::path::PathBuf>,
 }
 
 impl ScriptedAgent {
     pub fn new(scenario: Scenario) -> Self {
-        Self { scenario, rules: Mutex::default() }
+        Self { scenario, rules: Mutex::default(), workdir: None }
+    }
+
+    /// Sessions that choose no folder work in `workdir`; the new-session page offers it.
+    pub fn in_folder(mut self, workdir: Option<std::path::PathBuf>) -> Self {
+        self.workdir = workdir;
+        self
     }
 
     /// Whether the tool runs without asking: by the session's mode or a rule chosen before.
@@ -231,6 +239,10 @@ fn turn_usage(request: &TurnRequest, words: u64, started: std::time::Instant) ->
 }
 
 impl AgentBackend for ScriptedAgent {
+    fn default_workdir(&self) -> Option<std::path::PathBuf> {
+        self.workdir.clone()
+    }
+
     fn name(&self) -> &'static str {
         "scripted"
     }
