@@ -126,19 +126,36 @@ for (const name of grouped) {
 renameSync(join(pkg, `${NAME}.css`), join(pkg, `${NAME}.${cssHash}.css`));
 writeFileSync(join(staging, "hash.txt"), `js: ${group}\nwasm: ${group}\ncss: ${cssHash}\nmanifest: ${group}\nsplit: ${group}\n`);
 
-// 4b. The terminal's xterm.js (public/terminal.js imports it when a terminal is first opened): in
-// a folder named for the versions, so that it may be kept a year like the rest, and without the
-// source maps, which are not shipped.
+// 4b. What panels import when first opened, from npm: the terminal's xterm.js (public/terminal.js)
+// and the file viewer's highlight.js (public/highlight.js). Each in a folder of /pkg/ named for its
+// versions, so that it may be kept a year like the rest; without source maps, which are not shipped.
 const versionOf = (name) => JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version;
-const xtermDir = `xterm-${versionOf("@xterm/xterm")}-fit-${versionOf("@xterm/addon-fit")}`;
-mkdirSync(join(pkg, xtermDir));
-for (const [from, to] of [
-  ["@xterm/xterm/lib/xterm.mjs", "xterm.js"],
-  ["@xterm/xterm/css/xterm.css", "xterm.css"],
-  ["@xterm/addon-fit/lib/addon-fit.mjs", "addon-fit.js"],
-]) {
-  const text = readFileSync(join(root, "node_modules", from), "utf8");
-  writeFileSync(join(pkg, xtermDir, to), text.replace(/\n\/[/*]# sourceMappingURL=\S+(\s*\*\/)?\s*$/, "\n"));
+const vendored = [
+  {
+    glue: "terminal.js", placeholder: "/xterm/",
+    folder: `xterm-${versionOf("@xterm/xterm")}-fit-${versionOf("@xterm/addon-fit")}`,
+    files: [
+      ["@xterm/xterm/lib/xterm.mjs", "xterm.js"],
+      ["@xterm/xterm/css/xterm.css", "xterm.css"],
+      ["@xterm/addon-fit/lib/addon-fit.mjs", "addon-fit.js"],
+    ],
+  },
+  {
+    glue: "highlight.js", placeholder: "/highlight/",
+    folder: `highlight-${versionOf("@highlightjs/cdn-assets")}`,
+    files: [
+      ["@highlightjs/cdn-assets/es/highlight.min.js", "highlight.js"],
+      ["@highlightjs/cdn-assets/styles/github.min.css", "light.css"],
+      ["@highlightjs/cdn-assets/styles/github-dark.min.css", "dark.css"],
+    ],
+  },
+];
+for (const { folder, files } of vendored) {
+  mkdirSync(join(pkg, folder));
+  for (const [from, to] of files) {
+    const text = readFileSync(join(root, "node_modules", from), "utf8");
+    writeFileSync(join(pkg, folder, to), text.replace(/\n\/[/*]# sourceMappingURL=\S+(\s*\*\/)?\s*$/, "\n"));
+  }
 }
 
 // 5. Pre-compressed beside each, at the best levels, so that the server sends them as they are.
@@ -152,9 +169,11 @@ for (const name of readdirSync(pkg, { recursive: true })) {
   writeFileSync(`${file}.gz`, gzipSync(data, { level: 9 }));
 }
 cpSync(join(root, "public"), staging, { recursive: true });
-// The glue names xterm.js's folder as "/xterm/": here, the one of these versions.
-const glue = join(staging, "terminal.js");
-writeFileSync(glue, readFileSync(glue, "utf8").replaceAll('"/xterm/', `"/pkg/${xtermDir}/`));
+// Each glue names its library's folder by a placeholder ("/xterm/"): here, the one of these versions.
+for (const { glue, placeholder, folder } of vendored) {
+  const file = join(staging, glue);
+  writeFileSync(file, readFileSync(file, "utf8").replaceAll(`"${placeholder}`, `"/pkg/${folder}/`));
+}
 say("hashed and compressed");
 
 // 6. In place of the last site, at once.

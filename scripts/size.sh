@@ -55,9 +55,13 @@ for chunk in target/site/pkg/*.wasm; do
   grep -qxF "$name" <<<"$assets" && continue
   printf '%-52s %10d %10d  (lazy)\n' "$name" "$(raw "$name")" "$(wire "$name")"
 done
-# The terminal's files: its glue (public/terminal.js) and xterm.js, fetched when a terminal opens.
+# What panels import from npm when first opened: the terminal's glue (public/terminal.js) and
+# xterm.js; the file viewer's glue (public/highlight.js) and highlight.js.
 for name in /terminal.js $(cd target/site && ls pkg/xterm-*/*.js pkg/xterm-*/*.css 2>/dev/null | sed 's|^|/|'); do
   printf '%-52s %10d %10d  (when a terminal opens)\n' "$name" "$(raw "$name")" "$(wire "$name")"
+done
+for name in /highlight.js $(cd target/site && ls pkg/highlight-*/*.js pkg/highlight-*/*.css 2>/dev/null | sed 's|^|/|'); do
+  printf '%-52s %10d %10d  (when a file is shown)\n' "$name" "$(raw "$name")" "$(wire "$name")"
 done
 
 # Where the WASM's bytes go, so that whoever adds a dependency sees what it costs; printed before

@@ -198,6 +198,10 @@ test("Files lists the folder as git would, shows a file with its line numbers, a
     const shown = panel.getByRole("table", { name: "src/main.rs" });
     await expect(shown.getByRole("row")).toHaveCount(3);
     await expect(shown.getByRole("row").nth(1)).toContainText('2    println!("hi");');
+    // Coloured as Rust once the highlighter is here; the lines and their numbers stay as they were.
+    await expect(shown).toHaveAttribute("data-language", "rs");
+    await expect(shown.locator(".hljs-keyword").first()).toHaveText("fn");
+    await expect(shown.getByRole("row").nth(1)).toContainText('2    println!("hi");');
 
     // A link that leads out of the folder is listed (git lists it) but never read through.
     await panel.getByRole("button", { name: "All files" }).click();

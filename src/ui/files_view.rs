@@ -1,6 +1,7 @@
 //! The session's **Files**: the files of its folder that git would list (its `.gitignore`
 //! honoured: the same list as the message box's `@`), filtered as typed, and one of them shown
-//! with its line numbers. A path that leaves the folder is refused by the server, which says why.
+//! with its line numbers, coloured by its language (highlight.js, `public/highlight.js`, fetched
+//! when a file is first shown). A path that leaves the folder is refused by the server, which says why.
 //! Drawn by the `changes` chunk, with the Changes panel.
 
 use leptos::prelude::*;
@@ -65,8 +66,30 @@ pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
     }
 }
 
-/// One file, line by line, with the way back to the list.
+// The viewer's colours (public/highlight.js), fetched when a file is first shown; a file it cannot
+// colour stays as it is drawn.
+#[cfg(feature = "hydrate")]
+#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function highlight_file(table, path) { \
+    import('/highlight.js').then((m) => m.paint(table, path)).catch((e) => console.warn('AskBridge highlight:', e)); }")]
+extern "C" {
+    fn highlight_file(table: &web_sys::Element, path: &str);
+}
+
+/// One file, line by line, with the way back to the list; coloured once highlight.js is here.
 fn file_text(text: FileText, shown: RwSignal<Option<FileText>>) -> impl IntoView {
+    let table = NodeRef::<leptos::html::Table>::new();
+    #[cfg(feature = "hydrate")]
+    {
+        let path = text.path.clone();
+        Effect::new(move |painted: Option<bool>| {
+            if painted == Some(true) {
+                return true;
+            }
+            let Some(element) = table.get() else { return false };
+            highlight_file(&element, &path);
+            true
+        });
+    }
     let rows = text
         .lines
         .into_iter()
@@ -80,7 +103,7 @@ fn file_text(text: FileText, shown: RwSignal<Option<FileText>>) -> impl IntoView
         </div>
         {text.note.map(|note| view! { <p class="change-note">{note}</p> })}
         <div class="file-view-box">
-            <table class="diff file-view" aria-label=text.path>
+            <table class="diff file-view" aria-label=text.path node_ref=table>
                 <colgroup><col class="col-no" /><col /></colgroup>
                 <tbody>{rows}</tbody>
             </table>
