@@ -188,9 +188,12 @@ test("Files lists the folder as git would, shows a file with its line numbers, a
     await page.getByRole("button", { name: "Files" }).click();
     const panel = page.getByRole("complementary", { name: "Files" });
     const list = panel.getByRole("list", { name: "Files in the folder" });
-    await expect(list.getByRole("button", { name: "src/main.rs" })).toBeVisible();
+    // A tree: the folder's own files, and its folders closed until opened.
     await expect(list.getByRole("button", { name: "README.md" })).toBeVisible();
-    await expect(list.getByRole("button", { name: "target/out.txt" })).toHaveCount(0);
+    await expect(list.getByRole("button", { name: "main.rs" })).toHaveCount(0);
+    await expect(list.getByText("target/", { exact: true })).toHaveCount(0);
+    await list.getByText("src/", { exact: true }).click();
+    await expect(list.getByRole("button", { name: "main.rs" })).toBeVisible();
     await panel.getByRole("searchbox", { name: "Filter files" }).click();
     await page.keyboard.type("main");
     await expect(list.getByRole("listitem")).toHaveCount(1);

@@ -1,5 +1,6 @@
 //! The session's **Files**: the files of its folder that git would list (its `.gitignore`
-//! honoured: the same list as the message box's `@`), filtered as typed, and one of them shown
+//! honoured: the same list as the message box's `@`), as a tree (each folder drawn when opened) or
+//! filtered as typed, and one of them shown
 //! with its line numbers, coloured by its language (highlight.js, `public/highlight.js`, fetched
 //! when a file is first shown). A path that leaves the folder is refused by the server, which says why.
 //! Drawn by the `changes` chunk, with the Changes panel.
@@ -19,29 +20,27 @@ pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
     let files = RwSignal::new(None::<Vec<String>>);
     let filter = RwSignal::new(String::new());
     let shown = RwSignal::new(None::<FileText>);
+    let folder = StoredValue::new(Folder::default());
     let tree = ServerCall::<FolderTree>::new();
     let read = ServerCall::<FolderFile>::sharing(tree.state());
-    tree.dispatch(FolderTree { session: session.clone() }, move |listed| files.set(Some(listed)));
-    let pick = move |path: String| {
+    tree.dispatch(FolderTree { session: session.clone() }, move |listed| {
+        folder.set_value(Folder::of(&listed));
+        files.set(Some(listed));
+    });
+    let pick = Callback::new(move |path: String| {
         read.dispatch(FolderFile { session: session.clone(), path }, move |text| shown.set(Some(text)));
-    };
-    let listed = move || {
+    });
+    // Filtered: the matching paths, whole. Not: the folder as a tree.
+    let list = move || {
         let filter = filter.get().to_lowercase();
         files.with(|files| {
             let files = files.as_deref().unwrap_or_default();
-            files.iter().filter(|path| path.to_lowercase().contains(&filter)).take(SHOWN).cloned().collect::<Vec<_>>()
+            if filter.is_empty() {
+                return folder_entries(folder, Vec::new(), pick);
+            }
+            let matching = files.iter().filter(|path| path.to_lowercase().contains(&filter)).take(SHOWN);
+            matching.map(|path| file_entry(path.clone(), path.clone(), pick)).collect_view().into_any()
         })
-    };
-    let list = move || {
-        let pick = pick.clone();
-        listed()
-            .into_iter()
-            .map(|path| {
-                let pick = pick.clone();
-                let chosen = path.clone();
-                view! { <li><button class="file-entry" on:click=move |_| pick(chosen.clone())><bdi>{path}</bdi></button></li> }
-            })
-            .collect_view()
     };
     view! {
         <aside id="files-panel" class="changes-panel" aria-label="Files">
@@ -60,7 +59,7 @@ pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
             <p class="changes-problem" role="alert" hidden=move || tree.problem().is_none()>{move || tree.problem()}</p>
             {move || match shown.get() {
                 Some(text) => file_text(text, shown).into_any(),
-                None => view! { <ul class="files-list" aria-label="Files in the folder">{list.clone()}</ul> }.into_any(),
+                None => view! { <ul class="files-list" aria-label="Files in the folder">{list}</ul> }.into_any(),
             }}
         </aside>
     }
@@ -73,6 +72,64 @@ pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
     import('/highlight.js').then((m) => m.paint(table, path)).catch((e) => console.warn('AskBridge highlight:', e)); }")]
 extern "C" {
     fn highlight_file(table: &web_sys::Element, path: &str);
+}
+
+/// A folder of the tree: its folders, then its files, each by name.
+#[derive(Default)]
+struct Folder {
+    folders: std::collections::BTreeMap<String, Folder>,
+    /// Names and whole paths.
+    files: Vec<(String, String)>,
+}
+
+impl Folder {
+    fn of(paths: &[String]) -> Self {
+        let mut root = Folder::default();
+        for path in paths {
+            let mut parts: Vec<&str> = path.split('/').collect();
+            let name = parts.pop().unwrap_or_default();
+            let mut at = &mut root;
+            for part in parts {
+                at = at.folders.entry(part.to_string()).or_default();
+            }
+            at.files.push((name.to_string(), path.clone()));
+        }
+        root
+    }
+}
+
+/// The entries of the folder at `at` (its parts) in `root`: each folder closed until opened (its
+/// entries drawn then: a large folder costs nothing closed), then the files.
+fn folder_entries(tree: StoredValue<Folder>, at: Vec<String>, pick: Callback<String>) -> AnyView {
+    tree.with_value(|root| {
+        let Some(folder) = at.iter().try_fold(root, |folder, part| folder.folders.get(part)) else {
+            return ().into_any();
+        };
+        let folders = folder
+            .folders
+            .keys()
+            .map(|name| {
+                let opened = RwSignal::new(false);
+                let inner = at.iter().cloned().chain([name.clone()]).collect::<Vec<_>>();
+                let entries = move || opened.get().then(|| folder_entries(tree, inner.clone(), pick));
+                view! {
+                    <li>
+                        <details class="files-folder" on:toggle=move |_| opened.set(true)>
+                            <summary><bdi>{format!("{name}/")}</bdi></summary>
+                            <ul>{entries}</ul>
+                        </details>
+                    </li>
+                }
+            })
+            .collect_view();
+        let files = folder.files.iter().map(|(name, path)| file_entry(name.clone(), path.clone(), pick)).collect_view();
+        view! { {folders}{files} }.into_any()
+    })
+}
+
+/// A file to show: its name in the tree, or its whole path when filtered.
+fn file_entry(label: String, path: String, pick: Callback<String>) -> impl IntoView {
+    view! { <li><button class="file-entry" title=path.clone() on:click=move |_| pick.run(path.clone())><bdi>{label}</bdi></button></li> }
 }
 
 /// One file, line by line, with the way back to the list; coloured once highlight.js is here.
