@@ -1,9 +1,9 @@
 //! The session's **Files**: the files of its folder that git would list (its `.gitignore`
 //! honoured: the same list as the message box's `@`), as a tree (each folder drawn when opened) or
-//! filtered as typed, and one of them shown
-//! with its line numbers, coloured by its language (highlight.js, `public/highlight.js`, fetched
-//! when a file is first shown). A path that leaves the folder is refused by the server, which says why.
-//! Drawn by the `changes` chunk, with the Changes panel.
+//! filtered as typed, and one of them shown with its line numbers, coloured by its language
+//! (highlight.js, `public/highlight.js`, fetched when a file is first shown). A path that leaves
+//! the folder is refused by the server, which says why. Drawn by the `changes` chunk, with the
+//! Changes panel.
 
 use leptos::prelude::*;
 
