@@ -1,29 +1,12 @@
 import { test, expect, type Page } from "@playwright/test";
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { call, claudeEnv, OwnMock, OwnServer, waitForHydration, waitForTurnEnd } from "./helpers";
+import { call, claudeEnv, git, gitRepository, OwnMock, OwnServer, waitForHydration, waitForTurnEnd } from "./helpers";
 
 // The session's Changes: what the agent changed in its folder, by turn and for the whole
 // session, live, kept when the agent commits, and a turn undone. The scripted agent's `writes`
 // steps really write (end2end/fixtures/scenario.toml, "scribble" and "redraft").
-
-function git(folder: string, ...args: string[]) {
-  return execFileSync("git", args, { cwd: folder, encoding: "utf8" });
-}
-
-/** A git repository on `main` with one commit, in `folder` (a new one by default). */
-function repository(folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-changes-"))): string {
-  fs.mkdirSync(folder, { recursive: true });
-  git(folder, "init", "--quiet", "-b", "main");
-  git(folder, "config", "user.email", "me@example.com");
-  git(folder, "config", "user.name", "Me");
-  fs.writeFileSync(path.join(folder, "README.md"), "# A project\n");
-  git(folder, "add", ".");
-  git(folder, "commit", "--quiet", "-m", "first");
-  return folder;
-}
 
 async function send(page: Page, text: string) {
   const box = page.getByRole("textbox", { name: "Message" });
@@ -39,7 +22,7 @@ function changedFiles(page: Page) {
 test("each turn's changes show in Changes as they happen, stay after a commit, and a turn can be undone", async ({
   page,
 }) => {
-  const folder = repository();
+  const folder = gitRepository();
   git(folder, "checkout", "--quiet", "-b", "work");
   try {
     const summary = await call<any>(page.request, "create_session", { workdir: folder });
@@ -92,7 +75,7 @@ test("each turn's changes show in Changes as they happen, stay after a commit, a
 });
 
 test("the diff is side by side on a wide screen and unified on a phone", async ({ page }) => {
-  const folder = repository();
+  const folder = gitRepository();
   try {
     const summary = await call<any>(page.request, "create_session", { workdir: folder });
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -124,7 +107,7 @@ test("the diff is side by side on a wide screen and unified on a phone", async (
 test("Claude Code's own edits show in Changes, each in its turn", async ({ page }) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-changes-"));
   const env = claudeEnv(home, "");
-  const project = repository(path.join(home, "project"));
+  const project = gitRepository(path.join(home, "project"));
   const write = (file: string, content: string) => ({
     content: [{ type: "tool_use", name: "Write", input: { file_path: path.join(project, file), content } }],
   });
@@ -172,7 +155,7 @@ test("Claude Code's own edits show in Changes, each in its turn", async ({ page 
 test("Files lists the folder as git would, shows a file with its line numbers, and refuses paths that leave the folder", async ({
   page,
 }) => {
-  const folder = repository();
+  const folder = gitRepository();
   const outside = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-outside-"));
   try {
     fs.writeFileSync(path.join(outside, "secret.txt"), "a secret\n");

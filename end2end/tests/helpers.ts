@@ -1,5 +1,5 @@
 import { test as base, expect, type Page, type APIRequestContext } from "@playwright/test";
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -343,3 +343,20 @@ export const ownServerTest = base.extend<{ serverArgs: string[]; server: OwnServ
   },
   baseURL: async ({ server }, use) => use(server.url),
 });
+
+/** `git args…` in `folder`, its output trimmed. */
+export function git(folder: string, ...args: string[]): string {
+  return execFileSync("git", args, { cwd: folder, encoding: "utf8" }).trim();
+}
+
+/** A git repository on `main` with one commit (a README), in `folder` (a new one by default). */
+export function gitRepository(folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-repo-"))): string {
+  fs.mkdirSync(folder, { recursive: true });
+  git(folder, "init", "--quiet", "-b", "main");
+  git(folder, "config", "user.email", "me@example.com");
+  git(folder, "config", "user.name", "Me");
+  fs.writeFileSync(path.join(folder, "README.md"), "# A project\n");
+  git(folder, "add", ".");
+  git(folder, "commit", "--quiet", "-m", "first");
+  return folder;
+}

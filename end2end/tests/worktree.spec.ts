@@ -1,30 +1,13 @@
 import { test, expect, type Page } from "@playwright/test";
-import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { claudeEnv, OwnMock, OwnServer, waitForHydration, waitForTurnEnd } from "./helpers";
+import { claudeEnv, git, gitRepository, OwnMock, OwnServer, waitForHydration, waitForTurnEnd } from "./helpers";
 
 // A session in a worktree of its own (issue 36): a new branch from a base, checked out outside the
 // person's checkout, where the agent works; then Commit, Merge into the base (a conflict merges
 // nothing), Discard. Real git, the scripted agent (end2end/fixtures/scenario.toml, "scribble" and
 // "redraft") and the real Claude Code CLI.
-
-function git(folder: string, ...args: string[]) {
-  return execFileSync("git", args, { cwd: folder, encoding: "utf8" }).trim();
-}
-
-/** A git repository on `main` with one commit, in `folder` (a new one by default). */
-function repository(folder = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-worktree-"))): string {
-  fs.mkdirSync(folder, { recursive: true });
-  git(folder, "init", "--quiet", "-b", "main");
-  git(folder, "config", "user.email", "me@example.com");
-  git(folder, "config", "user.name", "Me");
-  fs.writeFileSync(path.join(folder, "README.md"), "# A project\n");
-  git(folder, "add", ".");
-  git(folder, "commit", "--quiet", "-m", "first");
-  return folder;
-}
 
 /** The worktree of `branch`, as git lists it. */
 function worktreeOf(repo: string, branch: string): string {
@@ -46,7 +29,7 @@ async function send(page: Page, text: string, reply: string) {
 test("a session in a new worktree edits only the worktree; Commit and Merge bring its work to main, a conflict merges nothing, Discard removes it", async ({
   page,
 }) => {
-  const repo = repository();
+  const repo = gitRepository();
   // The scripted agent, working in the repository by default: the new-session page offers it.
   const server = await OwnServer.start(["--workdir", repo]);
   try {
@@ -120,7 +103,7 @@ test("a session in a new worktree edits only the worktree; Commit and Merge brin
 });
 
 test("a worktree's name cannot leave its folder, and a failing set-up leaves no branch behind", async ({ page }) => {
-  const repo = repository();
+  const repo = gitRepository();
   try {
     for (const branch of ["../../escape", "-f", "a..b"]) {
       const response = await page.request.post("/api/create_session", {
@@ -144,7 +127,7 @@ test("a worktree's name cannot leave its folder, and a failing set-up leaves no 
 test("Claude Code works in the session's worktree, not in the checkout", async ({ page }) => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-worktree-"));
   const env = claudeEnv(home, "");
-  const project = repository(path.join(home, "project"));
+  const project = gitRepository(path.join(home, "project"));
   const mock = await OwnMock.start([
     {
       content: [

@@ -6,10 +6,7 @@
 //! The base is the remote's default branch (`origin/HEAD`), else `main`, else `master`.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-
-use tokio::process::Command;
 
 use super::error::FolderError;
 use super::shadow::{Changed, LARGEST_FILE, parse_name_status};
@@ -78,35 +75,7 @@ pub fn in_working_tree(folder: &Path, path: &str) -> Option<Vec<u8>> {
     Some(std::fs::read(&full).unwrap_or_default())
 }
 
-/// git in the person's repository, reading only: no optional lock, no hook, no fsmonitor, and
-/// nothing of the server's own `GIT_*` environment.
+/// git in the person's repository, reading only: no optional lock either.
 async fn git(folder: &Path, args: &[&str]) -> Result<Vec<u8>, FolderError> {
-    let mut command = Command::new("git");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(name);
-        }
-    }
-    command
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_LITERAL_PATHSPECS", "1")
-        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false"])
-        .args(args)
-        .current_dir(folder)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let output = tokio::time::timeout(GIT_TIMEOUT, command.output())
-        .await
-        .map_err(|_| FolderError::TooSlow { command: args[0].to_string() })?
-        .map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => FolderError::GitMissing,
-            _ => FolderError::io("run git")(error),
-        })?;
-    if !output.status.success() {
-        let message = String::from_utf8_lossy(&output.stderr).trim().chars().take(500).collect();
-        return Err(FolderError::Git { command: args[0].to_string(), message });
-    }
-    Ok(output.stdout)
+    super::git::ok(folder, args, &[("GIT_OPTIONAL_LOCKS", "0")], GIT_TIMEOUT).await
 }

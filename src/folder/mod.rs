@@ -6,6 +6,7 @@
 mod branch;
 mod diff;
 mod error;
+mod git;
 mod read;
 mod shadow;
 mod watch;

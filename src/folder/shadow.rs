@@ -54,7 +54,8 @@ impl Shadow {
         }
         crate::store::private::create_dir(&self.git_dir).map_err(FolderError::io("create the checkpoints' folder"))?;
         let mut init = Command::new("git");
-        clean_environment(&mut init);
+        super::git::clean_environment(&mut init);
+        init.env("GIT_CONFIG_NOSYSTEM", "1");
         let made = init.arg("init").arg("--quiet").arg("--bare").arg(&self.git_dir).output().await;
         match made {
             Ok(output) if output.status.success() => {}
@@ -200,8 +201,9 @@ impl Shadow {
     /// way (no `GIT_*` of its environment, no hooks, no fsmonitor, literal paths).
     async fn git_bytes<const N: usize>(&self, args: [&str; N], input: Option<Vec<u8>>) -> Result<Vec<u8>, FolderError> {
         let mut command = Command::new("git");
-        clean_environment(&mut command);
+        super::git::clean_environment(&mut command);
         command
+            .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_WORK_TREE", &self.work_tree)
             .env("GIT_INDEX_FILE", self.git_dir.join("index"))
@@ -237,16 +239,6 @@ impl Shadow {
         }
         Ok(output.stdout)
     }
-}
-
-/// No `GIT_*` variable of the server's own environment (a `GIT_DIR` would point git elsewhere).
-fn clean_environment(command: &mut Command) {
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(name);
-        }
-    }
-    command.env("GIT_CONFIG_NOSYSTEM", "1");
 }
 
 /// `git diff-tree -z --name-status`'s output: `M\0path\0`, `R100\0old\0new\0`.

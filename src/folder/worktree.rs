@@ -169,7 +169,7 @@ async fn merge_in(there: &Path, branch: &str) -> Result<Merged, FolderError> {
     }
     if git_ok(there, &["rev-parse", "--verify", "--quiet", "MERGE_HEAD"]).await.is_err() {
         // Refused before it began (a file in the way, say): nothing to take back.
-        return Err(FolderError::Git { command: "merge".into(), message: said(&merging) });
+        return Err(FolderError::Git { command: "merge".into(), message: super::git::said(&merging) });
     }
     let unmerged = git_ok(there, &["diff", "--name-only", "--diff-filter=U", "-z"]).await?;
     let mut files = Vec::new();
@@ -301,46 +301,12 @@ async fn set_up(folder: &Path, setup: &str, env: &[(OsString, OsString)]) -> Res
     Err(FolderError::Worktree(format!("the set-up command failed ({}): {}", output.status, tail.trim())))
 }
 
-fn said(output: &Output) -> String {
-    let mut said = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    if said.is_empty() {
-        said = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    }
-    said.chars().take(500).collect()
-}
-
 async fn git_ok(folder: &Path, args: &[&str]) -> Result<String, FolderError> {
-    let output = git(folder, args).await?;
-    if !output.status.success() {
-        return Err(FolderError::Git { command: args[0].to_string(), message: said(&output) });
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    let stdout = super::git::ok(folder, args, &[("GIT_EDITOR", "true")], GIT_TIMEOUT).await?;
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
-/// git in the person's repository: no hook, no fsmonitor, no prompt, nothing of the server's own
-/// `GIT_*` environment.
+/// git in the person's repository, writing (a worktree, a commit, a merge).
 async fn git(folder: &Path, args: &[&str]) -> Result<Output, FolderError> {
-    let mut command = Command::new("git");
-    for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().starts_with("GIT_") {
-            command.env_remove(name);
-        }
-    }
-    command
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_EDITOR", "true")
-        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.quotepath=false"])
-        .args(args)
-        .current_dir(folder)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    tokio::time::timeout(GIT_TIMEOUT, command.output())
-        .await
-        .map_err(|_| FolderError::TooSlow { command: args[0].to_string() })?
-        .map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => FolderError::GitMissing,
-            _ => FolderError::io("run git")(error),
-        })
+    super::git::run(folder, args, &[("GIT_EDITOR", "true")], GIT_TIMEOUT).await
 }
