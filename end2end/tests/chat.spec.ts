@@ -2,6 +2,17 @@ import { test, expect } from "@playwright/test";
 import { agentReplies, composerHint, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
 
 test("a message gets a reply that streams in, with a tool card", async ({ page }) => {
+  // The page records whether it offered Stop while the reply was still being written, at each
+  // change: a test that looks once may look after the turn ended (failed so in a make test).
+  await page.addInitScript(() => {
+    new MutationObserver(() => {
+      const reply = document.querySelector('article[aria-label="Agent"]');
+      const stop = [...document.querySelectorAll("button")].some(
+        (b) => b.getAttribute("aria-label") === "Stop" || b.textContent?.trim() === "Stop",
+      );
+      if (stop && reply && !(reply.textContent ?? "").includes("All done.")) (window as any).stopWhileWriting = true;
+    }).observe(document, { childList: true, subtree: true, characterData: true });
+  });
   await startSession(page, "please stream something");
   await expect(page.getByRole("article", { name: "You" })).toHaveText("please stream something");
 
@@ -10,13 +21,13 @@ test("a message gets a reply that streams in, with a tool card", async ({ page }
   // Streaming: the text grows while the turn runs.
   const early = (await reply.innerText()).length;
   await expect.poll(async () => (await reply.innerText()).length).toBeGreaterThan(early);
-  await expect(page.getByRole("button", { name: "Stop" })).toBeVisible();
 
   await expect(reply).toContainText("zulu. The end.");
   const card = page.getByRole("group", { name: /^Bash: echo hello, (running|done)$/ });
   await expect(card).toBeVisible();
   await expect(page.getByRole("group", { name: "Bash: echo hello, done" })).toBeVisible();
   await expect(reply).toContainText("All done.");
+  expect(await page.evaluate(() => (window as any).stopWhileWriting), "Stop was offered while the reply was written").toBe(true);
   await waitForTurnEnd(page);
 
   // The card opens to show the arguments and the result.
