@@ -38,8 +38,13 @@ test("a session in a new worktree edits only the worktree; Commit and Merge brin
     await expect(page.getByRole("textbox", { name: "Working folder" })).toHaveValue(repo);
     await page.getByRole("checkbox", { name: "In a new worktree" }).check();
     await expect(page.getByRole("combobox", { name: "From" })).toHaveValue("main");
-    await page.getByRole("textbox", { name: "New branch" }).fill("askbridge/notes");
-    await page.getByRole("textbox", { name: "Set-up command" }).fill("echo set > setup.txt");
+    // Typed as a person types: each key into the field it belongs to.
+    await page.getByRole("textbox", { name: "New branch" }).fill("");
+    await page.getByRole("textbox", { name: "New branch" }).click();
+    await page.keyboard.type("askbridge/notes");
+    await page.getByRole("textbox", { name: "Set-up command" }).click();
+    await page.keyboard.type("echo set > setup.txt");
+    await expect(page.getByRole("textbox", { name: "Message" })).toHaveValue("");
     await send(page, "scribble the notes", "Wrote the notes.");
 
     await expect(page.getByText("⎇ askbridge/notes")).toBeVisible();
@@ -55,7 +60,8 @@ test("a session in a new worktree edits only the worktree; Commit and Merge brin
     const files = panel.getByRole("list", { name: "Files to commit" });
     await expect(files.getByRole("checkbox")).toHaveCount(2);
     await files.getByRole("checkbox", { name: "setup.txt" }).uncheck();
-    await panel.getByRole("textbox", { name: "Commit message" }).fill("Add the notes");
+    await panel.getByRole("textbox", { name: "Commit message" }).click();
+    await page.keyboard.type("Add the notes");
     await panel.getByRole("button", { name: "Commit" }).click();
     await expect(panel.getByRole("status")).toHaveText("Committed 1 file on askbridge/notes.");
     expect(git(repo, "log", "-1", "--format=%s", "askbridge/notes")).toBe("Add the notes");
@@ -70,7 +76,8 @@ test("a session in a new worktree edits only the worktree; Commit and Merge brin
     await send(page, "redraft the notes", "Redrafted.");
     await page.getByRole("button", { name: "Worktree" }).click();
     await files.getByRole("checkbox", { name: "setup.txt" }).uncheck();
-    await panel.getByRole("textbox", { name: "Commit message" }).fill("Redraft");
+    await panel.getByRole("textbox", { name: "Commit message" }).click();
+    await page.keyboard.type("Redraft");
     await panel.getByRole("button", { name: "Commit" }).click();
     await expect(panel.getByRole("status")).toHaveText("Committed 2 files on askbridge/notes.");
     fs.writeFileSync(path.join(repo, "notes.md"), "# Notes\n\nfirst line\nmy own second line\n");
