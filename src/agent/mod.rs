@@ -29,6 +29,7 @@ use crate::thread::{AttachmentRef, Message, ModelChoice, SlashCommand, Usage};
 
 pub use environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use error::AgentError;
+pub use process_tree::hang_up_session;
 pub use recording::RecordingSink;
 pub use registry::Agents;
 pub use sink::{Sink, TurnSink};

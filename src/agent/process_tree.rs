@@ -118,6 +118,28 @@ impl Tree {
     }
 }
 
+/// Hangs up every process of the session `leader` leads, as a terminal's hang-up would: SIGHUP to
+/// each of its process groups, then SIGCONT, so that a stopped job hears it too. A shell with job
+/// control runs each background job in a group of its own, and only bash passes its own hang-up
+/// on to them (dash, `/bin/sh` on Debian, leaves `sleep 600 &` running). What chose to outlive a
+/// hang-up (`nohup`) lives on. Returns how many groups were signalled.
+pub fn hang_up_session(leader: u32) -> usize {
+    let ours = own_group_and_session();
+    let groups: HashSet<u32> = table()
+        .into_iter()
+        .filter(|entry| entry.session == leader && entry.group > 1 && !ours.contains(&entry.group))
+        .map(|entry| entry.group)
+        .collect();
+    for &group in &groups {
+        // SAFETY: kill only sends a signal; a group gone meanwhile gives ESRCH, ignored.
+        unsafe {
+            libc::kill(-(group as libc::pid_t), libc::SIGHUP);
+            libc::kill(-(group as libc::pid_t), libc::SIGCONT);
+        }
+    }
+    groups.len()
+}
+
 /// The server's own process group and session: never signalled.
 fn own_group_and_session() -> [u32; 2] {
     // SAFETY: both only read this process's ids.

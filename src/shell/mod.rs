@@ -72,13 +72,15 @@ pub enum ShellError {
 pub struct Shells {
     open: Mutex<HashMap<String, Arc<Shell>>>,
     inherit: AgentEnv,
+    /// The shell started: the person's own.
+    program: std::ffi::OsString,
 }
 
 impl Shells {
     /// Shells whose environment is what an agent's is: what a terminal needs, never the server's
     /// own configuration.
     pub fn new(inherit: AgentEnv) -> Self {
-        Self { open: Mutex::default(), inherit }
+        Self { open: Mutex::default(), inherit, program: login_shell() }
     }
 
     /// The session's shell: the running one, or a new one in `folder`.
@@ -87,7 +89,7 @@ impl Shells {
         if let Some(shell) = open.get(session).filter(|shell| !shell.has_ended()) {
             return Ok(shell.clone());
         }
-        let shell = Shell::start(folder, size, &self.inherit)?;
+        let shell = Shell::start(&self.program, folder, size, &self.inherit)?;
         open.insert(session.to_string(), shell.clone());
         Ok(shell)
     }
@@ -115,8 +117,8 @@ pub struct Shell {
     /// What the tabs typed, to the writing thread.
     input: std::sync::mpsc::Sender<Vec<u8>>,
     killer: Mutex<Box<dyn ChildKiller + Send + Sync>>,
-    /// The process group of the shell (it leads its own session), ended with it.
-    group: Option<i32>,
+    /// The shell's pid: it leads its own session, which is ended with it.
+    leader: Option<u32>,
     screen: Mutex<Screen>,
     news: broadcast::Sender<Output>,
 }
@@ -130,10 +132,15 @@ struct Screen {
 }
 
 impl Shell {
-    fn start(folder: &Path, size: Size, inherit: &AgentEnv) -> Result<Arc<Self>, ShellError> {
+    fn start(
+        program: &std::ffi::OsStr,
+        folder: &Path,
+        size: Size,
+        inherit: &AgentEnv,
+    ) -> Result<Arc<Self>, ShellError> {
         let start = |error: &dyn std::fmt::Display| ShellError::Start(error.to_string());
         let pair = native_pty_system().openpty(size.pty()).map_err(|e| start(&e))?;
-        let mut command = CommandBuilder::new(login_shell());
+        let mut command = CommandBuilder::new(program);
         command.env_clear();
         for (name, value) in inherit.inherited(std::env::vars_os()) {
             command.env(name, value);
@@ -146,13 +153,13 @@ impl Shell {
         drop(pair.slave);
         let reader = pair.master.try_clone_reader().map_err(|e| start(&e))?;
         let writer = pair.master.take_writer().map_err(|e| start(&e))?;
-        let group = child.process_id().and_then(|pid| i32::try_from(pid).ok());
+        let leader = child.process_id();
         let (input, typed) = std::sync::mpsc::channel();
         let shell = Arc::new(Self {
             master: Mutex::new(pair.master),
             input,
             killer: Mutex::new(child.clone_killer()),
-            group,
+            leader,
             screen: Mutex::default(),
             news: broadcast::channel(BEHIND_AT_MOST).0,
         });
@@ -170,7 +177,7 @@ impl Shell {
                 shell.finish(how);
             }
         })?;
-        debug!(folder = %folder.display(), pid = ?group, "a terminal started");
+        debug!(folder = %folder.display(), pid = ?leader, "a terminal started");
         Ok(shell)
     }
 
@@ -200,11 +207,10 @@ impl Shell {
         self.screen.lock().unwrap_or_else(PoisonError::into_inner).ended.is_some()
     }
 
-    /// Ends the shell and whatever it runs in its process group.
+    /// Ends the shell and whatever it runs: every process group of its session is hung up.
     fn end(&self, why: &str) {
-        if let Some(group) = self.group {
-            // SAFETY: kill has no memory effects; the group is the shell's own session.
-            unsafe { libc::kill(-group, libc::SIGHUP) };
+        if let Some(leader) = self.leader {
+            crate::agent::hang_up_session(leader);
         }
         if let Err(error) = self.killer.lock().unwrap_or_else(PoisonError::into_inner).kill() {
             debug!(%error, "the shell was already gone");

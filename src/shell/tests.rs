@@ -76,36 +76,45 @@ async fn a_shell_that_exits_says_so_and_the_next_open_starts_another() {
 
 #[tokio::test]
 async fn ending_a_sessions_shell_ends_what_it_runs() {
-    let folder = tempfile::tempdir().unwrap();
-    let shells = shells();
-    let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
-    let (_, mut news, _) = shell.attach();
-    // Quoted apart, so that the line as typed (the terminal shows it) is not the answer.
-    shell.write(b"sleep 600 & echo \"chi\"\"ld=$!\"\n").unwrap();
+    // bash passes its hang-up on to its jobs; dash (Debian's /bin/sh) does not.
+    for program in ["/bin/sh", "/bin/bash"].into_iter().filter(|p| Path::new(p).exists()) {
+        let folder = tempfile::tempdir().unwrap();
+        let mut shells = shells();
+        shells.program = program.into();
+        let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+        let (_, mut news, _) = shell.attach();
+        // Quoted apart, so that the line as typed (the terminal shows it) is not the answer.
+        shell.write(b"sleep 600 & echo \"chi\"\"ld=$!\"\n").unwrap();
+        let pid = shown_pid(&mut news, "child=").await;
+        shells.end("s1");
+        assert!(shell.has_ended());
+        // Gone, or a zombie its new parent has not reaped yet.
+        let ended = move || async move {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+            state
+                .is_none_or(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
+                .then_some(())
+        };
+        let what = format!("{program}'s background job ending with it");
+        crate::testing::wait_until(&what, Duration::from_secs(60), ended).await;
+    }
+}
+
+/// The number on the line the shell shows after `label`.
+async fn shown_pid(news: &mut broadcast::Receiver<Output>, label: &str) -> i32 {
     let mut seen = String::new();
-    until_shown(&mut news, &mut seen, "child=").await;
-    // The line after "child=" holds the sleep's pid.
+    until_shown(news, &mut seen, label).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let pid: i32 = loop {
-        let after = seen.rsplit("child=").next().unwrap();
+    loop {
+        let after = seen.rsplit(label).next().unwrap();
         if let Some((digits, _)) = after.split_once("\r\n") {
-            break digits.trim().parse().unwrap();
+            return digits.trim().parse().unwrap();
         }
         match tokio::time::timeout_at(deadline, news.recv()).await.unwrap().unwrap() {
             Output::Bytes(bytes) => seen.push_str(&String::from_utf8_lossy(&bytes)),
             Output::Ended(how) => panic!("{how}"),
         }
-    };
-    shells.end("s1");
-    assert!(shell.has_ended());
-    // Gone, or a zombie its new parent has not reaped yet.
-    let ended = move || async move {
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
-        state
-            .is_none_or(|stat| stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')))
-            .then_some(())
-    };
-    crate::testing::wait_until("the shell's background job ending with it", Duration::from_secs(60), ended).await;
+    }
 }
 
 #[test]
