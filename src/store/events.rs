@@ -350,6 +350,9 @@ impl Store {
         }
         self.check_appendable(&append.event.body)?;
         let (session_id, seq) = (append.session_id, append.event.seq);
+        if let Some(journal) = &self.journal {
+            journal.settle(session_id).await?;
+        }
         // The database's last event: the one before, or before the pieces journaled since.
         let before = self.journal.as_ref().map_or(seq - 1, |journal| journal.expected_before(session_id, seq));
         // One server alone needs no fence: its leases are its own.

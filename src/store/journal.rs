@@ -2,8 +2,20 @@
 //! pages, so a text delta of sixteen characters stored as a row cost about 12 KiB of WAL: 110 bytes
 //! written per byte streamed even with the pieces grouped (BENCHMARKS.md, "Group commit of what
 //! streams"). Here the pieces (text and tool-argument deltas) are appended to a file per session,
-//! with a few bytes of framing each, and flushed to the disk (`fdatasync`) before they are
-//! broadcast, as every event is; everything else stays in the database.
+//! with a few bytes of framing each, before they are broadcast, as every event is; everything else
+//! stays in the database.
+//!
+//! **Where the durability line sits.** A group is written to the file (the kernel's page cache)
+//! before it is shown, and flushed to the disk (`fdatasync`) only when the run of pieces ends:
+//! before the session's next event goes to the database (`settle`), the message's end, a tool
+//! call, a question, the turn's end. So a crash of the server (a panic, `kill -9`, the OOM killer)
+//! loses nothing shown: the kernel still writes what the process wrote. A power cut or a crash of
+//! the kernel can lose the pieces since the session's last event in the database, that is, part of
+//! the one message streaming then, and that turn is then ended at the next start, saying the
+//! server stopped (`Turns::recover_unfinished`): what a tab showed is lost only with the turn
+//! saying it was cut short. A flush per group instead rewrote a 4 KiB page for every 50 ms of text,
+//! about 600 bytes written per byte of a reply at a reading pace (kernel `write_bytes`,
+//! BENCHMARKS.md, "The disk at a reading pace").
 //!
 //! The file is the pieces' only home: the session's log is the database's events and the file's,
 //! merged by sequence number (`events_after`), and a streaming message is its row plus the pieces
@@ -29,6 +41,8 @@ pub(super) struct Journal {
     /// Each session's own lock, held over its file's reads and writes: sessions flush their
     /// files side by side.
     sessions: Mutex<HashMap<String, Arc<Mutex<Tail>>>>,
+    /// How many times a session's file was flushed to the disk (`settle`), since the start.
+    flushes: std::sync::atomic::AtomicU64,
 }
 
 enum Place {
@@ -52,6 +66,8 @@ struct Tail {
     /// The pieces appended since the session's last event written to the database, as the first
     /// and last sequence numbers: the database's `last_seq` is one before the first.
     run: Option<(u64, u64)>,
+    /// Pieces were written to the file and not yet flushed to the disk (`settle`).
+    unsettled: bool,
 }
 
 const TEXT: u8 = 1;
@@ -71,7 +87,11 @@ impl Journal {
         let names = fs::read_dir(&folder)
             .map(|entries| entries.filter_map(|entry| entry.ok()?.file_name().into_string().ok()).collect())
             .unwrap_or_default();
-        Self { place: Place::Folder(folder, Mutex::new(names)), sessions: Mutex::default() }
+        Self {
+            place: Place::Folder(folder, Mutex::new(names)),
+            sessions: Mutex::default(),
+            flushes: Default::default(),
+        }
     }
 
     /// Whether the session has a file (pieces, or a torn record to cut off).
@@ -83,7 +103,7 @@ impl Journal {
     }
 
     pub(super) fn in_memory() -> Self {
-        Self { place: Place::Memory(Mutex::default()), sessions: Mutex::default() }
+        Self { place: Place::Memory(Mutex::default()), sessions: Mutex::default(), flushes: Default::default() }
     }
 
     /// Appends the pieces (deltas, numbered in order) and flushes them to the disk.
@@ -105,9 +125,37 @@ impl Journal {
             }
             tail.run = Some((tail.run.map_or(first, |(first, _)| first), last));
             tail.last_seq = Some(last);
+            tail.unsettled = true;
             Ok(())
         })
         .await
+    }
+
+    /// Flushes the session's pieces to the disk, if some were written since the last flush: before
+    /// an event that follows them goes to the database, which must never hold what comes after
+    /// pieces a power cut could still take.
+    pub(super) async fn settle(self: &Arc<Self>, session: &str) -> StoreResult<()> {
+        if !self.tail(session).lock().expect("journal lock").unsettled {
+            return Ok(());
+        }
+        let journal = self.clone();
+        let session = session.to_string();
+        blocking(move || {
+            let tail = journal.tail(&session);
+            let mut tail = tail.lock().expect("journal lock");
+            if tail.unsettled {
+                journal.flush(&session)?;
+                journal.flushes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tail.unsettled = false;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    #[cfg(test)]
+    pub(super) fn flushes(&self) -> u64 {
+        self.flushes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The session's pieces after `after`, in order, at most `limit` of them.
@@ -292,9 +340,20 @@ impl Journal {
                     }
                     Err(error) => return Err(error),
                 };
-                file.write_all(bytes)?;
-                file.sync_data()
+                file.write_all(bytes)
             }
+        }
+    }
+
+    fn flush(&self, session: &str) -> std::io::Result<()> {
+        match &self.place {
+            Place::Memory(_) => Ok(()),
+            Place::Folder(folder, _) => match File::open(folder.join(file_name(session))) {
+                Ok(file) => file.sync_data(),
+                // Deleted with its session meanwhile: nothing left to keep.
+                Err(error) if error.kind() == ErrorKind::NotFound => Ok(()),
+                Err(error) => Err(error),
+            },
         }
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::error::AppError;
 use crate::testing::postgres::TestPostgres;
-use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread, TurnOutcome};
+use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread, TurnOutcome, Usage};
 
 /// A fresh, empty database: a SQLite file in a folder of its own, or a database of its own on
 /// this process's test Postgres.
@@ -309,6 +309,16 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     assert_eq!(found("pelican").await, ["db"], "by what the person wrote");
     assert_eq!(found("migra pelic").await, ["db"], "every word, each as a word's start");
     assert_eq!(found("running").await, ["db"], "by what the agent wrote");
+    // The message written again, its text the same (its usage at the turn's end): still found.
+    let usage = Usage { output_tokens: Some(7), ..Usage::default() };
+    record(
+        &store,
+        "db",
+        &mut thread,
+        vec![EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: Some(usage) }],
+    )
+    .await;
+    assert_eq!(found("running").await, ["db"], "after the turn's end wrote the message again");
     assert!(found("nothing-like-this").await.is_empty());
     assert!(found("\"*\" OR NEAR(").await.is_empty(), "the index's own syntax is only text");
     // Why each was found: the words around the match in the newest message that has it; nothing
@@ -856,6 +866,32 @@ async fn streamed_pieces_go_to_the_journal_not_the_databases_pages_and_read_back
     assert_eq!(page.iter().map(|event| event.seq).collect::<Vec<_>>(), (101..=110).collect::<Vec<_>>());
     drop(store);
     assert_eq!(Store::open(&path).await.unwrap().load_thread("s1").await.unwrap(), live, "after a restart too");
+}
+
+#[tokio::test]
+async fn streamed_pieces_reach_the_disk_once_their_run_ends_not_at_every_group() {
+    let (_folder, path, store) = a_sqlite_file_with_a_session().await;
+    let flushes = || store.journal.as_ref().expect("a SQLite file journals").flushes();
+    let mut live = Thread::default();
+    let mut turn = a_turn();
+    let after = turn.split_off(5);
+    let (start, pieces) = (turn[..3].to_vec(), turn[3..].to_vec());
+    record(&store, "s1", &mut live, start).await;
+    for piece in pieces {
+        record(&store, "s1", &mut live, vec![piece]).await;
+    }
+    assert_eq!(flushes(), 0, "each group is written, not flushed");
+    // A crash of the process: the file holds what was written, whatever the disk has yet.
+    let reopened = Store::open(&path).await.unwrap();
+    assert_eq!(reopened.load_thread("s1").await.unwrap(), live);
+    drop(reopened);
+
+    let mut rest = after.into_iter();
+    record(&store, "s1", &mut live, rest.next().into_iter().collect()).await;
+    assert_eq!(flushes(), 1, "the event after the pieces went to the database only once they were on the disk");
+    record(&store, "s1", &mut live, rest.collect()).await;
+    assert_eq!(flushes(), 1, "no pieces since: nothing to flush");
+    assert_eq!(store.load_thread("s1").await.unwrap(), live);
 }
 
 #[tokio::test]
