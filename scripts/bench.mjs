@@ -20,6 +20,7 @@ import * as path from "node:path";
 
 import { bundle } from "./bench/bundle.mjs";
 import { daily } from "./bench/daily.mjs";
+import { disk } from "./bench/disk.mjs";
 import { firstRun } from "./bench/first-run.mjs";
 import { table } from "./bench/figures.mjs";
 import { page } from "./bench/page.mjs";
@@ -28,7 +29,7 @@ import { questions } from "./bench/questions.mjs";
 import { scale } from "./bench/scale.mjs";
 import { streaming } from "./bench/streaming.mjs";
 
-const SECTIONS = { bundle, page, questions, scale, streaming, daily, "first-run": firstRun };
+const SECTIONS = { bundle, page, questions, scale, streaming, disk, daily, "first-run": firstRun };
 const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 1200);
 
 function git(...args) {

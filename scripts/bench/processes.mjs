@@ -13,7 +13,8 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const BIN = path.join(root, "target/release/askbridge");
+/** The server the bench runs: the release build, or ASKBRIDGE_BIN (as scripts/size.sh takes it). */
+export const BIN = process.env.ASKBRIDGE_BIN ? path.resolve(process.env.ASKBRIDGE_BIN) : path.join(root, "target/release/askbridge");
 export const CLAUDE_BIN = path.join(root, "node_modules/.bin/claude");
 /** What `--scenario` plays for the scripted agent: a question at once, a short reply, an echo. */
 export const SCENARIO = path.join(root, "scripts/bench/scenario.toml");
@@ -264,6 +265,16 @@ export class AskBridge {
   writtenBytes() {
     const io = fs.readFileSync(`/proc/${this.pid}/io`, "utf8");
     return Number(/^wchar:\s+(\d+)/m.exec(io)[1]);
+  }
+
+  /**
+   * Bytes the server sent to the disk so far, as the kernel counts them (`write_bytes` in
+   * /proc/PID/io): a page is counted each time this process dirties it, so a page written again
+   * after the kernel wrote it back (or after an fsync) counts again. Sockets and pipes never count.
+   */
+  diskBytes() {
+    const io = fs.readFileSync(`/proc/${this.pid}/io`, "utf8");
+    return Number(/^write_bytes:\s+(\d+)/m.exec(io)[1]);
   }
 
   /** The database and its WAL, in bytes. */

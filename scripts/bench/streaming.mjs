@@ -18,6 +18,8 @@
 //   requests) and to stderr, per byte of text and tool-input JSON streamed. A check first fetches
 //   the raw WASM through the proxy: wchar must grow by what the proxy received, or the figure says
 //   it cannot be trusted.
+// - bytes sent to the disk per byte streamed: the kernel's count (/proc/PID/io write_bytes), pages
+//   dirtied, as the disk section counts at a reading pace.
 // - CPU: the server's (/proc/PID/stat utime + stime) and the page's (Chromium's
 //   Performance.getMetrics TaskDuration, ScriptDuration, LayoutDuration), from the message sent to
 //   the turn's end. The page's includes the bench's MutationObserver.
@@ -119,6 +121,7 @@ export async function streaming() {
       streamed,
       storeBytes,
       perByte: storeBytes / streamed,
+      diskBytes: delta("disk"),
       serverCpuMs: delta("serverCpuMs"),
       pageTaskMs: pageCpu("TaskDuration"),
       pageScriptMs: pageCpu("ScriptDuration"),
@@ -144,6 +147,11 @@ export async function streaming() {
           ? `wchar minus socket and log bytes; check: wchar grew ${wcharCheck.ratio.toFixed(3)}× what a socket carried`
           : `UNRELIABLE: wchar grew ${wcharCheck.ratio.toFixed(3)}× what a socket carried, so socket writes are not counted as assumed`,
       }),
+      figure("streaming", "store bytes to the disk per byte, full speed", result.diskBytes / streamed, "ratio", {
+        budget: result.diskBytes > 0 ? { max: 3, text: "≤ 3× (issue 38)" } : undefined,
+        shown: `${format(result.diskBytes / streamed, "ratio")} (${format(result.diskBytes / 2 ** 20, "MiB")} for ${format(streamed / 1024, "KiB")})`,
+        note: "kernel write_bytes: each page the server dirtied, again after each write-back or flush (the disk section counts the same at a reading pace)",
+      }),
       figure("streaming", `server CPU (${tokens})`, result.serverCpuMs, "ms", {
         shown: `${format(result.serverCpuMs, "ms")} over ${format(result.streamedSeconds, "s")} streamed`,
       }),
@@ -164,6 +172,7 @@ async function readings(server, front, mock, cdp) {
   const { metrics } = await cdp.send("Performance.getMetrics");
   return {
     wchar: server.writtenBytes(),
+    disk: server.diskBytes(),
     serverCpuMs: server.cpuMs(),
     logBytes: server.logBytes,
     proxyFromServer: front.fromServer,
