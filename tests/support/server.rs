@@ -95,7 +95,11 @@ impl Api {
         // reqwest is built here with rustls but no crypto provider of its own (for the Messages
         // API agent): one must be installed, even for plain HTTP.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder().no_proxy().build().unwrap();
+        // A connection idle for the server's header deadline (10 s) is closed by the server; one
+        // reused at that very moment fails the request sent on it ("error sending request", seen
+        // in a load test on a busy machine). Idle connections are let go well before.
+        let idle = askbridge::server::connections::HEADER_DEADLINE / 2;
+        let http = reqwest::Client::builder().no_proxy().pool_idle_timeout(idle).build().unwrap();
         Api { http, base: base.to_string() }
     }
 
@@ -110,7 +114,7 @@ impl Api {
             .json(&body)
             .send()
             .await
-            .unwrap_or_else(|error| panic!("{function}: {error}"));
+            .unwrap_or_else(|error| panic!("{function}: {error:?}"));
         Self::read(function, response).await
     }
 
