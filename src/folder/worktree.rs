@@ -159,6 +159,22 @@ pub async fn discard(folder: &Path, even_uncommitted: bool) -> Result<(), Folder
     Ok(())
 }
 
+/// Removes the session's worktree and its branch when nothing of them would be lost: no
+/// uncommitted change, and every commit of the branch already in its base (merged, or none made).
+/// Whether it was removed; a worktree not AskBridge's, or with work left in it, stays.
+pub async fn remove_if_merged(folder: &Path) -> Result<bool, FolderError> {
+    let Some((top, branch, base)) = ours(folder).await? else { return Ok(false) };
+    if !uncommitted(folder).await?.is_empty() {
+        return Ok(false);
+    }
+    let merged = git(&top, &["merge-base", "--is-ancestor", &branch, &base]).await?;
+    if !merged.status.success() {
+        return Ok(false);
+    }
+    remove(&top, folder, &branch, false).await;
+    Ok(!folder.exists())
+}
+
 /// The merge, in `there` (which has the base checked out); taken back on a conflict.
 async fn merge_in(there: &Path, branch: &str) -> Result<Merged, FolderError> {
     let before = git_ok(there, &["rev-parse", "HEAD"]).await?;

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 use super::error::FolderError;
-use super::worktree::{branches, commit, discard, make, merge, status};
+use super::worktree::{branches, commit, discard, make, merge, remove_if_merged, status};
 use crate::changes::{Merged, NewWorktree};
 
 fn git(folder: &Path, args: &[&str]) -> String {
@@ -136,4 +136,25 @@ async fn after_a_merge_a_later_conflict_still_merges_nothing() {
     std::fs::write(repo.join("notes.md"), "# Notes\n\nfirst line\nmy own second line\n").unwrap();
     git(&repo, &["commit", "--quiet", "-am", "Mine"]);
     assert!(matches!(merge(&folder, &under).await.unwrap(), Merged::Conflicts { .. }));
+}
+
+#[tokio::test]
+async fn a_worktree_goes_by_itself_only_when_nothing_in_it_would_be_lost() {
+    let (_root, repo, under) = repository();
+    let folder = make(&repo, &under, &new("askbridge/tidy"), &[]).await.unwrap();
+    std::fs::write(folder.join("notes.md"), "one\ntwo\nthree\nfour\n").unwrap();
+    assert!(!remove_if_merged(&folder).await.unwrap(), "an uncommitted change keeps it");
+    commit(&folder, "Four", &["notes.md".into()]).await.unwrap();
+    assert!(!remove_if_merged(&folder).await.unwrap(), "a commit the base has not keeps it");
+    assert!(folder.exists() && git(&repo, &["branch", "--list", "askbridge/tidy"]).contains("askbridge/tidy"));
+
+    merge(&folder, &under).await.unwrap();
+    assert!(remove_if_merged(&folder).await.unwrap(), "merged: nothing is lost");
+    assert!(!folder.exists());
+    assert_eq!(git(&repo, &["branch", "--list", "askbridge/tidy"]), "", "its branch went with it");
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "Four", "the base keeps the work");
+
+    // A plain checkout is the person's own: never removed.
+    assert!(!remove_if_merged(&repo).await.unwrap());
+    assert!(repo.join("notes.md").exists());
 }

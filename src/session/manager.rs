@@ -288,10 +288,13 @@ impl SessionManager {
         let folder = self.session_folder(id).await.ok();
         self.store().delete_session(id).await?;
         self.let_go(id).await;
-        if let (Some(folders), Some(folder)) = (&self.turns.folders, folder)
-            && let Err(error) = folders.forget(&folder, id).await
+        if let (Some(folders), Some(folder)) = (&self.turns.folders, &folder)
+            && let Err(error) = folders.forget(folder, id).await
         {
             warn!(session = %id, %error, "the deleted session's checkpoints could not be deleted");
+        }
+        if let Some(folder) = &folder {
+            self.tidy_deleted_worktree(id, folder).await;
         }
         info!(session = %id, "session deleted");
         self.log.list_changed();

@@ -134,6 +134,57 @@ async fn a_session_folder_must_exist_on_the_server() {
     assert_eq!(detail, "there is no folder “/nonexistent/folder” on the server");
 }
 
+/// `git` in `folder`, which must succeed.
+fn git(folder: &std::path::Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git").args(args).current_dir(folder).output().unwrap();
+    assert!(output.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+#[tokio::test]
+async fn a_deleted_sessions_worktree_goes_with_it_unless_work_in_it_would_be_lost() {
+    let root = tempfile::tempdir().unwrap();
+    let repo = root.path().canonicalize().unwrap().join("project");
+    std::fs::create_dir(&repo).unwrap();
+    for args in [
+        &["init", "--quiet", "-b", "main"][..],
+        &["config", "user.email", "me@example.com"],
+        &["config", "user.name", "Me"],
+    ] {
+        git(&repo, args);
+    }
+    std::fs::write(repo.join("notes.md"), "one\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "--quiet", "-m", "first"]);
+    let policy = SessionPolicy {
+        worktrees: Some(root.path().canonicalize().unwrap().join("worktrees")),
+        ..SessionPolicy::default()
+    };
+    let agent = Arc::new(ScriptedAgent::new(quick_scenario()));
+    let manager =
+        SessionManager::with_policy(Store::open_in_memory().await.unwrap(), agent, Timeouts::default(), policy);
+    let workdir = repo.display().to_string();
+    let in_worktree = |branch: &str| super::NewSession {
+        workdir: Some(&workdir),
+        worktree: Some(crate::changes::NewWorktree { base: "main".into(), branch: branch.into(), setup: None }),
+        ..super::NewSession::default()
+    };
+
+    let idle = manager.create_session_with(in_worktree("askbridge/idle")).await.unwrap();
+    let idle_folder = manager.session_folder(&idle.id).await.unwrap();
+    let worked = manager.create_session_with(in_worktree("askbridge/worked")).await.unwrap();
+    let worked_folder = manager.session_folder(&worked.id).await.unwrap();
+    std::fs::write(worked_folder.join("notes.md"), "one\ntwo\n").unwrap();
+    git(&worked_folder, &["commit", "--quiet", "-am", "two"]);
+
+    manager.delete_session(&idle.id).await.unwrap();
+    assert!(!idle_folder.exists(), "nothing was done in it: it goes");
+    assert_eq!(git(&repo, &["branch", "--list", "askbridge/idle"]), "");
+    manager.delete_session(&worked.id).await.unwrap();
+    assert!(worked_folder.join("notes.md").exists(), "a commit not in main: it stays, with its branch");
+    assert!(git(&repo, &["worktree", "list"]).contains("askbridge/worked"));
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn a_session_folder_stays_inside_the_workdir_root_whatever_links_and_dots_say() {

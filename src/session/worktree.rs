@@ -8,6 +8,7 @@ use super::SessionManager;
 use crate::changes::{Branches, Merged, NewWorktree, Worktree};
 use crate::error::AppError;
 use crate::folder::{FolderError, worktree};
+use tracing::{info, warn};
 
 impl SessionManager {
     /// The branches of `folder` (as a person typed it), when it is a git repository: what a new
@@ -67,6 +68,20 @@ impl SessionManager {
             Ok(())
         })
         .await
+    }
+
+    /// A deleted session's worktree goes with it when nothing in it would be lost (no uncommitted
+    /// change, every commit in its base); otherwise it stays where git lists it, for the person.
+    pub(super) async fn tidy_deleted_worktree(&self, session: &str, folder: &Path) {
+        let ours = self.turns.policy.worktrees.as_deref().is_some_and(|under| folder.starts_with(under));
+        if !ours {
+            return;
+        }
+        match worktree::remove_if_merged(folder).await {
+            Ok(true) => info!(session, folder = %folder.display(), "the deleted session's worktree was removed"),
+            Ok(false) => info!(session, folder = %folder.display(), "the deleted session's worktree holds work: kept"),
+            Err(error) => warn!(session, %error, "the deleted session's worktree could not be looked at"),
+        }
     }
 
     /// `work` on the session's folder, under the session's lock (no turn starts meanwhile);
