@@ -207,9 +207,12 @@ impl Shell {
         self.screen.lock().unwrap_or_else(PoisonError::into_inner).ended.is_some()
     }
 
-    /// Ends the shell and whatever it runs: every process group of its session is hung up.
+    /// Ends the shell and whatever it runs: every process group of its session is hung up. Only
+    /// while the shell is not reaped: its pid, which names the session, is then still its own;
+    /// once reaped, the number may be another session's. A job still running after the shell
+    /// exited by itself is left, as a terminal leaves it.
     fn end(&self, why: &str) {
-        if let Some(leader) = self.leader {
+        if let Some(leader) = self.leader.filter(|_| !self.has_ended()) {
             crate::agent::hang_up_session(leader);
         }
         if let Err(error) = self.killer.lock().unwrap_or_else(PoisonError::into_inner).kill() {

@@ -100,6 +100,55 @@ async fn ending_a_sessions_shell_ends_what_it_runs() {
     }
 }
 
+#[tokio::test]
+async fn a_job_left_by_a_shell_that_exited_by_itself_is_not_signalled_later() {
+    // Once the shell is reaped (the terminal closed: nothing holds it any more), its pid may name
+    // another session: ending it must not signal by it. A job that still writes to the terminal
+    // keeps the shell unreaped, and is hung up with it (the test above).
+    for program in ["/bin/sh", "/bin/bash"].into_iter().filter(|p| Path::new(p).exists()) {
+        let folder = tempfile::tempdir().unwrap();
+        let heard = folder.path().join("heard");
+        let mut shells = shells();
+        shells.program = program.into();
+        let shell = shells.open("s1", folder.path(), Size::default()).unwrap();
+        let (_, mut news, _) = shell.attach();
+        // A job away from the terminal that notes each signal it hears, and ends at USR1.
+        let job = format!(
+            "sh -c 'trap \"echo hup >> {f}\" HUP; trap \"echo usr1 >> {f}; exit\" USR1; \
+             echo ready >> {f}; while :; do sleep 1 & wait $!; done' </dev/null >/dev/null 2>&1 & echo \"chi\"\"ld=$!\"; exit\n",
+            f = heard.display()
+        );
+        shell.write(job.as_bytes()).unwrap();
+        let pid = shown_pid(&mut news, "child=").await;
+        let read = || std::fs::read_to_string(&heard).unwrap_or_default();
+        crate::testing::wait_until("the job's traps", Duration::from_secs(60), || {
+            let ready = read().contains("ready");
+            async move { ready.then_some(()) }
+        })
+        .await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !shell.has_ended() {
+            match tokio::time::timeout_at(deadline, news.recv()).await {
+                Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}
+                other => panic!("{program}: the shell did not end: {other:?}"),
+            }
+        }
+        shells.end("s1");
+        // A hang-up sent by `end` would be pending before this USR1, and heard first.
+        // SAFETY: kill only sends a signal; the job is this test's own.
+        unsafe { libc::kill(pid, libc::SIGUSR1) };
+        let said = crate::testing::wait_until("the job to hear USR1", Duration::from_secs(60), || {
+            let heard = read();
+            async move { heard.contains("usr1").then_some(heard) }
+        })
+        .await;
+        assert_eq!(
+            said, "ready\nusr1\n",
+            "{program}: the job the person left running was signalled after the shell had gone"
+        );
+    }
+}
+
 /// The number on the line the shell shows after `label`.
 async fn shown_pid(news: &mut broadcast::Receiver<Output>, label: &str) -> i32 {
     let mut seen = String::new();
