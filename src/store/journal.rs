@@ -106,7 +106,8 @@ impl Journal {
         Self { place: Place::Memory(Mutex::default()), sessions: Mutex::default(), flushes: Default::default() }
     }
 
-    /// Appends the pieces (deltas, numbered in order) and flushes them to the disk.
+    /// Appends the pieces (deltas, numbered in order) to the session's file; `settle` flushes them
+    /// to the disk.
     pub(super) async fn append(self: &Arc<Self>, session: &str, pieces: Vec<SessionEvent>) -> StoreResult<()> {
         let (Some(first), Some(last)) = (pieces.first().map(|p| p.seq), pieces.last().map(|p| p.seq)) else {
             return Ok(());
@@ -138,13 +139,10 @@ impl Journal {
         if !self.tail(session).lock().expect("journal lock").unsettled {
             return Ok(());
         }
-        let journal = self.clone();
-        let session = session.to_string();
-        blocking(move || {
-            let tail = journal.tail(&session);
-            let mut tail = tail.lock().expect("journal lock");
+        // Written to, so checked already: no file is read again.
+        self.on_checked_tail(session, u64::MAX, |journal, session, tail| {
             if tail.unsettled {
-                journal.flush(&session)?;
+                journal.flush(session)?;
                 journal.flushes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tail.unsettled = false;
             }
