@@ -52,10 +52,10 @@ test("a tab waits out a server that stops for several seconds: it reconnects, an
   await expect(banner(page)).toContainText("Reconnecting…");
 
   await server.start();
-  // Back: within a second and a half of the server's first answer the stream catches up (the
-  // tab tries every 0.8 s at most, issue 37), the kept answer is sent, and the parked agent
-  // resumes with it.
-  await expect(banner(page)).toBeHidden({ timeout: 1_500 });
+  // Back: the tab reconnects by itself (it tries every 0.8 s at most, issue 37: the unit test of
+  // `live::retry_delay` holds that bound, which a wait here would only measure on a loaded
+  // machine), the kept answer is sent, and the parked agent resumes with it.
+  await expect(banner(page)).toBeHidden();
   await expect(retry).toBeHidden();
   await expect(card(page)).toHaveAttribute("data-state", "answered");
   await expect(agentReplies(page).last()).toContainText('Resumed: you chose "Where should the logs go?"="Journald".');

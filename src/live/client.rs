@@ -23,12 +23,6 @@ use super::{ConnectionStatus, HEARTBEAT_EVENT, LIVE_PATH, PING_PATH, PROBLEM_EVE
 use crate::error::AppError;
 use crate::thread::SessionSummary;
 
-/// Tries double from a quarter of a second up to 0.8 s (under a second with the jitter): a
-/// restarted server is seen within a second (issue 37: at 15 s it took 7.7 s after a 10 s
-/// outage). A try is one request that fails at once while nothing listens, and one ping.
-const FIRST_RETRY: Duration = Duration::from_millis(250);
-const LAST_RETRY: Duration = Duration::from_millis(800);
-
 thread_local! {
     /// The page's connection, for [`retry_now`].
     static CURRENT: RefCell<Weak<RefCell<Inner>>> = const { RefCell::new(Weak::new()) };
@@ -360,9 +354,8 @@ fn schedule_retry(this: &Rc<RefCell<Inner>>) {
     }
 }
 
-/// Doubles from [`FIRST_RETRY`] up to [`LAST_RETRY`], with ±20 % jitter so that many tabs do
-/// not reconnect in step after a server restart.
+/// [`super::retry_delay`] with ±20 % jitter, so that many tabs do not reconnect in step after a
+/// server restart.
 fn backoff(attempt: u32) -> Duration {
-    let base = FIRST_RETRY.saturating_mul(1 << attempt.saturating_sub(1).min(10)).min(LAST_RETRY);
-    base.mul_f64(0.8 + 0.4 * js_sys::Math::random())
+    super::retry_delay(attempt).mul_f64(0.8 + 0.4 * js_sys::Math::random())
 }
