@@ -2,7 +2,7 @@
 //! (`@agentclientprotocol/claude-agent-acp`, pinned in package.json, with the Claude binary its
 //! SDK brings) against the mock Messages API, under the real session manager and store.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

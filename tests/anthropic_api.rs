@@ -3,7 +3,7 @@
 //! back as the tool_result Claude Code would write, and the conversation is rebuilt from the
 //! store — also by a second server on the same database. And the failures a person can act on.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! error when they are too large, of a kind the agent cannot read, or not what they say; and a
 //! message that names a file the server does not hold is refused before anything is stored.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -13,20 +13,12 @@ use askbridge::thread::attachment::MAX_ATTACHMENT_BYTES;
 use askbridge::thread::{AttachmentRef, Block};
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
-use http_body_util::BodyExt;
 use serde_json::json;
 use support::router::{Harness, harness};
-use tower::ServiceExt;
 
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR-and-the-rest";
 
 impl Harness {
-    async fn call(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
-        let response = self.app.clone().oneshot(request).await.unwrap();
-        let (status, headers) = (response.status(), response.headers().clone());
-        (status, headers, response.into_body().collect().await.unwrap().to_bytes().to_vec())
-    }
-
     async fn upload(&self, media_type: &str, name: &str, bytes: Vec<u8>) -> (StatusCode, Vec<u8>) {
         let request = Request::post(format!("/api/attachments?name={name}"))
             .header(header::HOST, "127.0.0.1:3000")

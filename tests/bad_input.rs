@@ -1,7 +1,7 @@
 //! Bad input against the whole router: each gets a clear, typed error with the right status, the
 //! server keeps serving, and nothing already stored is lost.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 
@@ -16,15 +16,8 @@ use support::router::{Harness, harness};
 use tower::ServiceExt;
 
 impl Harness {
-    async fn call(&self, request: Request<Body>) -> (StatusCode, Vec<u8>) {
-        let response = self.app.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
-        (status, body)
-    }
-
     async fn post(&self, function: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
-        self.call(
+        self.call_for_body(
             Request::post(format!("/api/{function}"))
                 .header(header::HOST, "127.0.0.1:3000")
                 .header(header::CONTENT_TYPE, "application/json")
@@ -80,8 +73,9 @@ async fn an_unknown_session_is_not_found() {
 #[tokio::test]
 async fn an_unknown_session_page_says_so_with_404() {
     let h = harness().await;
-    let (status, body) =
-        h.call(Request::get("/s/nope").header(header::HOST, "127.0.0.1:3000").body(Body::empty()).unwrap()).await;
+    let (status, body) = h
+        .call_for_body(Request::get("/s/nope").header(header::HOST, "127.0.0.1:3000").body(Body::empty()).unwrap())
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(String::from_utf8_lossy(&body).contains("This session does not exist"));
 }
@@ -108,7 +102,7 @@ async fn a_body_over_the_limit_is_refused_with_413() {
 
     // With a Content-Length, the limit answers before the body is read.
     let (status, body) = h
-        .call(
+        .call_for_body(
             Request::post("/api/send_message")
                 .header(header::HOST, "127.0.0.1:3000")
                 .header(header::CONTENT_TYPE, "application/json")
@@ -151,7 +145,7 @@ async fn a_blank_message_and_a_bad_title_are_explained() {
 async fn the_live_stream_of_an_unknown_session_ends_with_a_problem_event() {
     let h = harness().await;
     let (status, body) = h
-        .call(
+        .call_for_body(
             Request::get("/api/live?session=nope&after=0")
                 .header(header::HOST, "127.0.0.1:3000")
                 .body(Body::empty())
@@ -348,7 +342,7 @@ async fn the_terminal_hooks_routes_answer_bad_input_with_typed_errors() {
     for path in ["/api/terminal/hook", "/api/terminal/withdraw"] {
         for body in ["not json", "{}", "[1, 2]"] {
             let (status, answer) = h
-                .call(
+                .call_for_body(
                     Request::post(path)
                         .header(header::HOST, "127.0.0.1:3000")
                         .header(header::CONTENT_TYPE, "application/json")

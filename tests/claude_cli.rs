@@ -3,7 +3,7 @@
 //! checks that the model received exactly the text the shared traces show
 //! (`tests/fixtures/claude-cli/SUMMARY.md`).
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

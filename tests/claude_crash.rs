@@ -4,7 +4,7 @@
 //! model will be told, that the call was interrupted, never "answered", and the answer can still
 //! go to the agent as a message. The real `askbridge` binary, the real CLI and the mock Messages API.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! `ASKBRIDGE_WRITE_FIXTURES=1` also writes anonymised copies of the transcripts to
 //! `tests/fixtures/claude-cli/transcripts/`, which the unit tests read without the CLI.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

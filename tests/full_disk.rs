@@ -3,7 +3,7 @@
 //! rename, an upload) fails with the disk's own words, several times over; once space is back,
 //! the very next write of each kind succeeds, and nothing acknowledged before is lost.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! already answered, the same answer again changes nothing); and every tab got exactly what the
 //! store holds, no repeat and no gap, across all its reconnections.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

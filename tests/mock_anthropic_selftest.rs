@@ -1,7 +1,7 @@
 //! The mock Anthropic API over a real socket, through the API the integration tests use. The
 //! router-level checks of the wire format are the module's own unit tests, which run here too.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

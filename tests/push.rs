@@ -4,7 +4,7 @@
 //! The scripted agent asks real questions through a real session manager and store; the notifier
 //! is fed the sessions' events through the seam the server uses (`observe_events`).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

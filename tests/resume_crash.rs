@@ -3,7 +3,7 @@
 //! itself, to its end, without a message from the person (issue 33: turns cut short there
 //! "never went on until a message was sent").
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

@@ -6,7 +6,7 @@
 //! middle of a turn lets its lease expire, and another server ends that turn honestly. A parked
 //! question expires once, on time, whichever server's timer gets there first.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Stdio;

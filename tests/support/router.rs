@@ -8,6 +8,10 @@ use askbridge::server::cli::{Cli, Command};
 use askbridge::server::router;
 use askbridge::session::SessionManager;
 use askbridge::store::Store;
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use http_body_util::BodyExt;
+use tower::ServiceExt;
 
 pub struct Harness {
     pub app: axum::Router,
@@ -25,4 +29,19 @@ pub async fn harness() -> Harness {
     let store = Store::open_in_memory().await.unwrap();
     let manager = SessionManager::new(store.clone(), Arc::new(ScriptedAgent::new(scenario)));
     Harness { app: router(&args, manager.clone()), manager, store }
+}
+
+impl Harness {
+    /// One request through the router: its status, headers and whole body.
+    pub async fn call(&self, request: Request<Body>) -> (StatusCode, HeaderMap, Vec<u8>) {
+        let response = self.app.clone().oneshot(request).await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        (status, headers, response.into_body().collect().await.unwrap().to_bytes().to_vec())
+    }
+
+    /// [`Harness::call`] without the headers.
+    pub async fn call_for_body(&self, request: Request<Body>) -> (StatusCode, Vec<u8>) {
+        let (status, _, body) = self.call(request).await;
+        (status, body)
+    }
 }
