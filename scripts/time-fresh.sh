@@ -47,6 +47,10 @@ steps() {
     { stream = ($2 == "[site]") ? "site" : "main"; last[stream] = $1 }
     / \[step\] / {
       name = (stream == "site") ? $4 : $3
+      # The set-up a later step asks for again (setup-serve, a prerequisite of the site build)
+      # finds everything there: it is not a step of its own then.
+      if (name == "setup" && started_other) next
+      if (name != "setup") started_other = 1
       close_step(stream, $1); current[stream] = name; from[stream] = $1
       if (!(name in took)) { took[name] = 0; order[n++] = name }
     }
