@@ -32,6 +32,12 @@ export default defineConfig({
     extraHTTPHeaders: { Authorization: `Bearer ${token}` },
     trace: "retain-on-failure",
     screenshot: "only-on-failure",
+    // The browser asks for reduced motion, which the stylesheet honours (no animation at all): on
+    // 2 cores the tests are CPU-bound, and the pulsing dots, spinners and carets of a working
+    // session kept headless Chromium compositing in software. questions + approvals, 24 tests:
+    // 108 s and 210 CPU-seconds with them, 80 s and 155 without (29 Nov, BENCHMARKS.md §7). No
+    // behaviour waits on an animation (no animationend or transitionend anywhere).
+    contextOptions: { reducedMotion: "reduce" },
   },
   projects: [
     {
