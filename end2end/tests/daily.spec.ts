@@ -13,7 +13,8 @@ const claudeBin = path.resolve(__dirname, "../../node_modules/.bin/claude");
 async function claudeServer(mock: OwnMock): Promise<OwnServer> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "askbridge-e2e-daily-"));
   const env = claudeEnv(home, mock.url);
-  return OwnServer.start(["--agent", "claude", "--claude-bin", claudeBin, "--workdir", path.join(home, "project")], env);
+  const server = await OwnServer.start(["--agent", "claude", "--claude-bin", claudeBin, "--workdir", path.join(home, "project")], env);
+  return server.owns(home);
 }
 
 /** The new-session page once its Model select offers `label` (the CLI is asked at start). */

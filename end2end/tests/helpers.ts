@@ -124,6 +124,8 @@ export class OwnServer {
   private child: ChildProcess | null = null;
   private exited: Promise<number | null> = Promise.resolve(null);
   private stderr = "";
+  /** Folders of the test's own (an agent's home) that go with the data folder at `kill()`. */
+  private owned: string[] = [];
 
   private constructor(
     private port: number,
@@ -186,6 +188,12 @@ export class OwnServer {
     throw new Error(`askbridge did not answer within 30 s:\n${this.stderr}`);
   }
 
+  /** `folder` is removed with the data folder at `kill()`. */
+  owns(folder: string): this {
+    this.owned.push(folder);
+    return this;
+  }
+
   /** A graceful stop (SIGTERM, as systemd or Ctrl-C would); resolves with the exit code. */
   async stop(): Promise<number | null> {
     this.child?.kill("SIGTERM");
@@ -209,7 +217,7 @@ export class OwnServer {
       this.child.kill("SIGKILL");
       await this.exited;
     }
-    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    for (const folder of [this.dataDir, ...this.owned]) fs.rmSync(folder, { recursive: true, force: true });
   }
 
   /** What the server logged last (for failure messages). */

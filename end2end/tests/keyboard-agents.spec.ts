@@ -32,7 +32,8 @@ async function serverFor(agent: Agent, mock: OwnMock, files: Record<string, stri
     fs.mkdirSync(path.dirname(path.join(project, file)), { recursive: true });
     fs.writeFileSync(path.join(project, file), content);
   }
-  return OwnServer.start(["--agent", "claude", "--claude-bin", claudeBin, "--workdir", project], env);
+  const server = await OwnServer.start(["--agent", "claude", "--claude-bin", claudeBin, "--workdir", project], env);
+  return server.owns(home);
 }
 
 /** Runs `use` with a mock playing `replies` and the agent's server against it; both killed after. */

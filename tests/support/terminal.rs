@@ -270,6 +270,10 @@ impl Terminal {
 
 impl Drop for Terminal {
     fn drop(&mut self) {
+        // The CLI saves its config as it exits (a backup under ~/.claude): had the test's home been
+        // removed by then, the save would make it again, left behind in /tmp. So the drop returns
+        // once the pane's process has ended, as the end of kill-server's hang-up.
+        let claude = self.claude_pid().ok();
         let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
         // If kill-server could not reach it, end the server by its pid: ours alone.
         if let Some(pid) = self.server_pid
@@ -279,6 +283,26 @@ impl Drop for Terminal {
         }
         if let Some(path) = &self.socket_path {
             let _ = std::fs::remove_file(path);
+        }
+        if let Some(pid) = claude {
+            wait_for_exit(pid, EXIT_WAIT);
+        }
+    }
+}
+
+/// How long a drop waits for the hung-up CLI to end (it takes well under a second).
+const EXIT_WAIT: Duration = Duration::from_secs(10);
+
+/// Returns once process `pid` has ended (or become a zombie), or after `at_most`.
+fn wait_for_exit(pid: u32, at_most: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < at_most {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            // The state follows the command's closing parenthesis: Z is a zombie, ended.
+            Ok(stat) if !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => return,
         }
     }
 }
