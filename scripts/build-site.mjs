@@ -47,7 +47,7 @@ const pkg = join(staging, "pkg");
 rmSync(staging, { recursive: true, force: true });
 mkdirSync(pkg, { recursive: true });
 
-// The tool of step 2 compiles meanwhile (on a first run, about two minutes): the WASM's last
+// The tool of step 2 compiles meanwhile (on a first run, about a minute): the WASM's last
 // minute is its link, on one core.
 const tool = begun("cargo", ["build", "--quiet", "--profile", "tool", "-p", "wasm-bundle"]);
 tool.catch(() => {}); // awaited, and reported, at step 2
