@@ -130,10 +130,12 @@ test-servers:
 
 # Playwright in headless Debian Chromium against the debug server and the release site
 # (end2end/playwright.config.ts starts and stops the servers): `make test-e2e` alone builds what
-# it needs.
+# it needs. Playwright's own options go in E2E_ARGS, e.g. E2E_ARGS="--trace retain-on-failure
+# questions.spec.ts".
+E2E_ARGS ?=
 test-e2e: site test-servers
 	@echo "[step] test-e2e"
-	npx playwright test --config end2end/playwright.config.ts
+	npx playwright test --config end2end/playwright.config.ts $(E2E_ARGS)
 
 size: release
 	scripts/size.sh

@@ -30,7 +30,12 @@ export default defineConfig({
   use: {
     baseURL,
     extraHTTPHeaders: { Authorization: `Bearer ${token}` },
-    trace: "retain-on-failure",
+    // No trace by default: recording one for every test (to keep it on a failure) cost a quarter of
+    // the browser tests' CPU, the screencast's frames most (questions + approvals, 24 tests: 89 s
+    // and 173 CPU-seconds with it, 78 s and 149 with its screenshots off, 69 s and 132 without;
+    // 29 Nov, BENCHMARKS.md §7). To look into a failure: make test-e2e E2E_ARGS="--trace
+    // retain-on-failure". A failing test still leaves its screenshot and error context.
+    trace: "off",
     screenshot: "only-on-failure",
     // The browser asks for reduced motion, which the stylesheet honours (no animation at all): on
     // 2 cores the tests are CPU-bound, and the pulsing dots, spinners and carets of a working
