@@ -53,13 +53,14 @@ impl Store {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct FileRow {
-    hash: String,
-    media_type: String,
-    name: Option<String>,
-    size: i64,
-    bytes: Option<Vec<u8>>,
+row! {
+    struct FileRow {
+        hash: String,
+        media_type: String,
+        name: Option<String>,
+        size: i64,
+        bytes: Option<Vec<u8>>,
+    }
 }
 
 impl FileRow {

@@ -466,28 +466,31 @@ const EVENT: Sql = Sql {
     postgres: "SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, body FROM events",
 };
 
-#[derive(sqlx::FromRow)]
-struct HeadRow {
-    last_seq: i64,
-    turn: Json<TurnState>,
+row! {
+    struct HeadRow {
+        last_seq: i64,
+        turn: Json<TurnState>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct MessageRow {
-    id: String,
-    role: String,
-    blocks: Json<Vec<Block>>,
-    streaming: bool,
-    created_at_ms: i64,
-    updated_seq: i64,
-    usage: Option<Json<Usage>>,
+row! {
+    struct MessageRow {
+        id: String,
+        role: String,
+        blocks: Json<Vec<Block>>,
+        streaming: bool,
+        created_at_ms: i64,
+        updated_seq: i64,
+        usage: Option<Json<Usage>>,
+    }
 }
 
-#[derive(sqlx::FromRow)]
-struct EventRow {
-    seq: i64,
-    at_ms: i64,
-    body: Json<EventBody>,
+row! {
+    struct EventRow {
+        seq: i64,
+        at_ms: i64,
+        body: Json<EventBody>,
+    }
 }
 
 impl From<EventRow> for SessionEvent {

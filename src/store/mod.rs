@@ -7,10 +7,11 @@
 //! - `notices.rs`: what one server tells the others (Postgres notifications);
 //! - `journal.rs`: what agents stream, in a file per session beside a SQLite database;
 //! - `attachments.rs`: files attached to messages, stored once by their hash;
-//! - `error.rs`: what can go wrong, in words a person can act on.
+//! - `error.rs`: what can go wrong, in words a person can act on;
+//! - `schema.rs`: the migrations (`migrations/sqlite`, `migrations/postgres`), embedded in the
+//!   binary and run at start, and the rows queries read back (`row!`).
 //!
-//! Migrations (`migrations/sqlite`, `migrations/postgres`) are embedded in the binary and run at
-//! start. Every event is written, together with the message it changed, before anything is sent
+//! Every event is written, together with the message it changed, before anything is sent
 //! to a browser.
 
 use std::path::Path;
@@ -61,9 +62,11 @@ macro_rules! in_transaction {
     };
 }
 
-// First: its `notify_in!` serves the files after it.
+// First: their `notify_in!` and `row!` serve the files after them.
 #[macro_use]
 mod notices;
+#[macro_use]
+mod schema;
 mod attachments;
 mod error;
 mod events;
@@ -183,7 +186,7 @@ impl Store {
             return Err(StoreError::Foreign { path: without_password(url), tables: tables.join(", ") });
         }
         // Several servers starting at once: sqlx takes an advisory lock around the migrations.
-        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        schema::POSTGRES.migrator().await?.run(&pool).await?;
         Ok(Self { pool: Pool::Postgres(pool), journal: None, failing: Default::default() })
     }
 
@@ -332,7 +335,7 @@ impl Store {
     }
 
     async fn migrated_sqlite(pool: SqlitePool, journal: journal::Journal) -> StoreResult<Self> {
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        schema::SQLITE.migrator().await?.run(&pool).await?;
         Ok(Self { pool: Pool::Sqlite(pool), journal: Some(std::sync::Arc::new(journal)), failing: Default::default() })
     }
 

@@ -8,14 +8,16 @@ use sqlx::types::Json;
 use super::{Sql, Store, StoreResult};
 use crate::interaction::InteractionRequest;
 
-/// A browser's push subscription, as stored: its keys as the page sent them (base64url).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PushSubscriptionRow {
-    pub endpoint: String,
-    pub p256dh: String,
-    pub auth: String,
-    pub user_agent: Option<String>,
-    pub created_at_ms: i64,
+row! {
+    /// A browser's push subscription, as stored: its keys as the page sent them (base64url).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PushSubscriptionRow {
+        pub endpoint: String,
+        pub p256dh: String,
+        pub auth: String,
+        pub user_agent: Option<String>,
+        pub created_at_ms: i64,
+    }
 }
 
 /// The notices sent about one interaction, each at most once.

@@ -177,24 +177,25 @@ pub(super) const SUMMARY: Sql = Sql {
                FROM sessions LEFT JOIN terminal_sessions t ON t.session_id = sessions.id",
 };
 
-#[derive(sqlx::FromRow)]
-pub(super) struct SummaryRow {
-    id: String,
-    title: String,
-    agent: String,
-    created_at_ms: i64,
-    updated_at_ms: i64,
-    active_at_ms: i64,
-    turn: Json<TurnState>,
-    workdir: Option<String>,
-    waiting: bool,
-    host: Option<String>,
-    claude_session_id: Option<String>,
-    folder: Option<String>,
-    transcript_path: Option<String>,
-    terminal_state: Option<String>,
-    terminal_state_at_ms: Option<i64>,
-    terminal_process: Option<String>,
+row! {
+    pub(super) struct SummaryRow {
+        id: String,
+        title: String,
+        agent: String,
+        created_at_ms: i64,
+        updated_at_ms: i64,
+        active_at_ms: i64,
+        turn: Json<TurnState>,
+        workdir: Option<String>,
+        waiting: bool,
+        host: Option<String>,
+        claude_session_id: Option<String>,
+        folder: Option<String>,
+        transcript_path: Option<String>,
+        terminal_state: Option<String>,
+        terminal_state_at_ms: Option<i64>,
+        terminal_process: Option<String>,
+    }
 }
 
 impl From<SummaryRow> for SessionSummary {
