@@ -73,11 +73,13 @@ fi
 [ "$FOR" = serve ] && exit 0
 
 
-# Debian's Chromium for the browser tests (Playwright's own download cannot work offline).
-if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! [ -x /usr/bin/chromium ]; then
-  say "installing Debian chromium"
+# Debian's Chromium for the browser tests (Playwright's own download cannot work offline): its
+# headless shell, which runs most of them at a third of the full browser's CPU, and the full
+# browser, for the tests of notifications and pushes (end2end/playwright.config.ts).
+if [ "${ASKBRIDGE_SKIP_CHROMIUM:-0}" != 1 ] && ! { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromium-headless-shell ]; }; then
+  say "installing Debian chromium and its headless shell"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-headless-shell
 fi
 
 # tmux for the tests that drive Claude Code's interactive terminal UI (tests/terminal_cli.rs).
