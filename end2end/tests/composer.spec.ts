@@ -2,7 +2,16 @@ import { test, expect, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { agentReplies, call, card, sessionStatus, startSession, waitForHydration, waitForTurnEnd } from "./helpers";
+import {
+  agentReplies,
+  call,
+  card,
+  composerHint,
+  sessionStatus,
+  startSession,
+  waitForHydration,
+  waitForTurnEnd,
+} from "./helpers";
 
 // The message box takes a terminal's keys: ↑/↓ bring back earlier messages, Shift+Tab switches
 // the permission mode, Esc stops the turn.
@@ -39,6 +48,36 @@ test("↑ and ↓ in the empty box bring back the session's earlier messages, th
   await box.fill("line one\nline two");
   await box.press("ArrowUp");
   await expect(box).toHaveValue("line one\nline two");
+});
+
+test("Enter pressed while the message before is still on its way sends the new one after it, each once", async ({
+  page,
+}) => {
+  await startSession(page, "first words");
+  await waitForTurnEnd(page);
+  // The answer to the next message is held back (a loaded machine, a slow network): the page
+  // still has it on its way when the next Enter comes. Enter used to do nothing then.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let sends = 0;
+  await page.route("**/api/send_message", async (route) => {
+    sends += 1;
+    const response = await route.fetch();
+    if (sends === 1) await held;
+    await route.fulfill({ response });
+  });
+  const box = messageBox(page);
+  await box.fill("second words");
+  await box.press("Enter");
+  await expect(composerHint(page)).toHaveText("Sending…");
+  await box.fill("third words");
+  await box.press("Enter");
+  release();
+  await expect(page.getByRole("article", { name: "You" })).toHaveText(["first words", "second words", "third words"]);
+  await expect(box).toHaveValue("");
+  await waitForTurnEnd(page);
+  await expect(agentReplies(page)).toHaveCount(3);
+  expect(sends).toBe(2);
 });
 
 test("Shift+Tab in the box switches the permission mode, and the session runs in it", async ({ page, request }) => {

@@ -3,7 +3,9 @@
 //! lands in that session's box, and Enter pressed meanwhile sends it there once it is open.
 //! Enter sends, Shift+Enter starts a new line; it says why it cannot send when it cannot; Stop
 //! interrupts the agent's turn. While the agent works or waits for an answer, a message sent is
-//! typed ahead: the server queues it for the next turn, and the thread shows it as queued. Each session's draft survives a reload and a failed send.
+//! typed ahead: the server queues it for the next turn, and the thread shows it as queued. Enter
+//! pressed while the message before is still on its way sends the new one after it. Each
+//! session's draft survives a reload and a failed send.
 
 use leptos::html;
 use leptos::prelude::*;
@@ -48,7 +50,8 @@ struct ComposerState {
     location: Location,
     input: NodeRef<html::Textarea>,
     draft: RwSignal<String>,
-    /// Enter was pressed while the session was opening: send once it is open.
+    /// Enter was pressed while the session was opening, or while the message before was still
+    /// on its way: send once it is open, or once that one arrived.
     queued: RwSignal<bool>,
     send_call: ServerCall<SendMessage>,
     stop_call: ServerCall<InterruptTurn>,
@@ -186,6 +189,8 @@ impl ComposerState {
             Target::Session(id) => {
                 if untrack(|| self.can_send()) {
                     self.send_to(id, text);
+                } else if untrack(|| self.send_call.pending()) {
+                    self.queued.set(true);
                 }
             }
         }
@@ -201,6 +206,8 @@ impl ComposerState {
         self.send_call.dispatch_then(input, move |result| {
             focus::sent();
             if result.is_err() {
+                // What Enter queued behind it waits in the box, under the problem, for another.
+                self.queued.set(false);
                 return;
             }
             self.attachments.clear();
@@ -213,6 +220,12 @@ impl ComposerState {
                 }
                 // The answer to this call can come after the agent already asked.
                 self.focus_box_unless_asked();
+                // What was written and sent with Enter meanwhile goes now (the sent text already
+                // taken out of it above: nothing goes twice).
+                if self.queued.get_untracked() {
+                    self.queued.set(false);
+                    self.send();
+                }
             } else if let Some(rest) = kept.load().as_deref().and_then(rest) {
                 kept.save(&rest);
             }
