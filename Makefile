@@ -8,24 +8,24 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve lint site site-beside release install test-build test-rust test-servers test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve lint site site-beside browser-beside release install test-build test-rust test-servers test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
 
 # The browser tests and the size check run the server the Rust tests built (target/debug): the
 # release build of the server is `make run`'s, and would add minutes to every run for a binary
-# that differs only in its optimization. Clippy lints as the crate compiles (LINT=1, below). The
-# site is built while the Rust tests run, at a lower priority (its lines marked "[site]"): the
-# tests leave a core idle at times (waiting on the processes they start), and the site's compile
-# takes it. Not while the tests compile: two builds on two cores only share them (a fresh test
-# build took 733 s beside the site's, 29 Nov, BENCHMARKS.md §7).
+# that differs only in its optimization. Clippy lints as the crate compiles (LINT=1, below).
+# Once the tests are built, two lanes share the two cores: the Rust tests, and the site followed
+# by the browser tests (their lines marked "[site]" and "[e2e]"). Each lane leaves a core idle at
+# times, the Rust tests waiting on the processes they start, the site's WASM linking on one core,
+# and the other lane takes it. Not while the tests compile: two builds on two cores only share them
+# (a fresh test build took 733 s beside the site's, 29 Nov, BENCHMARKS.md §7).
 test: setup
 	@echo "[step] format"
 	cargo fmt --check
 	$(MAKE) test-build LINT=1
-	$(MAKE) --jobs=2 test-rust site-beside LINT=1 SITE_NICE="nice -n 10"
-	$(MAKE) test-e2e LINT=1
+	$(MAKE) --jobs=2 test-rust browser-beside LINT=1
 	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
 
@@ -75,6 +75,11 @@ site: setup-serve $(SITE_STAMP)
 # The site, beside another build: its lines marked "[site]", at SITE_NICE's priority.
 site-beside: setup-serve
 	@set -o pipefail; $(SITE_NICE) $(MAKE) --no-print-directory $(SITE_STAMP) 2>&1 | sed -u 's/^/[site] /'
+
+# The site, then the browser tests, beside the Rust tests (`make test`): lines marked "[site]"
+# and "[e2e]".
+browser-beside: site-beside
+	@set -o pipefail; $(MAKE) --no-print-directory test-e2e 2>&1 | sed -u 's/^/[e2e] /'
 
 # The stamps take the time the build started: a source saved while it ran is newer than the
 # stamp, and the next `make` builds again (a stamp written at the end once hid such a change).

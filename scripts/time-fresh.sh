@@ -39,14 +39,15 @@ stamped() {
   while IFS= read -r line; do printf '%5d %s\n' $(( $(date +%s) - start )) "$line"; done
 }
 # Each step's seconds, from one "[step] NAME" line to the next of the same stream (a step run twice
-# adds up), as JSON. The site built beside another step (the Makefile's site-beside) is a stream
-# of its own, its lines marked "[site]"; it ends at its last line.
+# adds up), as JSON. What runs beside another step (the Makefile's site-beside and
+# browser-beside) is a stream of its own, its lines marked "[site]" or "[e2e]"; each ends at its
+# last line.
 steps() {
   awk -v end="$1" '
     function close_step(s, at) { if (current[s] != "") took[current[s]] += at - from[s] }
-    { stream = ($2 == "[site]") ? "site" : "main"; last[stream] = $1 }
+    { stream = ($2 == "[site]" || $2 == "[e2e]") ? $2 : "main"; last[stream] = $1 }
     / \[step\] / {
-      name = (stream == "site") ? $4 : $3
+      name = (stream == "main") ? $3 : $4
       # The set-up a later step asks for again (setup-serve, a prerequisite of the site build)
       # finds everything there: it is not a step of its own then.
       if (name == "setup" && started_other) next
@@ -54,7 +55,7 @@ steps() {
       close_step(stream, $1); current[stream] = name; from[stream] = $1
       if (!(name in took)) { took[name] = 0; order[n++] = name }
     }
-    END { close_step("main", end); close_step("site", last["site"])
+    END { for (s in last) close_step(s, (s == "main") ? end : last[s])
           printf "{"; for (i = 0; i < n; i++) printf "%s\"%s\":%d", (i ? "," : ""), order[i], took[order[i]]; printf "}" }
   ' "$LOG"
 }
