@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(HOME)/.cargo/bin:$(PATH)
 # Extra flags for `make run`, e.g. make run ARGS="--scenario my.toml"
 ARGS ?=
 
-.PHONY: run test setup setup-serve lint site site-beside browser-beside release install test-build test-rust test-servers test-e2e size bench bench-parked clean
+.PHONY: run test setup setup-serve setup-rust setup-beside lint site site-beside browser-beside release install test-build test-rust test-servers test-e2e size bench bench-parked clean
 
 run: release
 	target/release/askbridge serve $(ARGS)
@@ -16,15 +16,17 @@ run: release
 # The browser tests and the size check run the server the Rust tests built (target/debug): the
 # release build of the server is `make run`'s, and would add minutes to every run for a binary
 # that differs only in its optimization. Clippy lints as the crate compiles (LINT=1, below).
-# Once the tests are built, two lanes share the two cores: the Rust tests, and the site followed
+# The rest of the set-up (npm packages, Chromium, PostgreSQL, tmux: downloads, mostly) runs beside
+# the tests' build, its lines marked "[setup]": the build needs only Rust. Once the tests are built,
+# two lanes share the two cores: the Rust tests, and the site followed
 # by the browser tests (their lines marked "[site]" and "[e2e]"). Each lane leaves a core idle at
 # times, the Rust tests waiting on the processes they start, the site's WASM linking on one core,
 # and the other lane takes it. Not while the tests compile: two builds on two cores only share them
 # (a fresh test build took 733 s beside the site's, 29 Nov, BENCHMARKS.md §7).
-test: setup
+test: setup-rust
 	@echo "[step] format"
 	cargo fmt --check
-	$(MAKE) test-build LINT=1
+	$(MAKE) --jobs=2 test-build setup-beside LINT=1
 	$(MAKE) --jobs=2 test-rust browser-beside LINT=1
 	@echo "[step] size"
 	ASKBRIDGE_BIN=target/debug/askbridge scripts/size.sh
@@ -55,7 +57,8 @@ SITE_STAMP := target/site/hash.txt
 endif
 
 # Everything the tests need; `setup-serve` only what building and serving needs (no Chromium,
-# Postgres or tmux).
+# Postgres or tmux); `setup-rust` only the pinned toolchain and its WASM target, what compiling
+# needs. `setup-beside` is `setup`, beside another build, its lines marked "[setup]".
 setup:
 	@echo "[step] setup"
 	scripts/setup.sh test
@@ -63,6 +66,13 @@ setup:
 setup-serve:
 	@echo "[step] setup"
 	scripts/setup.sh serve
+
+setup-rust:
+	@echo "[step] setup"
+	scripts/setup.sh rust
+
+setup-beside:
+	@set -o pipefail; $(MAKE) --no-print-directory setup 2>&1 | sed -u 's/^/[setup] /'
 
 # The site the server serves (scripts/build-site.mjs): the browser's WASM at its size-optimized
 # profile, split so that the open session's pane is a chunk of its own (src/ui/lazy.rs,
@@ -72,9 +82,10 @@ SITE_INPUTS := $(shell find src style public tools/wasm-bundle/src -type f) Carg
 	package-lock.json tools/wasm-bundle/Cargo.toml scripts/build-site.mjs
 site: setup-serve $(SITE_STAMP)
 
-# The site, beside another build: its lines marked "[site]", at SITE_NICE's priority.
-site-beside: setup-serve
-	@set -o pipefail; $(SITE_NICE) $(MAKE) --no-print-directory $(SITE_STAMP) 2>&1 | sed -u 's/^/[site] /'
+# The site, beside another build, its set-up first (the npm packages it uses): its lines marked
+# "[site]", at SITE_NICE's priority.
+site-beside:
+	@set -o pipefail; $(SITE_NICE) $(MAKE) --no-print-directory setup-serve $(SITE_STAMP) 2>&1 | sed -u 's/^/[site] /'
 
 # The site, then the browser tests, beside the Rust tests (`make test`): lines marked "[site]"
 # and "[e2e]".
@@ -97,7 +108,7 @@ RELEASE_INPUTS := $(shell find src migrations -type f) Cargo.toml Cargo.lock
 RELEASE_BINARY := target/release/.askbridge-compiled
 RELEASE_STAMP := target/release/.askbridge-release
 
-release: setup-serve
+release: setup-rust
 	$(MAKE) --jobs=2 $(RELEASE_BINARY) site-beside
 	$(MAKE) --no-print-directory $(RELEASE_STAMP)
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing AskBridge needs, and skips what is already there.
+# `scripts/setup.sh rust` installs only the pinned Rust toolchain and its WASM target (what the
+# Makefile needs before it compiles, the rest then installing beside the build);
 # `scripts/setup.sh serve` (what `make run` calls) installs only what building and serving needs;
 # `scripts/setup.sh` (what `make test` calls) adds what the tests need: Chromium, tmux,
 # PostgreSQL; `scripts/setup.sh size` adds twiggy, for `make size`'s breakdown by crate (size.sh
@@ -10,8 +12,8 @@ cd "$(dirname "$0")/.."
 
 FOR="${1:-test}"
 case "$FOR" in
-  serve | test | size) ;;
-  *) echo "usage: scripts/setup.sh [serve|test|size]" >&2; exit 2 ;;
+  rust | serve | test | size) ;;
+  *) echo "usage: scripts/setup.sh [rust|serve|test|size]" >&2; exit 2 ;;
 esac
 
 TWIGGY_VERSION=0.8.0
@@ -49,6 +51,7 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   say "adding the wasm32-unknown-unknown target"
   rustup target add wasm32-unknown-unknown
 fi
+[ "$FOR" = rust ] && exit 0
 
 # npm packages: what builds the site beside tools/wasm-bundle (wasm-opt from binaryen, lightningcss
 # and browserslist for the stylesheet, terser for the script), Playwright, and the pinned Claude

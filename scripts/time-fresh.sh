@@ -39,19 +39,15 @@ stamped() {
   while IFS= read -r line; do printf '%5d %s\n' $(( $(date +%s) - start )) "$line"; done
 }
 # Each step's seconds, from one "[step] NAME" line to the next of the same stream (a step run twice
-# adds up), as JSON. What runs beside another step (the Makefile's site-beside and
-# browser-beside) is a stream of its own, its lines marked "[site]" or "[e2e]"; each ends at its
-# last line.
+# adds up: the set-up, asked for again by later steps, finds everything there then), as JSON.
+# What runs beside another step (the Makefile's setup-beside, site-beside and browser-beside) is a
+# stream of its own, its lines marked "[setup]", "[site]" or "[e2e]"; each ends at its last line.
 steps() {
   awk -v end="$1" '
     function close_step(s, at) { if (current[s] != "") took[current[s]] += at - from[s] }
-    { stream = ($2 == "[site]" || $2 == "[e2e]") ? $2 : "main"; last[stream] = $1 }
+    { stream = ($2 == "[setup]" || $2 == "[site]" || $2 == "[e2e]") ? $2 : "main"; last[stream] = $1 }
     / \[step\] / {
       name = (stream == "main") ? $3 : $4
-      # The set-up a later step asks for again (setup-serve, a prerequisite of the site build)
-      # finds everything there: it is not a step of its own then.
-      if (name == "setup" && started_other) next
-      if (name != "setup") started_other = 1
       close_step(stream, $1); current[stream] = name; from[stream] = $1
       if (!(name in took)) { took[name] = 0; order[n++] = name }
     }
