@@ -291,6 +291,31 @@ async fn a_push_service_failing_with_500_is_tried_again_with_growing_waits_until
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_that_parks_while_its_first_push_is_tried_again_is_pushed_parked_only_after_it() {
+    let (service, vapid) = push_service().await;
+    let store = Store::open_in_memory().await.unwrap();
+    let parks = Timeouts { park_after: Some(Duration::from_millis(400)), ..Timeouts::default() };
+    let mut config = config(100);
+    // The first try fails, and the next one comes a second later: after the park.
+    config.push_retry.first_delay = Duration::from_secs(1);
+    let server = Server::start(&store, PERMISSION, parks, config, vapid);
+    server.subscribe(&service.browser("phone").await).await;
+    service.answer("phone", &[Answer::Status(500)]);
+    server.ask().await;
+    let pushes = service.wait_for(3, "the request's push, tried twice, then its park's").await;
+    let events: Vec<_> = pushes.iter().map(|push| (push.payload()["event"].clone(), push.answer)).collect();
+    assert_eq!(
+        events,
+        [
+            (json!("opened"), Answer::Status(500)),
+            (json!("opened"), Answer::Status(201)),
+            (json!("parked"), Answer::Status(201))
+        ],
+        "a phone shows the last push of a tag: the park's must come last"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parked_question_is_pushed_once_more_and_a_permission_is_allowed_from_the_notification() {
     let (service, vapid) = push_service().await;
     let store = Store::open_in_memory().await.unwrap();

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -139,6 +139,25 @@ struct Open {
     opened_at: Instant,
     /// This server claimed its push as seen already (a tab reports every so often).
     seen_claimed: bool,
+    /// The end of this question's last announcement (its push sent, or given up): the next one
+    /// waits for it (`in_line`).
+    last_announcement: Option<oneshot::Receiver<()>>,
+}
+
+/// An announcement's place in its question's line: the one before it to wait for, if any, and
+/// what it drops when it is done.
+struct InLine {
+    before: Option<oneshot::Receiver<()>>,
+    _done: oneshot::Sender<()>,
+}
+
+impl InLine {
+    async fn wait_turn(&mut self) {
+        if let Some(before) = self.before.take() {
+            // Sent or dropped, it is over either way.
+            let _ = before.await;
+        }
+    }
 }
 
 impl Notifier {
@@ -258,7 +277,7 @@ impl Notifier {
             return;
         }
         let key = (session.to_string(), tool_use_id.to_string());
-        let opened_at = {
+        let (opened_at, mut line) = {
             let mut open = self.inner.open.lock().expect("open lock");
             if open.len() >= MAX_OPEN && !open.contains_key(&key) {
                 let oldest = open.iter().min_by_key(|(_, open)| open.opened_at).map(|(key, _)| key.clone());
@@ -271,12 +290,14 @@ impl Notifier {
                 request: request.clone(),
                 opened_at: Instant::now(),
                 seen_claimed: false,
+                last_announcement: None,
             });
-            entry.opened_at
+            (entry.opened_at, in_line(entry))
         };
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         detach(async move {
+            line.wait_turn().await;
             if !this.inner.presence.visible_now(&session) {
                 tokio::select! {
                     () = this.inner.stop.cancelled() => return,
@@ -305,14 +326,20 @@ impl Notifier {
     }
 
     fn parked(&self, session: &str, tool_use_id: &str) {
-        let request = {
-            let open = self.inner.open.lock().expect("open lock");
-            open.get(&(session.to_string(), tool_use_id.to_string())).map(|open| open.request.clone())
+        let (request, line) = {
+            let mut open = self.inner.open.lock().expect("open lock");
+            match open.get_mut(&(session.to_string(), tool_use_id.to_string())) {
+                Some(open) => (Some(open.request.clone()), Some(in_line(open))),
+                None => (None, None),
+            }
         };
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         let since = Instant::now().checked_sub(self.inner.config.grace).unwrap_or_else(Instant::now);
         detach(async move {
+            if let Some(mut line) = line {
+                line.wait_turn().await;
+            }
             if this.inner.presence.seen_since(&session, since) {
                 return this.claim_seen(&session, &tool_use_id, AskEvent::Parked).await;
             }
@@ -323,10 +350,15 @@ impl Notifier {
     }
 
     fn closed(&self, session: &str, tool_use_id: &str) {
-        self.inner.open.lock().expect("open lock").remove(&(session.to_string(), tool_use_id.to_string()));
+        let before = (self.inner.open.lock().expect("open lock"))
+            .remove(&(session.to_string(), tool_use_id.to_string()))
+            .and_then(|open| open.last_announcement);
         let this = self.clone();
         let (session, tool_use_id) = (session.to_string(), tool_use_id.to_string());
         detach(async move {
+            if let Some(before) = before {
+                let _ = before.await;
+            }
             let kind = NoticeKind::PushClosed;
             match this.inner.store.claim_notice(&session, &tool_use_id, kind, NoticeOutcome::Sent).await {
                 Ok(true) => {
@@ -423,8 +455,9 @@ impl Notifier {
         self.inner.store.push_subscriptions().await.map_or(true, |rows| !rows.is_empty())
     }
 
-    /// Sends `message` to every subscribed browser, each on its own task; how many. A browser
-    /// whose push service says it is gone is unsubscribed.
+    /// Sends `message` to every subscribed browser, side by side, and returns once each push is
+    /// delivered, refused or given up: how many browsers. A browser whose push service says it is
+    /// gone is unsubscribed.
     async fn push_to_all(&self, message: PushMessage) -> usize {
         let rows = match self.inner.store.push_subscriptions().await {
             Ok(rows) => rows,
@@ -433,8 +466,7 @@ impl Notifier {
                 return 0;
             }
         };
-        let message = Arc::new(message);
-        let mut sent = 0;
+        let mut deliveries = Vec::new();
         for row in rows {
             let subscription = match Subscription::parse(&row.endpoint, &row.p256dh, &row.auth) {
                 Ok(subscription) => subscription,
@@ -452,13 +484,12 @@ impl Notifier {
                 }
                 continue;
             }
-            sent += 1;
-            let (this, message) = (self.clone(), message.clone());
-            detach(async move {
-                match this.inner.push.send(&subscription, &message).await {
+            let message = &message;
+            deliveries.push(async move {
+                match self.inner.push.send(&subscription, message).await {
                     Delivery::Gone => {
                         info!(push_service = %subscription.push_service(), "a browser's subscription is gone: forgotten");
-                        if let Err(error) = this.inner.store.delete_push_subscription(subscription.endpoint()).await {
+                        if let Err(error) = self.inner.store.delete_push_subscription(subscription.endpoint()).await {
                             warn!(%error, "could not forget a push subscription that is gone");
                         }
                     }
@@ -466,6 +497,8 @@ impl Notifier {
                 }
             });
         }
+        let sent = deliveries.len();
+        futures::future::join_all(deliveries).await;
         sent
     }
 
@@ -518,6 +551,15 @@ impl Notifier {
         let report = Report { session: session.to_string(), tool_use_id: tool_use_id.to_string(), notice, what };
         let _ = self.inner.reports.send(report);
     }
+}
+
+/// The next announcement of a question takes its place in line: after the one before it, so
+/// that a phone gets a question's pushes in the order of its events (opened, parked, closed)
+/// even when the first one's push takes longer than the park (a slow push service, a busy
+/// machine); with the same tag, the later notification replaces the earlier one.
+fn in_line(open: &mut Open) -> InLine {
+    let (done, next) = oneshot::channel();
+    InLine { before: open.last_announcement.replace(next), _done: done }
 }
 
 /// The notices of an event: its push's, its webhooks'.
