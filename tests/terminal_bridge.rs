@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use serde_json::{Value, json};
-use support::mock_anthropic::{Block, MockAnthropic, Reply};
+use support::mock_anthropic::{Block, End, MockAnthropic, Reply};
 use support::server::{Api, Server, TOKEN};
 use support::terminal::{ClaudeHome, Terminal, claude_bin, tmux_available};
 
@@ -25,6 +25,9 @@ const AUTH: &str = "Which auth method should we use?";
 /// Long enough for a cold start of the CLI on a busy 2-core machine.
 const UI_START: Duration = Duration::from_secs(60);
 const STEP: Duration = Duration::from_secs(30);
+/// How long the hook looks for the call in the transcript here (`ASKBRIDGE_HOOK_FIND_CALL_FOR`):
+/// whenever the CLI writes it, on however loaded a machine, the card is the transcript's call.
+const FIND_CALL_FOR: Duration = Duration::from_secs(20);
 
 fn main() {
     // The servers' logs, when asked for (`RUST_LOG=askbridge=debug`): the trials run side by side.
@@ -46,6 +49,10 @@ fn main() {
         terminal_trial("bash_permissions_are_allowed_and_denied_from_askbridge", bash_permissions_are_decided_here),
         terminal_trial("answering_in_the_terminal_closes_the_card_honestly", answering_in_the_terminal_closes_the_card),
         terminal_trial("esc_in_the_terminal_takes_the_question_back", esc_takes_the_question_back),
+        terminal_trial(
+            "a_question_whose_reply_ends_late_is_a_card_at_once_and_its_answer_reaches_the_model",
+            a_question_whose_reply_ends_late,
+        ),
         terminal_trial(
             "with_the_server_stopped_the_terminal_asks_as_before",
             with_the_server_stopped_the_terminal_asks,
@@ -154,12 +161,17 @@ impl Bridge {
     }
 
     async fn terminal(&self) -> Result<Terminal, Failed> {
-        // The hook looks for the call in the transcript until it is there (`FIND_CALL_FOR`): on two
-        // loaded cores the CLI has written it more than 5 s late, and these tests check that the
-        // card is the transcript's call. Likewise the server's first answer, which a live server
-        // on those cores has given after more than the hook's 150 ms (`REACH_WITHIN`): the
-        // terminal then asked by itself, and no card came.
-        let env = [("ASKBRIDGE_HOOK_FIND_CALL_FOR", "120s"), ("ASKBRIDGE_HOOK_REACH_WITHIN", "10s")];
+        self.terminal_finding_the_call_for(FIND_CALL_FOR).await
+    }
+
+    /// The terminal, its hook looking for the call in the transcript for `find_call_for`: these
+    /// tests check that the card is the transcript's call, which on two loaded cores the CLI
+    /// has written seconds late. Likewise the server's first answer, which a live server on
+    /// those cores has given after more than the hook's 150 ms (`REACH_WITHIN`): the terminal
+    /// then asked by itself, and no card came.
+    async fn terminal_finding_the_call_for(&self, find_call_for: Duration) -> Result<Terminal, Failed> {
+        let find_call_for = format!("{}ms", find_call_for.as_millis());
+        let env = [("ASKBRIDGE_HOOK_FIND_CALL_FOR", find_call_for.as_str()), ("ASKBRIDGE_HOOK_REACH_WITHIN", "10s")];
         let terminal = Terminal::start(&self.home, &self.home.project(), &[], &env).map_err(err)?;
         terminal.wait_for("manual mode on", UI_START).await.map_err(err)?;
         Ok(terminal)
@@ -308,14 +320,24 @@ async fn thread_holds(api: &Api, session: &str, wanted: &[(&str, &str)]) -> Test
 
 /// Waits for the `n`th card (1-based) to be there and match `wanted`.
 async fn card_where(api: &Api, n: usize, wanted: impl Fn(&Card) -> bool, what: &str) -> Result<Card, Failed> {
+    card_within(api, n, wanted, what, STEP).await
+}
+
+async fn card_within(
+    api: &Api,
+    n: usize,
+    wanted: impl Fn(&Card) -> bool,
+    what: &str,
+    within: Duration,
+) -> Result<Card, Failed> {
     let start = Instant::now();
     loop {
         let mut all = cards(api).await?;
         if all.len() >= n && wanted(&all[n - 1]) {
             return Ok(all.swap_remove(n - 1));
         }
-        if start.elapsed() > STEP {
-            return Err(format!("waited {STEP:?} for card {n} to be {what}; the cards: {all:#?}").into());
+        if start.elapsed() > within {
+            return Err(format!("waited {within:?} for card {n} to be {what}; the cards: {all:#?}").into());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -337,8 +359,10 @@ fn transcripts_tail(config: &std::path::Path) -> String {
     said
 }
 
+/// Card `n`, pending: the hook may look for its call as long as it is let (`FIND_CALL_FOR`)
+/// before it asks.
 async fn pending_card(api: &Api, n: usize) -> Result<Card, Failed> {
-    card_where(api, n, |card| card.outcome().is_null(), "pending").await
+    card_within(api, n, |card| card.outcome().is_null(), "pending", FIND_CALL_FOR + STEP).await
 }
 
 fn question() -> Value {
@@ -507,6 +531,32 @@ async fn esc_takes_the_question_back() -> TestResult {
     expect(reason.contains("taken back in the terminal"), || format!("the card says: {card:#?}"))?;
     let screen = terminal.capture().map_err(err)?;
     expect(!screen.contains("hook failed"), || format!("the hook printed into the conversation:\n{screen}"))?;
+    Ok(())
+}
+
+/// A reply whose end (`message_delta`, `message_stop`) arrives after the question's block: the CLI
+/// asks at once, and writes the model's message only once the call is decided, so the hook, with
+/// its own short look for the call, asks under an id of its own. The card works all the same: its
+/// answer reaches the terminal and the model.
+async fn a_question_whose_reply_ends_late() -> TestResult {
+    let mut script = ask_script();
+    script[0] = script[0].clone().ending(End::Held(Duration::from_secs(3)));
+    let bridge = Bridge::start(script).await?;
+    let terminal = bridge.terminal_finding_the_call_for(Duration::from_millis(500)).await?;
+    say(&terminal, "Ask me about auth")?;
+    terminal.wait_for("Enter to select", STEP).await.map_err(err)?;
+    let card = bridge.pending(1).await?;
+    let question = &card.call["interaction"]["request"]["question"]["questions"][0];
+    expect(question["question"] == AUTH, || format!("the card asks something else: {question}"))?;
+
+    bridge.api.answer(&card.session, &card.tool_use_id, AUTH, "JWT").await.map_err(err)?;
+    let screen = terminal.wait_for("Thanks for answering", STEP).await.map_err(err)?;
+    expect(screen.contains(&format!("{AUTH} → JWT")), || format!("the terminal shows no answer:\n{screen}"))?;
+    bridge.mock.wait_for_requests(2, STEP).await;
+    let seen = bridge.mock.tool_results();
+    expect(seen == vec![("toolu_ask".to_string(), answered("JWT"), false)], || format!("the model saw {seen:?}"))?;
+    let card = card_where(&bridge.api, 1, |c| !c.outcome().is_null(), "closed").await?;
+    expect(card.outcome()["answered"].is_object(), || format!("the card is not answered: {card:#?}"))?;
     Ok(())
 }
 

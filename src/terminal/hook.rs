@@ -46,14 +46,18 @@ fn reach_within() -> Duration {
 }
 /// The hooks that only say what the terminal does get this long in all.
 const NOTE_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long the hook looks for the call in the transcript (the CLI writes it about when the hook
-/// starts, sometimes just after: well over a second on a busy machine, as a `make test` run on
-/// two cores saw). Found, the card is the transcript's call; not found, the card has an id of its
-/// own and works the same. Only the card waits meanwhile, never the terminal's own question.
-/// `ASKBRIDGE_HOOK_FIND_CALL_FOR` (e.g. `30s`, in the terminal's environment) sets another wait,
-/// for a machine slower still: the tests of the terminal's UI set it, so that they see the
-/// transcript's call every time.
-const FIND_CALL_FOR: Duration = Duration::from_secs(5);
+/// How long the hook looks for the call in the transcript. The CLI writes the model's message when
+/// the message has ended, within half a second of the hook's start as a rule. But a tool starts
+/// as soon as its own block has ended, and when the rest of the reply (`message_delta`,
+/// `message_stop`) arrives after the hook has started, CLI 2.1.332 writes the message only once
+/// the call is decided: seen with the end of the mock's reply held back 4 s (`End::Held`), the
+/// call was not in the transcript two minutes later. So the hook looks briefly; not found, the
+/// card has an id of its own and works the same (a decision, Esc, an answer in the terminal
+/// found in the transcript later). Only the card waits meanwhile, never the terminal's own
+/// question. `ASKBRIDGE_HOOK_FIND_CALL_FOR` (e.g. `20s`, in the terminal's environment) sets
+/// another wait: the tests of the terminal's UI set it, so that they see the transcript's call
+/// whenever the CLI writes it, however loaded the machine.
+const FIND_CALL_FOR: Duration = Duration::from_secs(2);
 const FIND_CALL_FOR_ENV: &str = "ASKBRIDGE_HOOK_FIND_CALL_FOR";
 
 /// How long this hook looks for the call in the transcript.

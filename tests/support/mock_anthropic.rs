@@ -72,6 +72,10 @@ pub enum End {
     /// The reply reaches max_tokens in the middle of its last block, a tool call's arguments:
     /// half the JSON arrives, then `content_block_stop` and `stop_reason: "max_tokens"`.
     MaxTokens,
+    /// A finished reply whose last block ends at once, and the `message_delta` and
+    /// `message_stop` after it only this long later, as a network can split the end of a reply.
+    /// The real API writes the three together, as [`End::Complete`] does.
+    Held(Duration),
 }
 
 /// An error response: `{"type":"error","error":{"type": kind, "message": message}}`.
@@ -497,16 +501,25 @@ async fn messages(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
     let id = format!("msg_mock_{number:04}");
     tracing::info!(target: "mock_anthropic", %id, stream, stop_reason = reply.stop_reason(), "reply");
     let mut response = if stream {
-        let mut events: Vec<Result<String, std::io::Error>> =
-            sse_events(&reply, &id, &model, input_tokens).into_iter().map(Ok).collect();
-        if let End::CutAfter(n) = reply.end {
-            events.truncate(n);
-            events.push(Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the mock cut the stream")));
-        }
-        let paced = futures::stream::iter(events.into_iter().enumerate()).then(|(i, event)| async move {
-            if i > 0 {
-                tokio::time::sleep(EVENT_GAP).await;
+        // Each event after its gap.
+        let mut events: Vec<(Duration, Result<String, std::io::Error>)> =
+            sse_events(&reply, &id, &model, input_tokens).into_iter().map(|event| (EVENT_GAP, Ok(event))).collect();
+        match reply.end {
+            End::CutAfter(n) => {
+                events.truncate(n);
+                let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "the mock cut the stream");
+                events.push((EVENT_GAP, Err(cut)));
             }
+            // The real API writes the last block's end, `message_delta` and `message_stop`
+            // together: one chunk, which a client reads at once.
+            End::Complete | End::MaxTokens => join_the_end(&mut events, 3, EVENT_GAP),
+            End::Held(gap) => join_the_end(&mut events, 2, gap),
+        }
+        if let Some((gap, _)) = events.first_mut() {
+            *gap = Duration::ZERO;
+        }
+        let paced = futures::stream::iter(events).then(|(gap, event)| async move {
+            tokio::time::sleep(gap).await;
             event
         });
         let mut response = Response::new(Body::from_stream(paced));
@@ -699,6 +712,12 @@ fn sse_events(reply: &Reply, id: &str, model: &str, input_tokens: u64) -> Vec<St
     ));
     events.push(sse("message_stop", json!({ "type": "message_stop" })));
     events
+}
+
+/// The last `n` events as one write, after `gap`.
+fn join_the_end(events: &mut Vec<(Duration, Result<String, std::io::Error>)>, n: usize, gap: Duration) {
+    let end: String = events.drain(events.len().saturating_sub(n)..).filter_map(|(_, event)| event.ok()).collect();
+    events.push((gap, Ok(end)));
 }
 
 /// Splits text into pieces of a few words that concatenate back to exactly `text`.
