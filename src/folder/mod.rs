@@ -227,22 +227,30 @@ impl Folder {
     }
 
     async fn diff(&self, from: &str, to: &str) -> Result<Vec<crate::changes::FileDiff>, FolderError> {
-        let mut files = Vec::new();
-        for (i, change) in self.shadow.changed(from, to, true).await?.into_iter().enumerate() {
+        let changed = self.shadow.changed(from, to, true).await?;
+        let shown = &changed[..changed.len().min(MOST_FILES_SHOWN)];
+        // Both versions of every file shown, read at once: an added file has no old one, a
+        // deleted file no new one.
+        let mut wanted = Vec::with_capacity(shown.len() * 2);
+        for change in shown {
             let status = status_of(change.status);
-            let old_path = change.old_path.clone().unwrap_or_else(|| change.path.clone());
+            if status != FileStatus::Added {
+                wanted.push((from, change.old_path.as_deref().unwrap_or(&change.path)));
+            }
+            if status != FileStatus::Deleted {
+                wanted.push((to, change.path.as_str()));
+            }
+        }
+        let mut read = self.shadow.blobs(&wanted).await?.into_iter();
+        let mut files = Vec::with_capacity(changed.len());
+        for (i, change) in changed.into_iter().enumerate() {
+            let status = status_of(change.status);
             if i >= MOST_FILES_SHOWN {
                 files.push(unread(change.path, change.old_path, status));
                 continue;
             }
-            let old = match status {
-                FileStatus::Added => Some(Vec::new()),
-                _ => self.shadow.blob(from, &old_path).await?,
-            };
-            let new = match status {
-                FileStatus::Deleted => Some(Vec::new()),
-                _ => self.shadow.blob(to, &change.path).await?,
-            };
+            let old = if status == FileStatus::Added { Some(Vec::new()) } else { read.next().flatten() };
+            let new = if status == FileStatus::Deleted { Some(Vec::new()) } else { read.next().flatten() };
             files.push(diff::file_diff(change.path, change.old_path, status, old.as_deref(), new.as_deref()));
         }
         Ok(files)

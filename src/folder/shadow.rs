@@ -166,6 +166,57 @@ impl Shadow {
         self.git_bytes(["cat-file", "blob", &object], None).await.map(Some)
     }
 
+    /// The files at each `(tree, path)`, as [`Shadow::blob`] reads one, in two git processes
+    /// whatever their number: a process per read made a Changes view of 50 files take 0.9 s on
+    /// two cores (`make bench`, views), four spawns of git per file.
+    pub async fn blobs(&self, wanted: &[(&str, &str)]) -> Result<Vec<Option<Vec<u8>>>, FolderError> {
+        // The batch's protocol is a line per object: a path with a line break in it is read alone.
+        if wanted.iter().any(|(_, path)| path.contains('\n')) {
+            let mut read = Vec::with_capacity(wanted.len());
+            for (tree, path) in wanted {
+                read.push(self.blob(tree, path).await?);
+            }
+            return Ok(read);
+        }
+        let asked: String = wanted.iter().map(|(tree, path)| format!("{tree}:{path}\n")).collect();
+        let checked =
+            self.git_bytes(["cat-file", "--batch-check=%(objectname) %(objectsize)"], Some(asked.into_bytes())).await?;
+        let checked = String::from_utf8_lossy(&checked);
+        // Per object: its id and size, or None where it is not there (an empty file, as `blob`).
+        let found: Vec<Option<(&str, u64)>> = checked
+            .lines()
+            .map(|line| {
+                let (id, size) = line.rsplit_once(' ')?;
+                if size == "missing" {
+                    return None;
+                }
+                Some((id, size.parse().unwrap_or(u64::MAX)))
+            })
+            .collect();
+        if found.len() != wanted.len() {
+            return Err(FolderError::Git {
+                command: "cat-file".into(),
+                message: "the batch answered another count".into(),
+            });
+        }
+        let readable: Vec<&str> =
+            found.iter().flatten().filter(|(_, size)| *size <= LARGEST_FILE).map(|(id, _)| *id).collect();
+        let mut contents = std::collections::HashMap::new();
+        if !readable.is_empty() {
+            let asked: String = readable.iter().map(|id| format!("{id}\n")).collect();
+            let batch = self.git_bytes(["cat-file", "--batch"], Some(asked.into_bytes())).await?;
+            contents = parse_batch(&batch)?;
+        }
+        Ok(found
+            .into_iter()
+            .map(|object| match object {
+                None => Some(Vec::new()),
+                Some((_, size)) if size > LARGEST_FILE => None,
+                Some((id, _)) => Some(contents.get(id).cloned().unwrap_or_default()),
+            })
+            .collect())
+    }
+
     /// Puts the folder back as `tree` has it: files changed or removed since are written again,
     /// files added since are removed. Returns the paths it touched.
     pub async fn restore(&self, tree: &str) -> Result<Vec<String>, FolderError> {
@@ -258,6 +309,25 @@ pub fn parse_name_status(listed: &str) -> Vec<Changed> {
     changes
 }
 
+/// `git cat-file --batch`'s output: per object `<id> <type> <size>\n<size bytes>\n`, by id.
+fn parse_batch(mut batch: &[u8]) -> Result<std::collections::HashMap<String, Vec<u8>>, FolderError> {
+    let torn = || FolderError::Git { command: "cat-file".into(), message: "the batch's answer was cut short".into() };
+    let mut contents = std::collections::HashMap::new();
+    while !batch.is_empty() {
+        let end = batch.iter().position(|&b| b == b'\n').ok_or_else(torn)?;
+        let header = String::from_utf8_lossy(&batch[..end]).into_owned();
+        let mut fields = header.split(' ');
+        let (Some(id), Some(_kind), Some(size)) = (fields.next(), fields.next(), fields.next()) else {
+            return Err(torn());
+        };
+        let size: usize = size.parse().map_err(|_| torn())?;
+        let body = batch.get(end + 1..end + 1 + size).ok_or_else(torn)?;
+        contents.insert(id.to_string(), body.to_vec());
+        batch = batch.get(end + 2 + size..).unwrap_or_default();
+    }
+    Ok(contents)
+}
+
 /// Removes the folders above `path` that it left empty, up to `root` (not included).
 fn remove_empty_parents(root: &Path, path: &Path) {
     let mut at = path.parent();
@@ -272,6 +342,16 @@ fn remove_empty_parents(root: &Path, path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_batch_of_blobs_is_read_by_its_sizes_whatever_their_bytes() {
+        let batch = b"aa blob 4\na\nb\n\nbb blob 0\n\ncc blob 3\n\0\n\0\n";
+        let read = parse_batch(batch).unwrap();
+        assert_eq!(read["aa"], b"a\nb\n");
+        assert_eq!(read["bb"], b"");
+        assert_eq!(read["cc"], b"\0\n\0");
+        assert!(parse_batch(b"aa blob 9\nshort\n").is_err(), "a torn answer is an error, not a file");
+    }
 
     #[test]
     fn name_status_reads_renames_and_plain_changes() {
