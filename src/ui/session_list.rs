@@ -123,7 +123,14 @@ impl ListPages {
         let found = RwSignal::new(None::<Vec<SessionSummary>>);
         let shown = Memo::new(move |_| {
             if let Some(found) = found.get() {
-                return found;
+                // What a search found, as the live list says it is now (renamed, working).
+                return live.with(|live| {
+                    let now = |s: SessionSummary| match live.iter().find(|l| l.id == s.id) {
+                        Some(l) => SessionSummary { matched: s.matched, ..l.clone() },
+                        None => s,
+                    };
+                    found.into_iter().map(now).collect()
+                });
             }
             let mut list = live.get();
             older.with(|older| {
