@@ -38,6 +38,13 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
     let data = use_context::<PageData>();
     let page_data = data.as_ref().map(PageData::to_script_json);
     let session_data = data.as_ref().and_then(PageData::session_script_json);
+    // Before the hydration script, whose WebAssembly it holds back until the card is answered.
+    #[cfg(feature = "ssr")]
+    let early = data.as_ref().is_some_and(PageData::answers_early).then(|| {
+        view! { <script nonce=use_nonce() inner_html=crate::ui::early_answer::SCRIPT></script> }
+    });
+    #[cfg(not(feature = "ssr"))]
+    let early: Option<()> = None;
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -57,6 +64,7 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 // The page's data, for the browser to hydrate from (the head is not hydrated).
                 {page_data.map(|json| view! { <script type="application/json" id=PAGE_DATA_ID inner_html=json></script> })}
                 {session_data.map(|json| view! { <script type="application/json" id=SESSION_DATA_ID inner_html=json></script> })}
+                {early}
                 <HydrationScripts options />
                 // The main module imports the chunks' loader: fetched with it, not after it (it
                 // was a round trip more on the way to a usable page, measured on `/`).

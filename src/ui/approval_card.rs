@@ -195,7 +195,8 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
     life.retry_when_back(move || card.retry());
 
     let title = title_of(&approval);
-    let always = always_choice(&approval.suggestions);
+    let always =
+        always_choice(&approval.suggestions, |index| early_send(card, Decision::Allow { always: Some(index) }));
     let Approval { description, reason, blocked_path, shows, asked_by, .. } = approval;
     view! {
         <InteractionFrame
@@ -213,6 +214,7 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             on_key=move |ev| card.on_key(ev)
             on_click=move |ev| card.on_click(ev)
             actions=approval_actions(card, input, kept, always).into_any()
+            early=early_send(card, Decision::Deny { message: None }).is_some()
         >
             // Kept once decided: the card is the record of what was allowed or denied.
             <div class="ac-body">
@@ -224,6 +226,18 @@ pub fn ApprovalCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             </div>
         </InteractionFrame>
     }
+}
+
+/// What the button for `decision` sends when clicked before the page's code runs
+/// (`early_answer.rs`): drawn by the server, on a card still open.
+fn early_send(card: Decider, decision: Decision) -> Option<String> {
+    #[cfg(feature = "ssr")]
+    if card.life.is_open_untracked() {
+        let (session, tool_use_id) = (card.life.session.get_value(), card.life.tool_use_id.get_value());
+        return Some(super::early_answer::send_decision(&session, &tool_use_id, decision));
+    }
+    let _ = (card, decision);
+    None
 }
 
 /// Brings back the message typed before a reload.
@@ -246,7 +260,12 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
     let open = move || phase.with(Phase::is_open);
     view! {
         <fieldset class="ac-actions" hidden=move || !open() && phase.get() != Phase::Sending disabled=move || !open()>
-            <button class="button primary" data-d="allow" aria-keyshortcuts="y">
+            <button
+                class="button primary"
+                data-d="allow"
+                aria-keyshortcuts="y"
+                data-send=early_send(card, Decision::Allow { always: None })
+            >
                 {if plan { "Approve plan" } else { "Allow once" }}
                 <kbd class="button-key" aria-hidden="true">"Y"</kbd>
             </button>
@@ -264,7 +283,12 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
                         message.set(text);
                     }
                 />
-                <button class=if plan { "button" } else { "button danger" } data-d="deny" aria-keyshortcuts="n">
+                <button
+                    class=if plan { "button" } else { "button danger" }
+                    data-d="deny"
+                    aria-keyshortcuts="n"
+                    data-send=early_send(card, Decision::Deny { message: None })
+                >
                     {move || match (plan, message.with(|m| m.trim().is_empty())) {
                         (true, _) => "Keep planning",
                         (false, true) => "Deny",
@@ -280,7 +304,11 @@ fn approval_actions(card: Decider, input: NodeRef<html::Input>, kept: Kept, alwa
 /// The one "always" choice: the agent's suggestion as a button, or, when it offers several
 /// scopes, a button that opens them as a menu. Each the same suggestion once; a long rule is
 /// shortened on its button (the card shows the call whole, and the title the label whole).
-fn always_choice(suggestions: &[crate::approval::Suggestion]) -> Option<AnyView> {
+/// `send`: what a suggestion's button sends when clicked before the page's code runs.
+fn always_choice(
+    suggestions: &[crate::approval::Suggestion],
+    send: impl Fn(usize) -> Option<String>,
+) -> Option<AnyView> {
     use crate::approval::{distinct_suggestions, short_label};
     let choices: Vec<(usize, String, String)> = distinct_suggestions(suggestions)
         .into_iter()
@@ -289,7 +317,8 @@ fn always_choice(suggestions: &[crate::approval::Suggestion]) -> Option<AnyView>
     match choices.as_slice() {
         [] => None,
         [(index, short, label)] => {
-            Some(view! { <button class="button" data-d=*index title=label.clone()>{short.clone()}</button> }.into_any())
+            let send = send(*index);
+            Some(view! { <button class="button" data-d=*index title=label.clone() data-send=send>{short.clone()}</button> }.into_any())
         }
         _ => {
             let open = RwSignal::new(false);

@@ -80,7 +80,7 @@ impl ComposerState {
             workspace,
             location,
             input: NodeRef::new(),
-            draft: RwSignal::new(String::new()),
+            draft: RwSignal::new(typed_before_hydration()),
             queued: RwSignal::new(false),
             send_call: ServerCall::new(),
             stop_call: ServerCall::new(),
@@ -265,8 +265,12 @@ impl ComposerState {
             self.stop_call.state().problem.set(None);
         }
         match (previous, &now) {
-            // The page is interactive: what this browser kept comes back.
-            (None, _) => self.draft.set(now.kept().load().unwrap_or_default()),
+            // The page is interactive: what this browser kept comes back, unless the person typed
+            // before that.
+            (None, _) if self.draft.with_untracked(String::is_empty) => {
+                self.draft.set(now.kept().load().unwrap_or_default());
+            }
+            (None, _) => {}
             (Some(before), _) if before == now => {}
             (Some(Target::NewSession), Target::Opening) => {}
             // The session could not be created: the text stays, and waits for another Enter.
@@ -423,6 +427,20 @@ fn box_list(state: ComposerState) -> impl IntoView {
             super::lazy::box_list(bound)
         })
     }
+}
+
+/// What the server's message box holds as the page hydrates: it takes keys before the page's
+/// code runs (which a session page with a card to answer holds back, `early_answer.rs`), and the
+/// draft would otherwise overwrite them.
+fn typed_before_hydration() -> String {
+    #[cfg(feature = "hydrate")]
+    if let Some(typed) = document()
+        .get_element_by_id(INPUT_ID)
+        .and_then(|el| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlTextAreaElement>(el).ok())
+    {
+        return typed.value();
+    }
+    String::new()
 }
 
 fn message_box(state: ComposerState) -> impl IntoView {

@@ -91,6 +91,19 @@ fn writing_outside(card: &web_sys::Element) -> bool {
     unsent || now_ms() - LAST_INPUT_MS.get() < TYPING_GRACE_MS
 }
 
+/// The focus is in a text box outside `card`, written in or not: where a person who opened the
+/// page put it, before a card drawn with the page could take it (`CardLife::take_focus_when_pending`).
+#[cfg(feature = "hydrate")]
+pub fn in_a_text_box(card: &web_sys::Element) -> bool {
+    use wasm_bindgen::JsCast;
+    let Some(active) = document().active_element() else { return false };
+    let text = active.dyn_ref::<web_sys::HtmlTextAreaElement>().is_some()
+        || active
+            .dyn_ref::<web_sys::HtmlInputElement>()
+            .is_some_and(|i| matches!(i.type_().as_str(), "text" | "search" | ""));
+    text && !card.contains(Some(&active))
+}
+
 /// The focus is on another card that waits for the person.
 #[cfg(feature = "hydrate")]
 fn on_another_card(card: &web_sys::Element) -> bool {

@@ -161,11 +161,18 @@ impl CardLife {
         #[cfg(feature = "hydrate")]
         {
             let (phase, following) = (self.phase, self.following);
+            // Drawn by the server with the page: the person may have put the focus somewhere
+            // before the page was interactive (`early_answer.rs`).
+            let hydrated = Owner::current_shared_context().is_some_and(|context| context.during_hydration());
             Effect::new(move |was_pending: Option<bool>| {
                 let pending = phase.with(|p| *p == Phase::Pending);
+                let drawn_pending = hydrated && was_pending.is_none();
                 if pending && was_pending != Some(true) {
                     request_animation_frame(move || {
-                        if root.try_get_untracked().flatten().is_some_and(|card| super::focus::may_take_focus(&card))
+                        let takes = |card: &web_sys::Element| {
+                            super::focus::may_take_focus(card) && !(drawn_pending && super::focus::in_a_text_box(card))
+                        };
+                        if root.try_get_untracked().flatten().is_some_and(|card| takes(&card))
                             && let (Some(at_end), Some(following)) = (focus(), following)
                         {
                             following.try_set_value(at_end);
@@ -256,7 +263,16 @@ pub fn InteractionFrame(
     /// Below the outcome: the card's buttons.
     actions: AnyView,
     children: Children,
+    /// A click answers it before the page's code runs (`early_answer.rs`): drawn by the server.
+    #[prop(optional)]
+    early: bool,
 ) -> impl IntoView {
+    // The card is the page's own now: `early_answer.js` leaves it be.
+    Effect::new(move |_| {
+        if let Some(root) = root.get() {
+            let _ = root.set_attribute("data-live", "");
+        }
+    });
     let unsent = move || match life.phase.get() {
         Phase::Unsent(message) => Some(message),
         _ => None,
@@ -265,6 +281,7 @@ pub fn InteractionFrame(
         <section
             class=format!("interaction-card {kind}")
             data-state=state
+            data-send-early=early.then_some("")
             role="group"
             aria-label=label
             tabindex="-1"

@@ -9,7 +9,8 @@
 //!
 //! The browser fetches the chunk when it is idle after hydration, or when a session is first
 //! shown; a session page the server drew fetches it before it hydrates (its `<head>` preloads
-//! it), so that its HTML is taken over as it is.
+//! it), so that its HTML is taken over as it is, unless its card answers before hydration
+//! (`early_answer.rs`): then as it hydrates, once the answer is in.
 
 #[cfg(feature = "hydrate")]
 use std::future::Future;
@@ -37,8 +38,12 @@ const SESSION_PANE_CHUNK: &str = "session_pane";
 /// leaves a note instead of breaking the page.
 pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     Suspend::new(async move {
+        // Not for a page whose card answers before hydration: the chunk is fetched as the page
+        // hydrates, once the answer is in, and its bytes do not compete with what the card needs.
         #[cfg(feature = "ssr")]
-        leptos::prefetch_lazy_fn_on_server(SESSION_PANE_CHUNK);
+        if !use_context::<super::page_data::PageData>().is_some_and(|data| data.answers_early()) {
+            leptos::prefetch_lazy_fn_on_server(SESSION_PANE_CHUNK);
+        }
         #[cfg(not(feature = "hydrate"))]
         let drawn = draw_session_pane(thread, initial);
         #[cfg(feature = "hydrate")]

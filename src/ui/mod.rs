@@ -9,6 +9,7 @@ pub mod changes_view;
 pub mod chunk;
 pub mod claude_sessions;
 pub mod composer;
+pub mod early_answer;
 pub mod file_list;
 pub mod files_view;
 pub mod focus;

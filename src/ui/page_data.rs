@@ -22,6 +22,20 @@ impl PageData {
         safe_in_script(serde_json::to_string(&workspace).unwrap_or_else(|_| "null".into()))
     }
 
+    /// Whether the open session has a card waiting that a click answers before the page's code
+    /// runs (`early_answer.rs`).
+    #[cfg(feature = "ssr")]
+    pub fn answers_early(&self) -> bool {
+        let Some(current) = self.0.as_ref().ok().and_then(|view| view.current.as_ref()) else { return false };
+        current.thread.messages.iter().flat_map(|m| &m.blocks).any(|block| match block {
+            crate::thread::Block::ToolCall(call) => call
+                .interaction
+                .as_ref()
+                .is_some_and(|i| i.is_pending() && super::early_answer::answers_early(&i.request)),
+            _ => false,
+        })
+    }
+
     /// The open session's part, if a session is shown.
     pub fn session_script_json(&self) -> Option<String> {
         let current = self.0.as_ref().ok()?.current.as_ref()?;

@@ -125,6 +125,14 @@ impl Card {
 
     /// One single-select question: a click answers it. A lost one waits for its button: a message
     /// to the agent is sent on purpose, not by picking.
+    /// A click answers it before the page's code runs: open, and one click answers it
+    /// (`early_answer.rs`). Asked by the server only, as it draws the card.
+    #[cfg(feature = "ssr")]
+    pub(super) fn early(&self) -> bool {
+        untrack(|| self.life.is_open_untracked() && self.auto_submits())
+            && self.questions.with_untracked(|q| q.first().is_some_and(|q| !q.options.is_empty()))
+    }
+
     pub(super) fn auto_submits(&self) -> bool {
         self.questions.with(|q| q.len() == 1 && !q[0].multi_select) && !self.is_lost()
     }

@@ -112,6 +112,7 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
             on_key=move |ev| card.on_key(ev)
             on_click=|_| {}
             actions=question_actions(card, call, status, editable).into_any()
+            early=early(card)
         >
             // Redrawn only when the questions change, while the agent writes them: the card opens
             // with the questions of its last preview, so opening it redraws nothing (the memo holds
@@ -126,6 +127,17 @@ pub fn QuestionCard(#[prop(into)] call: Signal<ToolCall>) -> impl IntoView {
                     .collect_view()
             }}
         </InteractionFrame>
+    }
+}
+
+/// Whether a click answers the card before the page's code runs (drawn by the server).
+fn early(card: Card) -> bool {
+    #[cfg(feature = "ssr")]
+    return card.early();
+    #[cfg(not(feature = "ssr"))]
+    {
+        let _ = card;
+        false
     }
 }
 

@@ -35,13 +35,15 @@ pub(super) fn question_block(
         }
     });
     let preview = option_preview(q, &question.options);
+    let sends = early_sends(card, &question);
     let options = question
         .options
         .into_iter()
         .enumerate()
         .map(|(o, choice)| {
             let checked = initial.labels.contains(&choice.label);
-            choice_option(q, o, choice, name.clone(), controls.options[o], checked)
+            let send = sends.get(o).cloned();
+            choice_option(q, o, choice, name.clone(), controls.options[o], checked, send)
         })
         .collect_view();
     view! {
@@ -100,7 +102,26 @@ fn question_head(q: Bound, header: String, question: String, text_id: String) ->
     }
 }
 
-/// Option `o` (its key is `o + 1`), `checked` when drawn.
+/// What each option of a card that one click answers sends when clicked before the page's code
+/// runs (`early_answer.rs`); drawn by the server only, and none on other cards.
+fn early_sends(card: Card, question: &Question) -> Vec<String> {
+    #[cfg(feature = "ssr")]
+    if card.early() {
+        let (session, tool_use_id) = (card.life.session.get_value(), card.life.tool_use_id.get_value());
+        return question
+            .options
+            .iter()
+            .map(|choice| {
+                super::super::early_answer::send_answer(&session, &tool_use_id, &question.question, &choice.label)
+            })
+            .collect();
+    }
+    let _ = (card, question);
+    Vec::new()
+}
+
+/// Option `o` (its key is `o + 1`), `checked` when drawn; `send`: what a click sends before the
+/// page's code runs.
 fn choice_option(
     q: Bound,
     o: usize,
@@ -108,12 +129,13 @@ fn choice_option(
     name: String,
     input: NodeRef<html::Input>,
     checked: bool,
+    send: Option<String>,
 ) -> impl IntoView {
     let Bound { card, index, draft, .. } = q;
     let kind = q.kind();
     let label = choice.label.clone();
     view! {
-        <label class="qc-option">
+        <label class="qc-option" data-send=send>
             <input
                 type=kind
                 name=name
