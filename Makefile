@@ -138,11 +138,11 @@ test-build:
 	@echo "[step] test-build"
 	cargo test --no-default-features --features ssr --no-run
 
-# What the browser tests start: the server (the Rust tests' debug build), the mock API that
-# serves the Claude Code loop, and test_postgres for the team server's.
+# What the browser tests start: the server (the Rust tests' debug build), the mocks of the model
+# APIs (Anthropic's, Gemini's, OpenAI's Responses), and test_postgres for the team server's.
 test-servers:
 	@echo "[step] test-servers"
-	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example mock_gemini --example test_postgres
+	cargo build --no-default-features --features ssr --bin askbridge --example mock_anthropic --example mock_gemini --example mock_openai --example test_postgres
 
 # Playwright in headless Debian Chromium against the debug server and the release site
 # (end2end/playwright.config.ts starts and stops the servers): `make test-e2e` alone builds what

@@ -4,6 +4,8 @@
 
 use crate::support;
 
+mod codex_opencode_cline;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,7 +37,7 @@ fn claude_adapter() -> PathBuf {
     script
 }
 
-fn questions() -> Value {
+pub(crate) fn questions() -> Value {
     json!({"questions": [
         {"question": AUTH, "header": "Auth", "multiSelect": false, "options": [
             {"label": "JWT", "description": "Stateless tokens"}, {"label": "Sessions", "description": "Server-side sessions"}]},
@@ -73,7 +75,7 @@ async fn claude_hosted(script: Vec<Reply>, timeouts: Timeouts) -> Harness {
     harness_with(config, home, mock, timeouts).await
 }
 
-async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthropic) {
+pub(crate) async fn claude_config(script: Vec<Reply>) -> (AcpConfig, ClaudeHome, MockAnthropic) {
     support::session::log_to_test_output();
     let mock = MockAnthropic::start(script).await;
     mock.answer_side_requests("Mock title");
@@ -147,7 +149,7 @@ async fn a_question_asked_through_a_host_outlives_the_server_and_its_answer_reac
     h.send("Set up auth for me.").await;
     assert_eq!(h.pending(1).await, ["toolu_ask"]);
     h.restart().await;
-    assert!(h.agent.outlived_the_server(&h.session), "the host lives on");
+    assert!(h.agent.outlived_the_server(&h.session, None), "the host lives on");
     let thread = h.thread().await;
     let card = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").cloned().unwrap();
     let interaction = card.interaction.unwrap();
@@ -193,7 +195,7 @@ async fn a_hosted_question_left_waiting_parks_and_its_answer_resumes_the_agent()
     let thread = h.turn_ended(TurnOutcome::Parked).await;
     let card = tool_calls(&thread).into_iter().find(|c| c.id == "toolu_ask").cloned().unwrap();
     assert!(card.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked), "{card:?}");
-    assert!(h.agent.outlived_the_server(&h.session), "the agent waits in its host");
+    assert!(h.agent.outlived_the_server(&h.session, None), "the agent waits in its host");
 
     h.answer(
         "toolu_ask",

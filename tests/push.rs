@@ -9,6 +9,8 @@ use crate::support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use askbridge::agent::AgentBackend;
+use askbridge::agent::acp::AcpAgent;
 use askbridge::agent::scripted::{Scenario, ScriptedAgent};
 use askbridge::approval::Decision;
 use askbridge::error::AppError;
@@ -71,6 +73,16 @@ struct Server {
 impl Server {
     fn start(store: &Store, scenario: &str, timeouts: Timeouts, config: NotifyConfig, vapid: VapidKey) -> Self {
         let agent = Arc::new(ScriptedAgent::new(Scenario::parse(scenario, "test").unwrap()));
+        Self::with_agent(store, agent, timeouts, config, vapid)
+    }
+
+    fn with_agent(
+        store: &Store,
+        agent: Arc<dyn AgentBackend>,
+        timeouts: Timeouts,
+        config: NotifyConfig,
+        vapid: VapidKey,
+    ) -> Self {
         let manager = SessionManager::with_timeouts(store.clone(), agent, timeouts);
         let notifier = Notifier::new(store.clone(), vapid, config);
         let fed = notifier.clone();
@@ -651,4 +663,45 @@ async fn subscriptions_to_internal_addresses_are_refused_and_nothing_reaches_the
     assert!(store.push_subscriptions().await.unwrap().is_empty(), "forgotten");
     assert!(listener.accept().now_or_never().is_none(), "nothing connected to the listener");
     assert!(service.received().is_empty());
+}
+
+/// An ACP agent's question (Claude's adapter, pinned, asking through a form elicitation) is pushed
+/// as Claude Code's would be, with its options as actions; the first action answers it, and the
+/// model reads that answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_agents_question_is_pushed_and_answered_from_the_notification() {
+    let (service, vapid) = push_service().await;
+    let mut one = crate::acp_agents::questions();
+    one["questions"].as_array_mut().unwrap().truncate(1);
+    let script = vec![
+        support::mock_anthropic::Reply::tool_use("toolu_acp", "AskUserQuestion", one),
+        support::mock_anthropic::Reply::text("Noted."),
+    ];
+    let (config_acp, home, mock) = crate::acp_agents::claude_config(script).await;
+    let store = Store::open(&home.path().join("askbridge.db")).await.unwrap();
+    let agent = Arc::new(AcpAgent::new(config_acp));
+    let server = Server::with_agent(&store, agent, timeouts(), config(100), vapid);
+    server.subscribe(&service.browser("phone").await).await;
+    let (session, tool_use_id) = server.ask().await;
+    assert_eq!(tool_use_id, "toolu_acp");
+    let pushes = service.wait_for(1, "the question's push").await;
+    let payload = pushes[0].payload();
+    assert_eq!(
+        (payload["kind"].as_str(), payload["question"].as_str()),
+        (Some("question"), Some("Which auth method should we use?"))
+    );
+    let titles: Vec<&str> = payload["actions"].as_array().unwrap().iter().filter_map(|a| a["title"].as_str()).collect();
+    assert_eq!(titles, ["JWT", "Sessions"]);
+    let action: AnswerBody = serde_json::from_value(payload["actions"][0]["body"].clone()).unwrap();
+    server.manager.answer_question(&action.session, &action.tool_use_id, action.answers).await.unwrap();
+    wait_until("the model to read the answer", WAIT, || async {
+        mock.tool_results()
+            .iter()
+            .any(|(_, text, _)| text.contains(r#""Which auth method should we use?"="JWT""#))
+            .then_some(())
+    })
+    .await;
+    let pushes = service.wait_for(2, "the closing push").await;
+    assert_eq!(pushes[1].payload()["type"], "close");
+    server.manager.delete_session(&session).await.unwrap();
 }

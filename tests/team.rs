@@ -229,12 +229,18 @@ async fn a_messages_api_question_left_by_a_stopped_server_is_answered_and_resume
 
 /// The real binary, so that it can die as a process does: no goodbye, its lease left to expire.
 async fn start_process(dir: &Path, flags: &[&str]) -> (tokio::process::Child, Api) {
+    start_process_with(dir, flags, &[]).await
+}
+
+/// The same, with `env` added to its environment.
+async fn start_process_with(dir: &Path, flags: &[&str], env: &[(String, String)]) -> (tokio::process::Child, Api) {
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
     // On a port the system picks: the link it prints says which.
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_askbridge"))
         .args(["serve", "--addr", "127.0.0.1:0", "--token", TOKEN, "--data-dir"])
         .arg(dir.join("data"))
         .args(flags)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
         .stderr(log)
@@ -303,4 +309,94 @@ async fn a_server_killed_mid_turn_lets_its_lease_expire_and_another_ends_the_tur
     assert_eq!(last_reply(&fold(&tab_b.log)), "got \"Which auth?\"=\"Sessions\"");
     drop(api_b);
     b.stop().await;
+}
+
+/// An ACP agent (Claude's adapter, pinned) run by two real servers of one team, on this machine:
+/// its question asked through A is answered through B, and reaches the agent on A. Then A stops
+/// (as on SIGTERM) while a second question waits: the question parks in the agent's host, which
+/// outlives A, and its answer through B attaches B to that host, in A's folder, and the agent
+/// goes on with the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acp_question_is_answered_through_another_server_and_after_its_server_stopped_too() {
+    let database = TestPostgres::shared().database().await;
+    let ask = |id: &str| Reply::tool_use(id, "AskUserQuestion", auth_question());
+    let mock = MockAnthropic::start(vec![
+        ask("toolu_1"),
+        Reply::text("JWT it is."),
+        ask("toolu_2"),
+        Reply::text("Sessions it is."),
+    ])
+    .await;
+    mock.answer_side_requests("Mock title");
+    let home = support::claude_code::ClaudeHome::new();
+    let mut env = home.env(&mock);
+    env.push(("IS_SANDBOX".to_string(), "1".to_string()));
+    let adapter =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
+    let command = format!("claude-acp=node {}", adapter.display());
+    let project = home.project().display().to_string();
+    let flags = [
+        "--database-url",
+        &database,
+        "--acp",
+        &command,
+        "--agent",
+        "claude-acp",
+        "--workdir",
+        &project,
+        "--agent-env",
+        "DISABLE_*,IS_SANDBOX",
+        "--lease",
+        "2s",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for server in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(server)).unwrap();
+    }
+    let (mut a, api_a) = start_process_with(&dir.path().join("a"), &flags, &env).await;
+    let (mut b, api_b) = start_process_with(&dir.path().join("b"), &flags, &env).await;
+
+    let id = create_session(&api_a).await;
+    let mut tab_b = Tab::new(api_b.clone(), &id, None);
+    tab_b.connect().await;
+    api_a.send(&id, "Set up auth; ask me which.").await.unwrap();
+    let asked = tab_b.until("the question, on B's tab", opened).await;
+    api_b.answer(&id, &asked, QUESTION, "JWT").await.unwrap();
+    tab_b.until("the reply, on B's tab", ended(TurnOutcome::Completed)).await;
+    assert_eq!(last_reply(&fold(&tab_b.log)), "JWT it is.");
+    let sent = mock.requests()[1..].iter().map(|r| r["messages"].to_string()).collect::<String>();
+    assert!(sent.contains(r#"\"Which auth?\"=\"JWT\""#), "the model read the answer given through B: {sent}");
+
+    // A stops while the second question waits: the card parks; the agent waits in its host.
+    api_a.send(&id, "And the next step?").await.unwrap();
+    let asked =
+        tab_b.until("the second question, on B's tab", |event| opened(event).filter(|id| *id == "toolu_2")).await;
+    let pid = a.id().unwrap().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    a.wait().await.unwrap();
+    tab_b
+        .until("the question to park", |event| matches!(&event.body, EventBody::InteractionParked { .. }).then_some(()))
+        .await;
+    api_b.answer(&id, &asked, QUESTION, "Sessions").await.unwrap();
+    tab_b.until("the agent to go on, through B", ended(TurnOutcome::Completed)).await;
+    let thread = fold(&tab_b.log);
+    assert_eq!(last_reply(&thread), "Sessions it is.");
+    let sent = mock.requests().last().unwrap()["messages"].to_string();
+    assert!(sent.contains(r#"\"Which auth?\"=\"Sessions\""#), "{sent}");
+    assert!(
+        thread.turn.agent_host.as_deref().is_some_and(|host| host.contains("/a/data/")),
+        "{:?}",
+        thread.turn.agent_host
+    );
+
+    // Deleting the session through B ends the agent's host, in A's folder.
+    api_b.call("delete_session", json!({"id": id})).await.unwrap();
+    let socket = dir.path().join(format!("a/data/acp/{id}.sock"));
+    askbridge::testing::wait_until("the host to end", Duration::from_secs(10), || async {
+        (!socket.exists()).then_some(())
+    })
+    .await;
+    drop(api_b);
+    b.start_kill().unwrap();
+    b.wait().await.unwrap();
 }

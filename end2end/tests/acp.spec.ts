@@ -6,7 +6,7 @@ import { expect, test, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { GeminiMock, OwnMock, OwnServer, agentReplies, card, claudeEnv, waitForHydration } from "./helpers";
+import { OwnMock, ScriptedMock, OwnServer, agentReplies, card, claudeEnv, waitForHydration } from "./helpers";
 
 const adapter = path.resolve(__dirname, "../../node_modules/@agentclientprotocol/claude-agent-acp/dist/index.js");
 const auth = "Which auth method should we use?";
@@ -211,7 +211,7 @@ test.describe("an ACP agent", () => {
   // and signed in with a key; its model the mock Gemini API. It asks before each shell command.
   test("a Gemini shell command allowed once runs, and the next one denied does not", async ({ page }) => {
     const touch = (file: string) => ({ call: "run_shell_command", args: { command: `touch ${file}`, description: "Make a file" } });
-    const gemini = await GeminiMock.start([touch("allowed.txt"), "Made it.", touch("denied.txt"), "Fine."]);
+    const gemini = await ScriptedMock.start("mock_gemini", [touch("allowed.txt"), "Made it.", touch("denied.txt"), "Fine."]);
     const project = path.join(home, "project");
     fs.mkdirSync(path.join(home, "tmp"), { recursive: true });
     fs.mkdirSync(project, { recursive: true });
@@ -243,6 +243,52 @@ test.describe("an ACP agent", () => {
     } finally {
       await endAll(server);
       await gemini.kill();
+    }
+  });
+  // Codex's adapter of the project's install (node_modules/.bin/codex-acp), found by the server
+  // itself and signed in with a key; its model the mock Responses API, set in its config.toml. It
+  // asks questions in its Plan mode (its own `/plan`), and names its own permission modes.
+  test("Codex's question in Plan mode is answered with one click, and its own modes are the Permissions choice", async ({ page }) => {
+    const ask = { call: "request_user_input", args: { questions: [{ id: "auth", header: "Auth", question: auth, options: [
+      { label: "JWT (Recommended)", description: "Stateless tokens" }, { label: "Sessions", description: "Server-side" }] }] } };
+    const openai = await ScriptedMock.start("mock_openai", [ask, "JWT it is."]);
+    const project = path.join(home, "project");
+    const codexHome = path.join(home, ".codex");
+    for (const dir of [path.join(home, "tmp"), project, codexHome]) fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(codexHome, "config.toml"), [
+      'model = "gpt-5.5"', 'model_provider = "mock"', "", "[model_providers.mock]", 'name = "mock"',
+      `base_url = "${openai.url}/v1"`, 'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', ""].join("\n"));
+    const server = await OwnServer.start(["--agent", "codex", "--workdir", project], {
+      HOME: home, TMPDIR: path.join(home, "tmp"), CODEX_HOME: codexHome, OPENAI_API_KEY: "dummy",
+    });
+    const box = page.getByRole("textbox", { name: "Message" });
+    const mode = page.getByRole("combobox", { name: "Permission mode" });
+    try {
+      await sendFirst(page, server, "/plan");
+      await expect(page.getByRole("status", { name: "Session status" })).toContainText("Ready", { timeout: 60_000 });
+      // Codex's own modes, by its names, in the mode like AskBridge's "Ask before acting".
+      await expect(mode).toHaveValue("read-only");
+      await expect(mode.getByRole("option")).toHaveText(["Read-only", "Workspace access", "Auto review", "Full access"]);
+
+      await box.fill("Set up auth; ask me which.");
+      await box.press("Enter");
+      const question = card(page).getByRole("radiogroup", { name: auth });
+      await expect(question.getByRole("radio", { name: "JWT (Recommended)" })).toBeEnabled({ timeout: 60_000 });
+      // Its "None of the above" is the card's Other, not an option of its own.
+      await expect(question.getByRole("radio", { name: "None of the above" })).toHaveCount(0);
+      await question.getByRole("radio", { name: "JWT (Recommended)" }).click();
+      await expect(card(page)).toHaveAttribute("data-state", "answered");
+      await expect(agentReplies(page).last()).toContainText("JWT it is.", { timeout: 30_000 });
+      const outputs = (await openai.requests()).flatMap((r) => r.input).filter((item) => item.type === "function_call_output");
+      expect(JSON.stringify(outputs)).toContain("JWT (Recommended)");
+
+      // A switch reaches Codex, and the session keeps it.
+      await mode.selectOption("workspace-write");
+      await page.reload();
+      await expect(mode).toHaveValue("workspace-write");
+    } finally {
+      await endAll(server);
+      await openai.kill();
     }
   });
 });

@@ -309,18 +309,19 @@ export class OwnMock {
   }
 }
 
-/** The mock Gemini API (`examples/mock_gemini.rs`): `replies` one per streamed request, a string a
- * text and `{call, args}` a function call. */
-export class GeminiMock {
+/** A mock of another model API, `replies` one per streamed request, a string a text and
+ * `{call, args}` a function call: Gemini's (`examples/mock_gemini.rs`) or OpenAI's Responses API
+ * (`examples/mock_openai.rs`, for Codex and OpenCode; its API at `${url}/v1`). */
+export class ScriptedMock {
   private constructor(
     readonly url: string,
     private readonly child: ChildProcess,
     private readonly script: string,
   ) {}
 
-  static async start(replies: unknown[]): Promise<GeminiMock> {
-    const { url, child, script } = await startMockProgram("mock_gemini", replies);
-    return new GeminiMock(url, child, script);
+  static async start(example: "mock_gemini" | "mock_openai", replies: unknown[]): Promise<ScriptedMock> {
+    const { url, child, script } = await startMockProgram(example, replies);
+    return new ScriptedMock(url, child, script);
   }
 
   /** The streamed requests so far, oldest first. */

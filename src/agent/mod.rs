@@ -25,7 +25,7 @@ use crate::approval::PermissionMode;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::thread::{AttachmentRef, Message, ModelChoice, SlashCommand, Usage};
+use crate::thread::{AgentMode, AttachmentRef, Message, ModelChoice, SlashCommand, Usage};
 
 pub use environment::{AgentEnv, AgentEnvError, SESSION_MARKER};
 pub use error::AgentError;
@@ -59,6 +59,11 @@ pub struct TurnRequest {
     pub workdir: Option<std::path::PathBuf>,
     /// The session's permission mode, if set.
     pub permission_mode: Option<PermissionMode>,
+    /// The agent's own mode the session chose, for an agent that names its own ([`AgentMode`]).
+    pub agent_mode: Option<String>,
+    /// Where the session's agent's host listens, if it was started under one (an ACP agent's):
+    /// it may have outlived the server that started it, on this machine.
+    pub agent_host: Option<std::path::PathBuf>,
     /// Cancelled when the person presses Stop; the backend should wind down promptly.
     pub cancel: CancellationToken,
     /// Files attached to this turn's messages, and the bytes of those the backend needs.
@@ -127,10 +132,10 @@ pub trait AgentBackend: Send + Sync + 'static {
     }
 
     /// Whether `session`'s agent outlived the server that ran it, and still waits for the answers
-    /// to what it asked (an ACP agent under its host): those are parked, not lost, and their
-    /// answers resume it.
-    fn outlived_the_server(&self, session: &str) -> bool {
-        let _ = session;
+    /// to what it asked (an ACP agent under its host, listening at `host`, on this machine):
+    /// those are parked, not lost, and their answers resume it.
+    fn outlived_the_server(&self, session: &str, host: Option<&std::path::Path>) -> bool {
+        let _ = (session, host);
         false
     }
 
@@ -161,6 +166,19 @@ pub trait AgentBackend: Send + Sync + 'static {
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
         let _ = (session, mode);
         Box::pin(async { Ok(()) })
+    }
+
+    /// The agent's own permission modes, for an agent that names its own (an ACP agent): the
+    /// Permissions choice offers these instead of AskBridge's.
+    fn modes(&self) -> BoxFuture<'_, Vec<AgentMode>> {
+        Box::pin(async { Vec::new() })
+    }
+
+    /// The person put the session in the agent's own mode `id` (one of `modes`): a running agent
+    /// switches now, or says why it cannot.
+    fn set_agent_mode<'a>(&'a self, session: &'a str, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        let _ = (session, id);
+        Box::pin(async { Err(format!("{} names no modes of its own", self.label())) })
     }
 
     /// The session was deleted: let go of whatever runs for it.

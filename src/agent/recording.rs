@@ -134,4 +134,9 @@ impl TurnSink for RecordingSink {
         let mode = self.recorded.lock().expect("recording lock").thread.turn.permission_mode;
         Box::pin(async move { mode })
     }
+
+    fn current_agent_mode(&self) -> BoxFuture<'_, Option<String>> {
+        let mode = self.recorded.lock().expect("recording lock").thread.turn.agent_mode.clone();
+        Box::pin(async move { mode })
+    }
 }

@@ -165,6 +165,8 @@ mod tests {
             agent_session: None,
             workdir: None,
             permission_mode: None,
+            agent_mode: None,
+            agent_host: None,
             cancel: Default::default(),
             attachments: Default::default(),
         }

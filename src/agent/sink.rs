@@ -63,6 +63,11 @@ pub trait TurnSink: Send + Sync {
 
     /// The session's permission mode now (`None`: the agent's default).
     fn current_permission_mode(&self) -> BoxFuture<'_, Option<PermissionMode>>;
+
+    /// The agent's own mode the session is in, for an agent that names its own.
+    fn current_agent_mode(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async { None })
+    }
 }
 
 impl dyn TurnSink + '_ {
@@ -142,7 +147,14 @@ impl dyn TurnSink + '_ {
 
     /// The agent's process is up; `agent_session` is its id for the conversation.
     pub async fn agent_started(&self, info: &str, agent_session: Option<String>) -> Result<(), AgentError> {
-        self.emit(EventBody::AgentStarted { info: info.to_string(), agent_session }).await
+        self.emit(EventBody::AgentStarted { info: info.to_string(), agent_session, host: None }).await
+    }
+
+    /// The same, for an agent under a host that outlives the server, listening at `host`.
+    pub async fn agent_started_in(&self, info: &str, agent_session: String, host: String) -> Result<(), AgentError> {
+        let started =
+            EventBody::AgentStarted { info: info.to_string(), agent_session: Some(agent_session), host: Some(host) };
+        self.emit(started).await
     }
 
     /// Something the product says in the thread, outside the agent's own messages.
@@ -155,7 +167,16 @@ impl dyn TurnSink + '_ {
         if self.current_permission_mode().await == Some(mode) {
             return Ok(());
         }
-        self.emit(EventBody::PermissionModeChanged { mode }).await
+        self.emit(EventBody::PermissionModeChanged { mode, agent_mode: None }).await
+    }
+
+    /// The agent reports it is in its own mode `id`, which stands for AskBridge's `mode`.
+    pub async fn agent_mode(&self, mode: PermissionMode, id: &str) -> Result<(), AgentError> {
+        if self.current_agent_mode().await.as_deref() == Some(id) && self.current_permission_mode().await == Some(mode)
+        {
+            return Ok(());
+        }
+        self.emit(EventBody::PermissionModeChanged { mode, agent_mode: Some(id.to_string()) }).await
     }
 
     /// Puts the question in tool call `tool_use_id` to the person and waits for the outcome: an

@@ -292,6 +292,18 @@ pub async fn set_permission_mode(
     manager()?.set_permission_mode(&session, mode).await
 }
 
+/// Puts a session in one of its agent's own permission modes (`AgentOffer::modes`: Codex's
+/// "Read-only", Cline's "Plan"), by the agent's id for it; one that stands for bypassPermissions
+/// only with `confirm_bypass`.
+#[server(input = Json, endpoint = "set_agent_mode")]
+pub async fn set_agent_mode(
+    session: String,
+    mode: String,
+    #[server(default)] confirm_bypass: bool,
+) -> Result<(), AppError> {
+    manager()?.set_agent_mode(&session, &mode, confirm_bypass).await
+}
+
 /// bypassPermissions lets the agent run anything without a card: the request itself must say
 /// that the person confirmed it, so that no page or script gets there by a plain mode switch.
 #[cfg(feature = "ssr")]

@@ -263,7 +263,7 @@ impl SessionManager {
         // Every session knows its mode from the start, so that its header shows it.
         let mode = mode.unwrap_or_else(|| agent.default_permission_mode());
         let runtime = self.runtime(&summary.id).await?;
-        runtime.append(self.store(), EventBody::PermissionModeChanged { mode }).await?;
+        runtime.append(self.store(), EventBody::PermissionModeChanged { mode, agent_mode: None }).await?;
         if model.is_some() {
             runtime.append(self.store(), EventBody::ModelChanged { model }).await?;
         }
@@ -502,48 +502,6 @@ impl SessionManager {
         self.send_message(session_id, words::lost_answer_as_message(&answers)).await
     }
 
-    /// Switches the session's permission mode: recorded for the next start, and sent to the
-    /// agent now if it runs.
-    pub async fn set_permission_mode(&self, session_id: &str, mode: PermissionMode) -> Result<(), AppError> {
-        self.turns.policy.check_mode(mode)?;
-        let runtime = self.runtime(session_id).await?;
-        // The agent may refuse (bypass not allowed here); a running one switches now.
-        let agent = self.store().session(session_id).await?.agent;
-        let agent = self.agent.backend(&agent).unwrap_or(&*self.agent);
-        agent.set_permission_mode(session_id, mode).await.map_err(|detail| AppError::BadRequest { detail })?;
-        let mut state = runtime.lock().await;
-        if state.thread.turn.permission_mode != Some(mode) {
-            runtime.append_locked(self.store(), &mut state, EventBody::PermissionModeChanged { mode }).await?;
-        }
-        info!(session = %session_id, %mode, "permission mode set");
-        Ok(())
-    }
-
-    /// Switches the session's model for its next turn (`None`: the agent's default): recorded
-    /// for every later start, and sent to the agent now if it runs (it may refuse: the switch is
-    /// then not recorded, and the error says why).
-    pub async fn set_model(&self, session_id: &str, model: Option<&str>) -> Result<(), AppError> {
-        let model = match model.map(str::trim).filter(|m| !m.is_empty()) {
-            Some(model) => Some(checked_model(model)?),
-            None => None,
-        };
-        let summary = self.store().session(session_id).await?;
-        if summary.is_terminal() {
-            return Err(AppError::BadRequest {
-                detail: "this conversation runs in a terminal: switch its model there (/model)".into(),
-            });
-        }
-        let runtime = self.runtime(session_id).await?;
-        let agent = self.agent_named(&summary.agent)?;
-        agent.set_model(session_id, model.as_deref()).await.map_err(|detail| AppError::BadRequest { detail })?;
-        let mut state = runtime.lock().await;
-        if state.thread.turn.model != model {
-            runtime.append_locked(self.store(), &mut state, EventBody::ModelChanged { model: model.clone() }).await?;
-        }
-        info!(session = %session_id, model = model.as_deref().unwrap_or("default"), "model set");
-        Ok(())
-    }
-
     /// The agents new sessions can talk to, the server's default first, with their models.
     pub async fn agent_offers(&self) -> Vec<AgentOffer> {
         let mut offers = Vec::new();
@@ -555,6 +513,7 @@ impl SessionManager {
                 default_workdir: agent.default_workdir().map(|dir| dir.display().to_string()),
                 // A page is not held up for long by an agent that is slow to say.
                 models: tokio::time::timeout(OFFER_WAIT, agent.models()).await.unwrap_or_default(),
+                modes: agent.modes().await,
             });
         }
         offers
@@ -577,7 +536,7 @@ impl SessionManager {
     }
 
     /// The agent called `name`, if this server runs it.
-    fn agent_named(&self, name: &str) -> Result<&dyn AgentBackend, AppError> {
+    pub(super) fn agent_named(&self, name: &str) -> Result<&dyn AgentBackend, AppError> {
         if name == self.agent.name() {
             return Ok(self.agent.backend(name).unwrap_or(&*self.agent));
         }
@@ -605,7 +564,7 @@ pub struct NewSession<'a> {
 }
 
 /// `model`, if it can name one.
-fn checked_model(model: &str) -> Result<String, AppError> {
+pub(super) fn checked_model(model: &str) -> Result<String, AppError> {
     if is_model_name(model) {
         Ok(model.to_string())
     } else {

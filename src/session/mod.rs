@@ -31,6 +31,7 @@ mod policy;
 #[cfg(test)]
 mod queue_tests;
 mod runtime;
+mod settings;
 mod shell;
 mod sink;
 mod stream;

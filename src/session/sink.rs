@@ -93,4 +93,8 @@ impl TurnSink for SessionSink {
     fn current_permission_mode(&self) -> BoxFuture<'_, Option<PermissionMode>> {
         Box::pin(async move { self.runtime.lock().await.thread.turn.permission_mode })
     }
+
+    fn current_agent_mode(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(async move { self.runtime.lock().await.thread.turn.agent_mode.clone() })
+    }
 }

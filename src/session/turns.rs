@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -164,6 +164,8 @@ impl Turns {
             agent_session: state.thread.turn.agent_session.clone(),
             workdir: placed.workdir,
             permission_mode: state.thread.turn.permission_mode,
+            agent_mode: state.thread.turn.agent_mode.clone(),
+            agent_host: state.thread.turn.agent_host.clone().map(Into::into),
             cancel,
             attachments,
         };
@@ -522,10 +524,9 @@ impl Turns {
     /// answered it by itself when its server died; the card says what it was told, never that
     /// the person answered.
     async fn end_abandoned(&self, runtime: &SessionRuntime, state: &mut RuntimeState, what: &str) -> StoreResult<()> {
-        let agent_name = self.store().session(runtime.id()).await?.agent;
-        let agent = self.agent.backend(&agent_name).unwrap_or(&*self.agent);
+        let agent = self.agent.backend(&self.store().session(runtime.id()).await?.agent).unwrap_or(&*self.agent);
         // An agent that outlived the server (under its host) waits on: its requests park.
-        let waits_on = agent.outlived_the_server(runtime.id());
+        let waits_on = agent.outlived_the_server(runtime.id(), state.thread.turn.agent_host.as_deref().map(Path::new));
         let lost: Vec<(String, Option<String>)> = state
             .thread
             .messages
@@ -599,7 +600,6 @@ async fn files_for_turn(
     TurnAttachments { new, bytes }
 }
 
-/// Why a turn could not start, in words for the thread.
 /// The turn a session owes the person once a turn ended so, if any.
 fn next_after(outcome: &TurnOutcome, resumed: bool, thread: &Thread) -> Option<NextTurn> {
     match outcome {
@@ -619,6 +619,7 @@ fn next_after(outcome: &TurnOutcome, resumed: bool, thread: &Thread) -> Option<N
     }
 }
 
+/// Why a turn could not start, in words for the thread.
 fn reason(error: &AppError) -> String {
     match error {
         AppError::BadRequest { detail } => detail.clone(),

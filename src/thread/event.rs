@@ -61,9 +61,12 @@ pub enum EventBody {
     /// The agent's turn starts again after it parked, to take the person's answers: a turn like
     /// any other, after which the messages the person sent meanwhile get theirs.
     ResumeStarted,
-    /// The person or the agent changed the permission mode.
+    /// The person or the agent changed the permission mode; `agent_mode` is the agent's own
+    /// mode it is, for an agent that names its own (`AgentMode`).
     PermissionModeChanged {
         mode: PermissionMode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_mode: Option<String>,
     },
     /// The person picked the model of the session's next turns (`None`: the agent's default).
     ModelChanged {
@@ -73,10 +76,14 @@ pub enum EventBody {
     AgentRunning {
         running: bool,
     },
-    /// The agent process is up: what it is, and its id for the conversation (for resuming).
+    /// The agent process is up: what it is, and its id for the conversation (for resuming); and
+    /// where its host listens, for an agent that outlives the server (an ACP agent's host): any
+    /// server of this machine attaches there.
     AgentStarted {
         info: String,
         agent_session: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
     },
     AssistantMessageStarted {
         message_id: String,

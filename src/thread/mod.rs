@@ -14,7 +14,7 @@ mod usage;
 pub use attachment::AttachmentRef;
 pub use event::{EventBody, SessionEvent, TurnOutcome};
 pub use message::{Block, Image, Message, Role, ToolCall, ToolStatus};
-pub use offer::{AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
+pub use offer::{AgentMode, AgentOffer, MAX_MODEL_CHARS, ModelChoice, SlashCommand, is_model_name};
 #[cfg(feature = "ssr")]
 pub use summary::ClaudeProcess;
 pub use summary::{
@@ -44,6 +44,12 @@ pub struct TurnState {
     /// The session's permission mode (Claude Code's names), once set.
     #[serde(default)]
     pub permission_mode: Option<PermissionMode>,
+    /// Where the agent's host listens, for an agent that outlives the server (`AgentStarted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_host: Option<String>,
+    /// The agent's own mode that `permission_mode` is, for an agent that names its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_mode: Option<String>,
     /// The model the person picked for the session's next turns (`None`: the agent's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
@@ -178,14 +184,18 @@ impl Thread {
             }
             EventBody::Notice { message_id, text } => self.push(Message::notice(message_id, text, at_ms)),
             EventBody::HistoryImported { agent_session, messages } => self.import_history(agent_session, messages),
-            EventBody::AgentStarted { info, agent_session } => self.with_turn(|turn| {
+            EventBody::AgentStarted { info, agent_session, host } => self.with_turn(|turn| {
                 turn.agent_info = Some(info.clone());
+                turn.agent_host = host.clone();
                 if agent_session.is_some() {
                     turn.agent_session = agent_session.clone();
                 }
             }),
             EventBody::AgentRunning { running } => self.with_turn(|turn| turn.agent_running = Some(*running)),
-            EventBody::PermissionModeChanged { mode } => self.with_turn(|turn| turn.permission_mode = Some(*mode)),
+            EventBody::PermissionModeChanged { mode, agent_mode } => self.with_turn(|turn| {
+                turn.permission_mode = Some(*mode);
+                turn.agent_mode = agent_mode.clone();
+            }),
             EventBody::ModelChanged { model } => self.with_turn(|turn| turn.model = model.clone()),
             EventBody::TurnStarted => self.start_turn(),
             EventBody::ResumeStarted => self.with_turn(|turn| {

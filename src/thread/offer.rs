@@ -1,8 +1,10 @@
-//! What an agent offers a session: its models and its slash commands. The server learns them
+//! What an agent offers a session: its models, its own permission modes and its slash commands. The server learns them
 //! from the agent (Claude Code's `initialize` response, the Messages API's `GET /v1/models`, the
 //! demo's script); the new-session page, the session header and the message box offer them.
 
 use serde::{Deserialize, Serialize};
+
+use crate::approval::PermissionMode;
 
 /// An agent a new session can talk to, with what it offers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -16,6 +18,22 @@ pub struct AgentOffer {
     pub default_workdir: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<ModelChoice>,
+    /// The agent's own permission modes, for an agent that names its own (an ACP agent: Codex's
+    /// "Read-only", Cline's "Plan" and "Act"); empty: AskBridge's four.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<AgentMode>,
+}
+
+/// One of an agent's own permission modes, as it names it, and the AskBridge mode it stands for
+/// (what the server's policy and the bypass confirmation judge it by).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentMode {
+    /// The agent's id for it (`read-only`, `yolo`).
+    pub id: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub acts_as: PermissionMode,
 }
 
 /// A model to pick: the value the agent takes (`sonnet`, or a full id), and what to show.

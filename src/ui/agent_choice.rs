@@ -36,9 +36,30 @@ pub fn offers() -> ArcRwSignal<Option<Vec<AgentOffer>>> {
     offers
 }
 
+/// Asks the server for the offers again: what an ACP agent offers (its models, its own modes) is
+/// learnt from its first session, so a page opened before that has none of it.
+pub fn ask_offers_again() {
+    let offers = offers();
+    #[cfg(feature = "hydrate")]
+    leptos::task::spawn_local(async move {
+        if let Ok(list) = crate::api::agent_offers().await {
+            offers.set(Some(list));
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = offers;
+}
+
 /// The models `agent` offers, once known.
 pub fn models_of(agent: &str) -> Option<Vec<crate::thread::ModelChoice>> {
     offers().with(|offers| offers.as_ref()?.iter().find(|a| a.name == agent).map(|a| a.models.clone()))
+}
+
+/// The permission modes of `agent`'s own, once known (empty: AskBridge's four).
+pub fn modes_of(agent: &str) -> Vec<crate::thread::AgentMode> {
+    offers().with(|offers| {
+        offers.as_ref().and_then(|o| o.iter().find(|a| a.name == agent)).map(|a| a.modes.clone()).unwrap_or_default()
+    })
 }
 
 /// The new-session page's Agent select (when the server offers more than one) and the chosen

@@ -116,8 +116,10 @@ fn next_permission_mode() -> bool {
             return false;
         };
         let Ok(options) = select.query_selector_all("option") else { return false };
+        // An agent's own mode that stands for bypass is marked so (`pane::agent_mode_select`).
         let modes: Vec<String> = (0..options.length())
             .filter_map(|i| options.item(i)?.dyn_into::<web_sys::Element>().ok())
+            .filter(|o| !o.has_attribute("data-bypass"))
             .filter_map(|o| o.get_attribute("value"))
             .filter(|mode| mode != crate::approval::PermissionMode::BypassPermissions.as_str())
             .collect();

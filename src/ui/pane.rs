@@ -9,7 +9,7 @@ use super::notify::notify_button;
 use super::state::use_workspace;
 use crate::approval::PermissionMode;
 use crate::live::ConnectionStatus;
-use crate::thread::ModelChoice;
+use crate::thread::{AgentMode, ModelChoice};
 
 pub fn pane_header(heading: impl IntoView) -> impl IntoView {
     let workspace = use_workspace();
@@ -52,21 +52,61 @@ pub fn mode_select(
         .collect_view();
     let on_change = move |event: leptos::ev::Event| {
         let Ok(value) = event_target_value(&event).parse::<PermissionMode>() else { return };
-        #[cfg(feature = "hydrate")]
-        let confirmed = value != PermissionMode::BypassPermissions
-            || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
-        #[cfg(not(feature = "hydrate"))]
-        let confirmed = true;
-        if confirmed {
+        if confirmed(value, &event, current.as_str()) {
             chosen(value);
-        } else {
-            // Back to what holds.
-            #[cfg(feature = "hydrate")]
-            if let Some(select) =
+        }
+    };
+    view! {
+        <label class="mode-field">
+            <span class="mode-label">"Permissions"</span>
+            <select aria-label="Permission mode" on:change=on_change>{options}</select>
+        </label>
+    }
+}
+
+/// Whether a choice of `mode` stands: bypass only once the person confirmed it; otherwise the
+/// select is put back to `current`, what holds.
+fn confirmed(mode: PermissionMode, event: &leptos::ev::Event, current: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        let confirmed = mode != PermissionMode::BypassPermissions
+            || web_sys::window().and_then(|w| w.confirm_with_message(BYPASS_WARNING).ok()).unwrap_or(false);
+        if !confirmed
+            && let Some(select) =
                 event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlSelectElement>(t).ok())
-            {
-                select.set_value(current.as_str());
-            }
+        {
+            select.set_value(current);
+        }
+        confirmed
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (mode, event, current);
+        true
+    }
+}
+
+/// A `<select>` of the agent's own permission modes (an ACP agent's, by its names), showing
+/// `current`; `chosen` hears of a choice (one that stands for bypass only once confirmed).
+pub fn agent_mode_select(
+    modes: Vec<AgentMode>,
+    current: String,
+    chosen: impl Fn(String) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let acts_as: Vec<(String, PermissionMode)> = modes.iter().map(|m| (m.id.clone(), m.acts_as)).collect();
+    let options = modes
+        .into_iter()
+        .map(|mode| {
+            let selected = mode.id == current;
+            let bypass = (mode.acts_as == PermissionMode::BypassPermissions).then_some("");
+            view! { <option value=mode.id title=mode.description selected=selected data-bypass=bypass>{mode.label}</option> }
+        })
+        .collect_view();
+    let on_change = move |event: leptos::ev::Event| {
+        let id = event_target_value(&event);
+        let mode = acts_as.iter().find(|(known, _)| *known == id).map_or(PermissionMode::Default, |(_, m)| *m);
+        if confirmed(mode, &event, &current) {
+            chosen(id);
         }
     };
     view! {

@@ -4,11 +4,11 @@
 
 use leptos::prelude::*;
 
-use super::agent_choice::models_of;
+use super::agent_choice::{ask_offers_again, models_of, modes_of};
 use super::changes_view::panel_button;
 use super::claude_sessions::resume_command;
 use super::notify::Bell;
-use super::pane::{mode_select, model_select, pane_header};
+use super::pane::{agent_mode_select, mode_select, model_select, pane_header};
 use super::panels::{changes_panel, files_panel, terminal_panel, worktree_panel};
 use super::server_call::ServerCall;
 use super::state::{ThreadState, use_document_title, use_workspace};
@@ -16,7 +16,7 @@ use super::thread_view::ThreadView;
 use super::time::local_time;
 use super::usage::{context_line, session_tokens};
 use crate::api::worktree::WorktreeStatus;
-use crate::api::{SetModel, SetPermissionMode};
+use crate::api::{SetAgentMode, SetModel, SetPermissionMode};
 use crate::approval::PermissionMode;
 use crate::changes::Worktree;
 use crate::interaction::InteractionRequest;
@@ -104,7 +104,7 @@ pub fn SessionPane(thread: ThreadState, initial: SessionSummary) -> impl IntoVie
         {move || run_here.get().then(|| view! {
             <div class="session-switches">
                 {model_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
-                {mode_switcher(thread)}
+                {mode_switcher(thread, summary.with_untracked(|s| s.agent.clone()))}
                 {panel_button("Changes", "changes-panel", changes_open)}
                 {panel_button("Files", "files-panel", files_open)}
                 {panel_button("Terminal", "terminal-panel", terminal_open)}
@@ -204,29 +204,55 @@ fn model_switcher(thread: ThreadState, agent: String) -> impl IntoView {
     }
 }
 
-/// The session's permission mode, switchable while it runs.
-fn mode_switcher(thread: ThreadState) -> impl IntoView {
+/// The session's permission mode, switchable while it runs: the agent's own modes for an agent
+/// that names its own (an ACP agent), else AskBridge's.
+fn mode_switcher(thread: ThreadState, agent: String) -> impl IntoView {
     let current = Memo::new(move |_| thread.turn.with(|t| t.permission_mode.unwrap_or_default()));
+    let current_own = Memo::new(move |_| thread.turn.with(|t| t.agent_mode.clone()));
     let call = ServerCall::<SetPermissionMode>::new();
+    let own_call = ServerCall::<SetAgentMode>::new();
     // Redraws the select when a switch fails, so that it shows the mode that holds.
     let redraw = RwSignal::new(0u32);
+    let failed = move |result: Result<(), crate::error::AppError>| {
+        if result.is_err() {
+            redraw.update(|n| *n += 1);
+        }
+    };
     let session = thread.session_id;
     let switch = move |chosen: PermissionMode| {
         // `mode_select` asked the person before bypass could be chosen.
         let input = SetPermissionMode { session: session.get_value(), mode: chosen, confirm_bypass: true };
-        call.dispatch_then(input, move |result| {
-            if result.is_err() {
-                redraw.update(|n| *n += 1);
-            }
-        });
+        call.dispatch_then(input, failed);
     };
-    let problem = move || call.problem();
+    let switch_own = move |chosen: String| {
+        let input = SetAgentMode { session: session.get_value(), mode: chosen, confirm_bypass: true };
+        own_call.dispatch_then(input, failed);
+    };
+    let problem = move || call.problem().or_else(|| own_call.problem());
+    // The agent says it is in a mode of its own that this page was not offered: it started after
+    // the page asked what the agents offer.
+    let asked_again = StoredValue::new(false);
+    let named = agent.clone();
+    Effect::new(move |_| {
+        if current_own.with(Option::is_some) && modes_of(&named).is_empty() && !asked_again.get_value() {
+            asked_again.set_value(true);
+            ask_offers_again();
+        }
+    });
+    let select = move || {
+        redraw.track();
+        let modes = modes_of(&agent);
+        if modes.is_empty() {
+            return mode_select(current.get(), switch).into_any();
+        }
+        // Before the agent said which of its modes it is in: the one like the session's.
+        let own = current_own.get().filter(|id| modes.iter().any(|m| m.id == *id));
+        let own = own.or_else(|| modes.iter().find(|m| m.acts_as == current.get()).map(|m| m.id.clone()));
+        agent_mode_select(modes, own.unwrap_or_default(), switch_own).into_any()
+    };
     view! {
         <div class="mode-switcher">
-            {move || {
-                redraw.track();
-                mode_select(current.get(), switch)
-            }}
+            {select}
             <span class="mode-problem" role="alert" hidden=move || problem().is_none()>
                 {problem}
             </span>

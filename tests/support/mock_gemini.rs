@@ -5,9 +5,7 @@
 //! played in order, one per streamed request; every streamed request is recorded (and served at
 //! `GET /_requests`).
 
-use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -15,56 +13,29 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
 
-/// One scripted reply of the model.
-#[derive(Debug, Clone)]
-pub enum GeminiReply {
-    Text(String),
-    /// A tool call: Gemini CLI's tool name (`run_shell_command`) and its arguments.
-    Call(String, Value),
-}
+use super::scripted_model::{ModelReply, Script, ScriptedModel};
 
-#[derive(Default)]
-struct Shared {
-    script: Mutex<VecDeque<GeminiReply>>,
-    requests: Mutex<Vec<Value>>,
-}
+/// One scripted reply of the model: a text, or a tool call (Gemini CLI's `run_shell_command`)
+/// with its arguments.
+pub type GeminiReply = ModelReply;
 
-pub struct MockGemini {
-    addr: SocketAddr,
-    shared: Arc<Shared>,
-    _shutdown: oneshot::Sender<()>,
-}
+pub struct MockGemini(ScriptedModel);
 
 impl MockGemini {
     pub async fn start(script: Vec<GeminiReply>) -> Self {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("mock Gemini: cannot listen");
-        let addr = listener.local_addr().unwrap();
-        let shared = Arc::new(Shared { script: Mutex::new(script.into()), requests: Mutex::default() });
-        let app = Router::new()
-            .route("/v1beta/models/{call}", post(answer))
-            .route("/_requests", axum::routing::get(recorded))
-            .with_state(shared.clone());
-        let (shutdown, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
-        Self { addr, shared, _shutdown: shutdown }
+        let routes = Router::new().route("/v1beta/models/{call}", post(answer));
+        Self(ScriptedModel::serve("mock Gemini", script, routes).await)
     }
 
     /// For `GOOGLE_GEMINI_BASE_URL`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.0.addr)
     }
 
     /// The streamed requests so far, in order.
     pub fn requests(&self) -> Vec<Value> {
-        self.shared.requests.lock().unwrap().clone()
+        self.0.script.requests()
     }
 
     /// The `functionResponse` parts the model was sent, in order.
@@ -86,12 +57,7 @@ impl MockGemini {
     }
 }
 
-/// `GET /_requests`: the streamed requests so far (for a test in another process).
-async fn recorded(State(shared): State<Arc<Shared>>) -> axum::Json<Vec<Value>> {
-    axum::Json(shared.requests.lock().unwrap().clone())
-}
-
-async fn answer(State(shared): State<Arc<Shared>>, Path(call): Path<String>, body: String) -> Response {
+async fn answer(State(script): State<Arc<Script>>, Path(call): Path<String>, body: String) -> Response {
     let Ok(request) = serde_json::from_str::<Value>(&body) else {
         return (StatusCode::BAD_REQUEST, "not JSON").into_response();
     };
@@ -105,8 +71,8 @@ async fn answer(State(shared): State<Arc<Shared>>, Path(call): Path<String>, bod
     if !call.ends_with(":streamGenerateContent") {
         return (StatusCode::NOT_FOUND, "unknown method").into_response();
     }
-    shared.requests.lock().unwrap().push(request);
-    let reply = shared.script.lock().unwrap().pop_front().unwrap_or(GeminiReply::Text("(no more replies)".into()));
+    script.record(request);
+    let reply = script.next_reply();
     let part = match reply {
         GeminiReply::Text(text) => json!({"text": text}),
         GeminiReply::Call(name, args) => json!({"functionCall": {"name": name, "args": args}}),

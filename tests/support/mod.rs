@@ -4,8 +4,10 @@
 pub mod claude_code;
 pub mod mock_anthropic;
 pub mod mock_gemini;
+pub mod mock_openai;
 pub mod push_service;
 pub mod router;
+pub mod scripted_model;
 pub mod server;
 pub mod session;
 pub mod terminal;

@@ -4,8 +4,11 @@
 //! Claude's adapter sends AskUserQuestion as a form (acp.md §2): a field `question_<n>` per
 //! question (single-select: a string with `oneOf`; multi-select: an array whose items are `anyOf`),
 //! each followed by `question_<n>_custom`, the "Other" box, which is also where a note to a pick
-//! goes. That form becomes exactly the card of Claude Code's own AskUserQuestion. Any other flat
-//! form gets the same card built from its schema: an enum is a single choice, an array of enums
+//! goes. That form becomes exactly the card of Claude Code's own AskUserQuestion. Codex's adapter
+//! sends its `request_user_input` the same way with its own Other (`fixtures/acp/codex_plan_ask`):
+//! a choice "None of the above" and a note field (`<id>_note`, marked `role: user_note` in its
+//! `_meta`), which become the card's Other and note. Any other flat form gets the same card built
+//! from its schema: an enum is a single choice, an array of enums
 //! a multiple one, a boolean a Yes/No choice, a string or a number an answer in words (the card's
 //! Other). A schema we cannot show (nested objects, a URL form) is refused with the reason, and
 //! the agent is told the person declined (never an answer nobody gave).
@@ -25,7 +28,10 @@ enum Field {
         key: String,
         values: Vec<(String, Value)>,
         multiple: bool,
+        /// The field the card's Other and note go in.
         custom: Option<String>,
+        /// The choice that says "my answer is in the note" (Codex's), sent with an Other.
+        other: Option<Value>,
     },
     Boolean {
         key: String,
@@ -78,29 +84,35 @@ impl Form {
             .and_then(Value::as_object)
             .filter(|p| !p.is_empty())
             .ok_or("the form has no fields")?;
-        let single = properties.keys().filter(|key| !key.ends_with("_custom")).count() == 1;
+        let single =
+            properties.iter().filter(|(key, property)| box_of(properties, key, property).is_none()).count() == 1;
         let mut questions = Vec::new();
         let mut fields = Vec::new();
         for (key, property) in in_order(properties, schema.get("required")) {
-            // Claude's "Other" box belongs to the question before it.
-            if let Some(question) = key.strip_suffix("_custom")
-                && properties.contains_key(question)
-            {
+            // Claude's "Other" box, or Codex's note, belongs to its question.
+            if box_of(properties, key, property).is_some() {
                 continue;
             }
-            let custom = Some(format!("{key}_custom")).filter(|custom| properties.contains_key(custom));
-            let text = [property.get("description"), property.get("title")]
+            let custom = properties
+                .iter()
+                .find(|(other, box_property)| box_of(properties, other, box_property) == Some(key.as_str()))
+                .map(|(other, _)| other.clone());
+            // Codex's field is titled by its question and described by its header; the message of
+            // its form says only that Codex needs input.
+            let codex = property.pointer("/_meta/codex").is_some();
+            let (question, header) = if codex { ("title", "description") } else { ("description", "title") };
+            let text = [property.get(question), property.get(header)]
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
                 .find(|text| !text.trim().is_empty())
                 .map(str::to_string);
-            let text = match (single, text) {
+            let text = match (single && !codex, text) {
                 (true, _) if !message.trim().is_empty() => message.to_string(),
                 (_, Some(text)) => text,
                 (_, None) => key.clone(),
             };
-            let header = property.get("title").and_then(Value::as_str).filter(|t| *t != text).unwrap_or("");
+            let header = property.get(header).and_then(Value::as_str).filter(|t| *t != text).unwrap_or("");
             let (field, options, multiple) = field_of(key, property, custom)?;
             questions.push(json!({"question": text, "header": header, "options": options, "multiSelect": multiple}));
             fields.push(field);
@@ -120,7 +132,7 @@ impl Form {
                 .collect::<Vec<_>>()
                 .join("\n");
             match field {
-                Field::Choice { key, values, multiple, custom } => {
+                Field::Choice { key, values, multiple, custom, other } => {
                     let picked: Vec<Value> = answer
                         .labels
                         .iter()
@@ -141,6 +153,11 @@ impl Form {
                         if custom.is_some() || picked.is_empty() {
                             content.insert(into, Value::String(words));
                         }
+                        // Codex's: the words are the answer once "None of the above" is chosen.
+                        if let Some(other) = other.as_ref().filter(|_| picked.is_empty() && answer.other.is_some()) {
+                            let other = if *multiple { Value::Array(vec![other.clone()]) } else { other.clone() };
+                            content.insert(key.clone(), other);
+                        }
                     }
                 }
                 Field::Boolean { key } => {
@@ -157,6 +174,23 @@ impl Form {
         }
         content
     }
+}
+
+/// Codex's choice that says the answer is in the note (`USER_INPUT_OTHER_OPTION` of its adapter).
+const CODEX_OTHER: &str = "None of the above";
+
+/// The question whose Other box (or note) the field `key` is, if it is one: Claude's
+/// `<question>_custom`, or a field whose `_meta.codex` says it is the `user_note` of a question.
+fn box_of<'a>(properties: &Map<String, Value>, key: &'a str, property: &'a Value) -> Option<&'a str> {
+    if let Some(question) = key.strip_suffix("_custom")
+        && properties.contains_key(question)
+    {
+        return Some(question);
+    }
+    let codex = property.pointer("/_meta/codex")?;
+    let question = codex.get("questionId").and_then(Value::as_str)?;
+    (codex.get("role").and_then(Value::as_str) == Some("user_note") && properties.contains_key(question))
+        .then_some(question)
 }
 
 /// A number field's words as the number when they are one, else as they were written (the agent
@@ -213,9 +247,13 @@ fn field_of(key: &str, property: &Value, custom: Option<String>) -> Result<(Fiel
         )
     };
     let choice = |list: Vec<(String, Value, Value)>, multiple: bool| {
+        // Codex's Other is a choice of its own beside the note: the card's Other stands for it.
+        let is_other = |value: &Value| custom.is_some() && value.as_str() == Some(CODEX_OTHER);
+        let other = list.iter().map(|(_, value, _)| value).find(|value| is_other(value)).cloned();
+        let list: Vec<_> = list.into_iter().filter(|(_, value, _)| !is_other(value)).collect();
         let options = list.iter().map(|(_, _, shown)| shown.clone()).collect();
         let values = list.into_iter().map(|(label, value, _)| (label, value)).collect();
-        (Field::Choice { key: key.to_string(), values, multiple, custom: custom.clone() }, options, multiple)
+        (Field::Choice { key: key.to_string(), values, multiple, custom: custom.clone(), other }, options, multiple)
     };
     match kind {
         "string" => Ok(match choices(property) {
@@ -278,6 +316,38 @@ mod tests {
         );
         let other_only = [QuestionAnswer::new("Which auth method should we use?", &[], Some("OAuth"), None)];
         assert_eq!(Value::Object(form.content(&other_only)), json!({"question_0_custom": "OAuth"}));
+    }
+
+    /// The form Codex's adapter sent for its `request_user_input` (fixtures/acp/codex_plan_ask).
+    fn codex_form() -> (String, Value) {
+        let trace = include_str!("../../../tests/fixtures/acp/codex_plan_ask.jsonl");
+        let line = trace.lines().find(|line| line.contains("elicitation/create")).unwrap();
+        let params = serde_json::from_str::<Value>(line).unwrap()["msg"]["params"].clone();
+        (params["message"].as_str().unwrap().to_string(), params["requestedSchema"].clone())
+    }
+
+    #[test]
+    fn codexs_question_is_one_card_question_with_its_note_as_other_and_answers_as_its_adapter_reads() {
+        let (message, schema) = codex_form();
+        let form = Form::read(&message, &schema).unwrap();
+        let questions = normalize_question_args("AskUserQuestion", &form.questions).unwrap();
+        assert_eq!(questions.len(), 1, "the note is the question's Other, not a question: {questions:?}");
+        assert_eq!(questions[0].question, "Which auth method should we use?");
+        assert_eq!(questions[0].header, "Auth");
+        let labels: Vec<&str> = questions[0].options.iter().map(|o| o.label.as_str()).collect();
+        assert_eq!(labels, ["JWT (Recommended)", "Sessions"], "its “None of the above” is the card's Other");
+        assert!(!questions[0].multi_select);
+
+        let picked = [QuestionAnswer::new(&questions[0].question, &["Sessions"], None, None)];
+        assert_eq!(Value::Object(form.content(&picked)), json!({"auth": "Sessions"}));
+        let noted = [QuestionAnswer::new(&questions[0].question, &["Sessions"], None, Some("with Redis"))];
+        assert_eq!(Value::Object(form.content(&noted)), json!({"auth": "Sessions", "auth_note": "with Redis"}));
+        let other = [QuestionAnswer::new(&questions[0].question, &[], Some("OAuth please"), None)];
+        assert_eq!(
+            Value::Object(form.content(&other)),
+            json!({"auth": "None of the above", "auth_note": "OAuth please"}),
+            "as the trace's answer, which the model read as the person's words"
+        );
     }
 
     #[test]

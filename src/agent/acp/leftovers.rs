@@ -39,6 +39,11 @@ impl Leftovers {
         Self { dir }
     }
 
+    /// The folder the records are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     fn file(&self, session: &str) -> PathBuf {
         self.dir.join(format!("{}.group", file_name(session)))
     }

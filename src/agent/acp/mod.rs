@@ -14,6 +14,8 @@ mod form;
 pub mod host;
 pub mod known;
 mod leftovers;
+mod modes;
+mod opening;
 mod permission;
 mod turn;
 pub mod wire;
@@ -28,15 +30,16 @@ use serde_json::{Value, json};
 use tracing::{info, warn};
 
 pub use connection::Launch;
-use connection::{CallError, Connection, Hosting, Inbound, Outstanding};
+use connection::{Connection, Hosting, Inbound, Outstanding};
 use leftovers::Leftovers;
+use modes::AgentModes;
 use turn::Turn;
-use wire::{Initialized, SessionStarted};
+use wire::SessionStarted;
 
 use super::{AgentBackend, AgentError, Sink, TurnRequest};
 use crate::approval::PermissionMode;
 use crate::interaction::InteractionRequest;
-use crate::thread::{ModelChoice, SlashCommand, Usage};
+use crate::thread::{AgentMode, ModelChoice, SlashCommand, Usage};
 
 /// What an agent is told of a request that AskBridge stopped before it was answered.
 pub const TOLD_WHEN_LOST: &str = "The request failed: its connection to AskBridge closed before it was answered";
@@ -105,8 +108,8 @@ struct Offer {
     /// The config option that sets the model.
     model_option: Option<String>,
     commands: Vec<SlashCommand>,
-    /// Its permission modes.
-    modes: Option<wire::Modes>,
+    /// Its own permission modes.
+    modes: Option<AgentModes>,
 }
 
 /// A running agent, as a mode switch reaches it while a turn holds its slot.
@@ -124,6 +127,8 @@ struct Running {
     cost: f64,
     /// The model set for it, if AskBridge set one.
     model: Option<String>,
+    /// The folder its host's records are in when another server of this machine started it.
+    foreign: Option<Leftovers>,
 }
 
 pub struct AcpAgent {
@@ -150,7 +155,7 @@ impl AcpAgent {
     fn end(&self, session: &str, agent: Running) {
         self.live.lock().expect("live lock").remove(session);
         agent.connection.kill();
-        if let Some(leftovers) = &self.leftovers {
+        for leftovers in self.leftovers.iter().chain(&agent.foreign) {
             leftovers.forget(session);
         }
     }
@@ -168,19 +173,34 @@ impl AcpAgent {
         Ok((self.spawn(request, sink).await?, Vec::new()))
     }
 
+    /// Where the host of `session`'s agent listens, if it still runs on this machine: in this
+    /// server's folder, or in that of the server that started it (`recorded`, from the thread:
+    /// another server of a team, on the same machine).
+    fn live_host(&self, session: &str, recorded: Option<&Path>) -> Option<(Leftovers, PathBuf)> {
+        self.config.host.as_ref()?;
+        let own = self.leftovers.as_ref().map(|own| own.dir().to_path_buf());
+        let theirs = recorded.and_then(Path::parent).map(Path::to_path_buf);
+        [own, theirs].into_iter().flatten().map(Leftovers::new).find(|folder| folder.host_alive(session)).map(
+            |folder| {
+                let socket = folder.socket(session);
+                (folder, socket)
+            },
+        )
+    }
+
     /// Attaches to the host that kept `request`'s agent, if one still runs.
     async fn reattach(&self, request: &TurnRequest) -> Option<(Running, Vec<Outstanding>)> {
         let session = &request.session_id;
-        let leftovers = self.leftovers.as_ref().filter(|_| self.config.host.is_some())?;
-        if !leftovers.host_alive(session) {
-            return None;
-        }
-        match (Connection::attach(&leftovers.socket(session), session).await, &request.agent_session) {
+        let (leftovers, socket) = self.live_host(session, request.agent_host.as_deref())?;
+        match (Connection::attach(&socket, session).await, &request.agent_session) {
             (Ok((connection, outstanding)), Some(acp_session)) => {
                 info!(session, "attached to the ACP agent that outlived the server");
                 // What the agent counted so far is what the thread counted of it.
                 let cost = request.history.iter().filter_map(|m| m.usage.as_ref()?.cost_usd).sum();
-                Some((Running { connection, acp_session: acp_session.clone(), cost, model: None }, outstanding))
+                let own = self.leftovers.as_ref().is_some_and(|own| own.dir() == leftovers.dir());
+                let foreign = (!own).then_some(leftovers);
+                let running = Running { connection, acp_session: acp_session.clone(), cost, model: None, foreign };
+                Some((running, outstanding))
             }
             (Ok((connection, _)), None) => {
                 connection.kill();
@@ -213,10 +233,12 @@ impl AcpAgent {
         let workdir = request.workdir.clone().unwrap_or_else(|| self.config.workdir.clone());
         let session = &request.session_id;
         let launch = &self.config.launch;
-        let started = match self.hosting(session) {
+        let hosting = self.hosting(session);
+        let hosted_at = hosting.as_ref().map(|hosting| hosting.socket.clone());
+        let started = match &hosting {
             Some(hosting) => {
                 let _ = std::fs::create_dir_all(hosting.socket.parent().unwrap_or(Path::new(".")));
-                Connection::spawn_hosted(launch, &hosting, &workdir, session).await
+                Connection::spawn_hosted(launch, hosting, &workdir, session).await
             }
             None => Connection::spawn(launch, &workdir, session),
         };
@@ -230,7 +252,8 @@ impl AcpAgent {
                 _ => {}
             }
         }
-        let opened = tokio::time::timeout(START_TIMEOUT, open(&connection, &workdir, request.agent_session.as_deref()));
+        let opened =
+            tokio::time::timeout(START_TIMEOUT, opening::open(&connection, &workdir, request.agent_session.as_deref()));
         let (initialized, started, acp_session, loaded) = match opened.await {
             Ok(Ok(opened)) => opened,
             Ok(Err(error)) => return Err(AgentError::Failed(format!("{} did not start: {error}", self.config.name))),
@@ -239,20 +262,12 @@ impl AcpAgent {
             }
         };
         // What the agent replayed of a loaded conversation is in the thread already.
-        self.learn_commands(drain(&connection).await);
+        self.learn_commands(opening::drain(&connection).await);
         if request.agent_session.is_some() && !loaded {
             sink.notice("The agent could not reopen its earlier conversation: this turn starts a new one.").await?;
         }
-        let mode = request.permission_mode.unwrap_or_default();
-        if let Some(modes) = &started.modes
-            && let Some(target) = mode_id(mode, modes)
-            && target != modes.current_mode_id
-        {
-            let switched =
-                connection.call("session/set_mode", json!({"sessionId": acp_session, "modeId": target})).await;
-            if let Err(error) = switched {
-                warn!(%error, target, "the ACP agent did not take the session's permission mode");
-            }
+        if let Some(modes) = AgentModes::of(&started) {
+            opening::put_in_mode(&connection, &acp_session, &modes, request, sink).await?;
         }
         self.learn(&started);
         let info = match &initialized.agent_info {
@@ -262,17 +277,32 @@ impl AcpAgent {
             }
             None => format!("{} (ACP)", self.config.name),
         };
-        sink.agent_started(&info, Some(acp_session.clone())).await?;
-        Ok(Running { connection, acp_session, cost: 0.0, model: None })
+        match hosted_at {
+            Some(socket) => sink.agent_started_in(&info, acp_session.clone(), socket.display().to_string()).await?,
+            None => sink.agent_started(&info, Some(acp_session.clone())).await?,
+        }
+        Ok(Running { connection, acp_session, cost: 0.0, model: None, foreign: None })
     }
 }
 
 impl AcpAgent {
+    /// Puts `session`'s agent in mode `id` now, if it runs.
+    async fn switch_live(&self, session: &str, modes: &AgentModes, id: &str) -> Result<(), String> {
+        let live = self.live.lock().expect("live lock").get(session).cloned();
+        let Some(live) = live else { return Ok(()) };
+        let (method, params) = modes.switch(&live.acp_session, id);
+        live.connection
+            .call(method, params)
+            .await
+            .map(drop)
+            .map_err(|error| format!("{} did not take the mode “{id}”: {error}", self.config.label))
+    }
+
     /// Keeps what a session's start says the agent offers (its models).
     fn learn(&self, started: &SessionStarted) {
         let mut offer = self.offer.lock().expect("offer lock");
-        if started.modes.is_some() {
-            offer.modes = started.modes.clone();
+        if let Some(modes) = AgentModes::of(started) {
+            offer.modes = Some(modes);
         }
         let Some(option) = started.model_option() else { return };
         offer.models = option
@@ -302,101 +332,6 @@ impl AcpAgent {
             self.offer.lock().expect("offer lock").commands = commands;
         }
     }
-}
-
-/// `initialize`, authentication where the agent asks for it, and the session.
-async fn open(
-    connection: &Connection,
-    workdir: &Path,
-    earlier: Option<&str>,
-) -> Result<(Initialized, SessionStarted, String, bool), CallError> {
-    let initialized: Initialized =
-        serde_json::from_value(connection.call("initialize", wire::initialize_params()).await?).unwrap_or_default();
-    let cwd = workdir.display().to_string();
-    if let Some(earlier) = earlier {
-        let capabilities = &initialized.agent_capabilities;
-        let method = match (capabilities.load_session, capabilities.resumes()) {
-            (_, true) => Some("session/resume"),
-            (true, false) => Some("session/load"),
-            _ => None,
-        };
-        if let Some(method) = method {
-            let params = json!({"sessionId": earlier, "cwd": cwd, "mcpServers": []});
-            match connection.call(method, params).await {
-                Ok(result) => {
-                    let started = serde_json::from_value(result).unwrap_or_default();
-                    return Ok((initialized, started, earlier.to_string(), true));
-                }
-                Err(error) => warn!(%error, method, "the ACP agent could not reopen its conversation"),
-            }
-        }
-    }
-    let new = json!({"cwd": cwd, "mcpServers": []});
-    let result = match connection.call("session/new", new.clone()).await {
-        Ok(result) => result,
-        Err(CallError::Rpc(refused)) if !initialized.auth_methods.is_empty() => {
-            authenticate(connection, &initialized).await.map_err(|_| CallError::Rpc(refused))?;
-            connection.call("session/new", new).await?
-        }
-        Err(error) => return Err(error),
-    };
-    let started: SessionStarted = serde_json::from_value(result).unwrap_or_default();
-    let id = started.session_id.clone().unwrap_or_default();
-    if id.is_empty() {
-        return Err(CallError::Exited(": its session/new named no session".into()));
-    }
-    Ok((initialized, started, id, false))
-}
-
-/// Signs in with the first method that works without a person: those the agent marks as taking
-/// a key or a gateway from the environment (Gemini's `gateway`, `gemini-api-key`; Codex's
-/// `api-key`), never a browser login.
-async fn authenticate(connection: &Connection, initialized: &Initialized) -> Result<(), CallError> {
-    let mut last = Err(CallError::Exited(": it asks for a login AskBridge cannot do".into()));
-    for method in &initialized.auth_methods {
-        let unattended = method.id.contains("key") || method.id.contains("gateway");
-        if !unattended {
-            continue;
-        }
-        last = connection.call("authenticate", json!({"methodId": method.id})).await.map(drop);
-        if last.is_ok() {
-            return Ok(());
-        }
-    }
-    last
-}
-
-/// Reads away what the agent sent while its session opened (the replay of a loaded one), but its
-/// `/` commands.
-async fn drain(connection: &Connection) -> Option<Vec<SlashCommand>> {
-    let mut inbox = connection.inbox.lock().await;
-    let mut commands = None;
-    while let Ok(inbound) = inbox.try_recv() {
-        match inbound {
-            Inbound::Request { id, .. } => connection.respond(
-                &id,
-                Err(wire::RpcError { code: wire::METHOD_NOT_FOUND, message: "not now".into(), data: None }),
-            ),
-            Inbound::Notification { method, params } if method == "session/update" => {
-                commands = turn::commands_in(params).or(commands);
-            }
-            Inbound::Notification { .. } | Inbound::Closed(_) => {}
-        }
-    }
-    commands
-}
-
-/// The agent's id for AskBridge's permission `mode`, among the modes it offers.
-fn mode_id(mode: PermissionMode, modes: &wire::Modes) -> Option<String> {
-    let names: &[&str] = match mode {
-        PermissionMode::Default => &["default", "ask", "act"],
-        PermissionMode::AcceptEdits => &["acceptEdits", "autoEdit", "auto_edit"],
-        PermissionMode::Plan => &["plan"],
-        PermissionMode::BypassPermissions => &["bypassPermissions", "yolo"],
-        PermissionMode::DontAsk => &["dontAsk"],
-        PermissionMode::Auto => &["auto"],
-    };
-    names.iter().find(|name| modes.available_modes.iter().any(|m| m.id == **name)).map(|name| name.to_string())
 }
 
 /// The prompt: the message's text (files are named in it; ACP resources come later).
@@ -452,33 +387,40 @@ impl AgentBackend for AcpAgent {
     }
 
     /// A mode the agent has no like of is refused, naming those it has; a running agent switches
-    /// now (`session/set_mode`, mid-turn too), one that does not at its start.
+    /// now (mid-turn too), one that does not at its start.
     fn set_permission_mode<'a>(&'a self, session: &'a str, mode: PermissionMode) -> BoxFuture<'a, Result<(), String>> {
         Box::pin(async move {
             let modes = self.offer.lock().expect("offer lock").modes.clone();
             let Some(modes) = modes else { return Ok(()) };
-            let Some(target) = mode_id(mode, &modes) else {
-                let names: Vec<&str> = modes.available_modes.iter().map(|m| m.name.as_str()).collect();
-                return Err(format!(
-                    "{} has no mode like “{}”: it offers {}",
-                    self.config.label,
-                    mode.label().0,
-                    names.join(", ")
-                ));
+            let Some(target) = modes.like(mode) else {
+                let (label, names) = (self.config.label, modes.names());
+                return Err(format!("{label} has no mode like “{}”: it offers {names}", mode.label().0));
             };
-            let live = self.live.lock().expect("live lock").get(session).cloned();
-            let Some(live) = live else { return Ok(()) };
-            let params = json!({"sessionId": live.acp_session, "modeId": target});
-            live.connection
-                .call("session/set_mode", params)
-                .await
-                .map(drop)
-                .map_err(|error| format!("{} did not take the mode “{}”: {error}", self.config.label, mode.label().0))
+            self.switch_live(session, &modes, target).await
         })
     }
 
-    fn outlived_the_server(&self, session: &str) -> bool {
-        self.config.host.is_some() && self.leftovers.as_ref().is_some_and(|leftovers| leftovers.host_alive(session))
+    fn modes(&self) -> BoxFuture<'_, Vec<AgentMode>> {
+        Box::pin(async {
+            self.offer.lock().expect("offer lock").modes.as_ref().map(|m| m.list.clone()).unwrap_or_default()
+        })
+    }
+
+    /// One of the agent's own modes (`modes`): a running agent switches now, one that does not
+    /// at its start.
+    fn set_agent_mode<'a>(&'a self, session: &'a str, id: &'a str) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let modes = self.offer.lock().expect("offer lock").modes.clone();
+            match modes {
+                Some(modes) if modes.has(id) => self.switch_live(session, &modes, id).await,
+                Some(modes) => Err(format!("{} has no mode “{id}”: it offers {}", self.config.label, modes.names())),
+                None => Err(format!("{} names no modes of its own", self.config.label)),
+            }
+        })
+    }
+
+    fn outlived_the_server(&self, session: &str, host: Option<&Path>) -> bool {
+        self.live_host(session, host).is_some()
     }
 
     fn run_turn(&self, request: TurnRequest, sink: Sink) -> BoxFuture<'_, Result<Option<Usage>, AgentError>> {
@@ -612,22 +554,6 @@ mod tests {
         assert!(AcpConfig::parse("x=", "/w".into(), Default::default()).unwrap_err().contains("empty"));
         assert!(AcpConfig::parse("a b=c", "/w".into(), Default::default()).is_err());
         assert!(AcpConfig::parse(r#"x=node "open"#, "/w".into(), Default::default()).unwrap_err().contains("quotes"));
-    }
-
-    #[test]
-    fn the_sessions_permission_mode_is_the_agents_own_by_name() {
-        let modes = |ids: &[&str]| wire::Modes {
-            current_mode_id: ids[0].into(),
-            available_modes: ids.iter().map(|id| wire::Mode { id: id.to_string(), name: String::new() }).collect(),
-        };
-        let claude = modes(&["auto", "default", "acceptEdits", "plan"]);
-        assert_eq!(mode_id(PermissionMode::Default, &claude).as_deref(), Some("default"));
-        let gemini = modes(&["default", "autoEdit", "yolo", "plan"]);
-        assert_eq!(mode_id(PermissionMode::AcceptEdits, &gemini).as_deref(), Some("autoEdit"));
-        assert_eq!(mode_id(PermissionMode::BypassPermissions, &gemini).as_deref(), Some("yolo"));
-        let cline = modes(&["act", "plan"]);
-        assert_eq!(mode_id(PermissionMode::Default, &cline).as_deref(), Some("act"));
-        assert_eq!(mode_id(PermissionMode::AcceptEdits, &cline), None);
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ use super::form::Form;
 use super::permission;
 use super::wire::{
     self, ContentBlock, Elicitation, ElicitationAction, Id, PermissionRequest, PromptDone, RpcError,
-    SessionNotification, ToolCall, Update,
+    SessionNotification, SessionStarted, ToolCall, Update,
 };
 use crate::agent::{AgentError, Sink};
 use crate::interaction::InteractionOutcome;
@@ -219,8 +219,13 @@ impl<'a> Turn<'a> {
         let done: PromptDone = serde_json::from_value(done)
             .map_err(|e| AgentError::Failed(format!("the agent's answer to the prompt could not be read: {e}")))?;
         debug!(stop = done.stop_reason, "ACP turn ended");
-        if done.stop_reason == "cancelled" || stopping.is_some() {
+        if stopping.is_some() || self.cancel.is_cancelled() {
             return Err(AgentError::Interrupted);
+        }
+        if done.stop_reason == "cancelled" && self.said.lock().expect("said lock").is_empty() {
+            // Nobody pressed Stop: the agent ended its turn itself, as Codex does at a refusal
+            // ("No, and tell Codex what to do differently"). The words of a denial, if any, follow.
+            self.sink.notice("The agent stopped there, and waits for what to do instead.").await?;
         }
         if let Some(used) = done.usage {
             self.usage.input_tokens = used.input_tokens;
@@ -291,10 +296,20 @@ impl<'a> Turn<'a> {
             Update::AvailableCommandsUpdate { available_commands } => {
                 self.commands = Some(slash_commands(available_commands));
             }
+            // The agent changed its own mode (Claude's adapter leaving plan mode), or its mode
+            // option (OpenCode's, Codex's after `/plan`).
+            Update::CurrentModeUpdate { current_mode_id } => {
+                self.sink.agent_mode(super::modes::acts_as(&current_mode_id), &current_mode_id).await?;
+            }
+            Update::ConfigOptionUpdate { config_options } => {
+                let started = SessionStarted { config_options, ..SessionStarted::default() };
+                if let Some(mode) = super::modes::AgentModes::of(&started).filter(|m| m.has(&m.current)) {
+                    self.sink.agent_mode(super::modes::acts_as(&mode.current), &mode.current).await?;
+                }
+            }
             Update::AgentThoughtChunk { .. }
             | Update::UserMessageChunk { .. }
             | Update::AgentMessageChunk { .. }
-            | Update::CurrentModeUpdate { .. }
             | Update::Other => {}
         }
         Ok(())

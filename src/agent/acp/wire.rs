@@ -241,6 +241,8 @@ pub struct Mode {
     pub id: String,
     #[serde(default)]
     pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
 }
 
 /// The answer to `session/prompt`.
@@ -309,8 +311,13 @@ pub enum Update {
     AvailableCommandsUpdate {
         available_commands: Vec<Command>,
     },
-    /// What a newer agent sends that we do not show (`session_info_update`,
-    /// `config_option_update`, …).
+    /// The session's config options, as they stand now (Codex's after `/plan`).
+    #[serde(rename_all = "camelCase")]
+    ConfigOptionUpdate {
+        #[serde(default)]
+        config_options: Vec<ConfigOption>,
+    },
+    /// What a newer agent sends that we do not show (`session_info_update`, …).
     #[serde(other)]
     Other,
 }

@@ -544,6 +544,8 @@ mod tests {
             agent_session: None,
             workdir: None,
             permission_mode: None,
+            agent_mode: None,
+            agent_host: None,
             cancel: CancellationToken::new(),
             attachments: Default::default(),
         }
