@@ -2,7 +2,7 @@
 // `make bench`: what people feel and what the server costs, measured against the budgets of
 // issue 12, on the release build. BENCHMARKS.md says what each figure means and how it is taken.
 //
-//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming] [daily] [first-run]
+//   node scripts/bench.mjs [bundle] [page] [questions] [scale] [streaming] [disk] [daily] [views] [first-run]
 //
 // With no section named, every section runs, in that order. It prints a table, each figure with
 // its budget met or MISSED, and writes target/bench/summary.json (the sections of this run, with
@@ -10,8 +10,9 @@
 //
 // Every server it starts listens on 127.0.0.1 with its own data folder and access token; everything
 // it starts is killed by pid when it ends, fails or is interrupted. Bounded: it gives up after
-// BENCH_TIMEOUT_S (default 1200) seconds. Knobs (environment): BENCH_PAGE_RUNS, BENCH_QUESTION_RUNS,
-// BENCH_ANSWER_PATHS, BENCH_SCALE_SESSIONS, BENCH_STREAM_*, BENCH_DAILY_* (see each section's module).
+// BENCH_TIMEOUT_S (default 2400) seconds. Knobs (environment): BENCH_PAGE_RUNS, BENCH_QUESTION_RUNS,
+// BENCH_ANSWER_PATHS, BENCH_SCALE_SESSIONS, BENCH_STREAM_*, BENCH_DAILY_*, BENCH_VIEWS_* (see each
+// section's module).
 
 import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
@@ -28,9 +29,10 @@ import { BIN, root, shutDown } from "./bench/processes.mjs";
 import { questions } from "./bench/questions.mjs";
 import { scale } from "./bench/scale.mjs";
 import { streaming } from "./bench/streaming.mjs";
+import { views } from "./bench/views.mjs";
 
-const SECTIONS = { bundle, page, questions, scale, streaming, disk, daily, "first-run": firstRun };
-const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 1200);
+const SECTIONS = { bundle, page, questions, scale, streaming, disk, daily, views, "first-run": firstRun };
+const TIMEOUT_S = Number(process.env.BENCH_TIMEOUT_S ?? 2400);
 
 function git(...args) {
   return execFileSync("git", args, { cwd: root }).toString().trim();

@@ -8,6 +8,7 @@
 
 import { chromium } from "playwright";
 
+import { chromiumSettled } from "./cores.mjs";
 import { now } from "./processes.mjs";
 
 export async function launchChromium() {
@@ -30,7 +31,8 @@ export async function launchChromium() {
  * A new browser context (its own cache and cookies: a cold load) signed in to `server` the way a
  * person signs in, by opening `/?token=…`: the server moves the token into its cookie. The request
  * goes through the context's own request API, which shares the context's cookies, so that signing
- * in loads no page and warms no cache. The page records `watch`'s marks (see `installMarks`).
+ * in loads no page and warms no cache. The page records `watch`'s marks (see `installMarks`). It is
+ * returned once Chromium has settled after opening the context's window (`chromiumSettled`).
  */
 export async function signedInPage(browser, server, watch = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -38,8 +40,12 @@ export async function signedInPage(browser, server, watch = {}) {
   if (response.status() !== 303) throw new Error(`signing in answered ${response.status()}, not a redirect`);
   const cookies = await context.cookies(server.url);
   if (!cookies.some((c) => c.name.startsWith("askbridge_token_"))) throw new Error("signing in set no askbridge_token_… cookie");
-  await context.addInitScript(installMarks, watch);
   const page = await context.newPage();
+  // The new window's own browser UI first: a person's link opens in a browser already up. The
+  // marks' script after it, for the documents the page opens next (some of its marks poll each
+  // frame, and Chromium would never settle).
+  await chromiumSettled();
+  await context.addInitScript(installMarks, watch);
   page.failures = [];
   page.on("response", (r) => r.status() >= 400 && page.failures.push(`${r.status()} ${new URL(r.url()).pathname}`));
   page.on("pageerror", (error) => page.failures.push(String(error)));

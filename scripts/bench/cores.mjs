@@ -8,15 +8,17 @@
 
 import * as fs from "node:fs";
 
+import { STAT_PARENT, statFields } from "./processes.mjs";
+
 /** Every pid on the machine with its parent, name and command line (read once per snapshot). */
 function processes() {
   const all = [];
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(statFields(entry)[STAT_PARENT]);
       const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
-      all.push({ pid: Number(entry), ppid: Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]), cmdline });
+      all.push({ pid: Number(entry), ppid, cmdline });
     } catch {
       // gone meanwhile
     }
@@ -114,4 +116,32 @@ export function coresWindow(groups) {
     took.elsewhere = { run: Math.max(0, busy - ours), wait: NaN };
     return took;
   };
+}
+
+/**
+ * Waits until the bench's Chromium has settled: its processes ran less than `idleMs` in each of two
+ * `windowMs` windows in a row (or `limitMs` passed, said on stderr). A new browser context opens a
+ * window, whose browser UI (the omnibox popup's WebUI, among other things) cost Debian's full
+ * Chromium 2.1 CPU-seconds in its first 2.5 s for a page of one paragraph (1.4 with its top-chrome
+ * preloading off, 0.2 in the headless shell; 2 Dec, BENCHMARKS.md "A fresh context's own work"). A
+ * person's link opens in a browser that is already up: the runs wait for this before they navigate,
+ * AskBridge's and CloudCLI's alike, so that the window's work is not timed as either page's
+ * (`BENCH_SETTLE=0` turns this off).
+ */
+export async function chromiumSettled({ windowMs = 100, idleMs = 5, limitMs = 10_000 } = {}) {
+  // BENCH_SETTLE=0: navigate at once, as before 2 Dec (to compare).
+  if (process.env.BENCH_SETTLE === "0") return;
+  const started = Date.now();
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() - started > limitMs) {
+      console.error(`bench: Chromium was still busy ${limitMs} ms after a new context opened`);
+      return;
+    }
+    const { renderer, gpu, utility, browser } = benchGroups({});
+    const pids = [...renderer, ...gpu, ...utility, ...browser];
+    const before = schedstat(pids).run;
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    quiet = schedstat(pids).run - before < idleMs ? quiet + 1 : 0;
+  }
 }

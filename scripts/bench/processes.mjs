@@ -225,8 +225,7 @@ export class AskBridge {
 
   /** VmRSS in KiB, once. */
   rssNow() {
-    const status = fs.readFileSync(`/proc/${this.pid}/status`, "utf8");
-    return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)[1]);
+    return rssKiB(this.pid);
   }
 
   /** VmRSS in KiB: the median of three readings half a second apart, after a two-second settle. */
@@ -242,18 +241,7 @@ export class AskBridge {
 
   /** The processes this server started (an agent's CLI would be one), by pid. */
   children() {
-    return fs
-      .readdirSync("/proc")
-      .filter((entry) => /^\d+$/.test(entry))
-      .filter((pid) => {
-        try {
-          const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-          return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === this.pid;
-        } catch {
-          return false; // gone meanwhile
-        }
-      })
-      .map(Number);
+    return pidsWhere(STAT_PARENT, this.pid);
   }
 
   /** CPU time the server has used so far (user + system), in ms (10 ms resolution). */
@@ -290,10 +278,39 @@ export class AskBridge {
   }
 }
 
+/** The fields of /proc/PID/stat after the command's name: [0] is the state (the 3rd field). */
+export function statFields(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+}
+
+/** Where the parent's pid and the process group are in `statFields`. */
+export const STAT_PARENT = 1;
+export const STAT_GROUP = 2;
+
+/** Every process on the machine whose `statFields(pid)[field]` is `value`. */
+export function pidsWhere(field, value) {
+  return fs
+    .readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return Number(statFields(pid)[field]) === value;
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+}
+
+/** A process's VmRSS in KiB. */
+export function rssKiB(pid) {
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
+}
+
 /** A process's CPU time (user + system) in ms, from /proc/PID/stat. */
 export function processCpuMs(pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const fields = statFields(pid);
   // utime and stime are the 14th and 15th fields; fields[0] is the 3rd.
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks * 1000) / CLOCK_TICKS;

@@ -45,6 +45,10 @@ const THINK_MS = Number(process.env.BENCH_THINK_MS ?? 300);
 const REDUCED_MOTION = process.env.BENCH_REDUCED_MOTION === "1";
 /** BENCH_TRACE=folder: a Chromium performance trace of each run's click → tool_result, one file a run. */
 const TRACE_DIR = process.env.BENCH_TRACE;
+/** BENCH_COLD_RUNS: runs on a page opened fresh at the session's link, the question waiting (issue 38). */
+const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 7);
+/** The answer paths of those runs. */
+const COLD_PATHS = (process.env.BENCH_COLD_PATHS ?? "hook").split(",").filter((p) => PATHS.includes(p));
 const CARD_BUDGET_MS = 30;
 const ANSWER_SLACK_MS = 5;
 
@@ -92,6 +96,20 @@ export async function questions() {
       if (peer) peerResults.push(await peerRuns.oneRun(browser, peer, mock, () => latest, run));
     }
     const peerAnswer = peerResults.length ? stats(peerResults.map((r) => r.submitToResult)) : null;
+    // Freshly opened pages: a fresh server (and a fresh CloudCLI) each run, alternating.
+    const cold = Object.fromEntries(COLD_PATHS.map((p) => [p, []]));
+    const peerCold = [];
+    for (let run = 0; run < COLD_RUNS; run++) {
+      for (const answerPath of COLD_PATHS) cold[answerPath].push(await coldThroughAskBridge(browser, mock, lastQuestion, answerPath, run));
+      if (peerRuns) {
+        const fresh = await peerRuns.CloudCli.start(mock.url);
+        try {
+          peerCold.push(await peerRuns.coldRun(browser, fresh, mock, () => latest, run));
+        } finally {
+          await fresh.dispose();
+        }
+      }
+    }
 
     const figures = [];
     for (const answerPath of PATHS) {
@@ -128,6 +146,43 @@ export async function questions() {
         );
       }
     }
+    const peerColdAnswer = peerCold.length ? stats(peerCold.map((r) => r.submitToResult)) : null;
+    for (const answerPath of COLD_PATHS) {
+      const of = (key) => stats(cold[answerPath].map((r) => r[key]));
+      const row = (name, s, unit = "ms", options = {}) =>
+        figure("questions", `${answerPath}, fresh page: ${name}`, s.median, unit, { shown: spread(s, unit, { p95: true }), ...options });
+      const answer = of("clickToResult");
+      figures.push(
+        row("link opened → card answers", of("openToAnswerable")),
+        row("  bytes it waits for (the page, its stylesheet)", of("bytesToAnswerable"), "bytes"),
+        row("  bytes come by then", of("bytesArrived"), "bytes"),
+        row("click → API receives tool_result", answer),
+        row("  click → POST leaves the page", of("clickToPost")),
+        row("  POST leaves → API receives", of("postToResult")),
+        figure("questions", `${answerPath}, fresh page: slowest click → tool_result ÷ median`, answer.max / answer.median, "ratio", {
+          budget: { max: 1.5, text: "≤ 1.5" },
+        }),
+        ...coresRows(`${answerPath}, fresh page`, { "page open": cold[answerPath] }),
+      );
+      if (peerColdAnswer) {
+        figures.push(
+          figure("questions", `${answerPath}, fresh page: click → tool_result, ÷ CloudCLI's`, answer.median / peerColdAnswer.median, "ratio", {
+            budget: { max: 1, text: "≤ 1 (CloudCLI's fresh page, same runs)" },
+          }),
+        );
+      }
+    }
+    if (peerColdAnswer) {
+      const s = (key) => stats(peerCold.map((r) => r[key]));
+      figures.push(
+        figure("questions", "CloudCLI, fresh page: link opened → card answers", s("openToAnswerable").median, "ms", {
+          shown: spread(s("openToAnswerable"), "ms", { p95: true }),
+        }),
+        figure("questions", "CloudCLI, fresh page: Submit click → API receives tool_result", peerColdAnswer.median, "ms", {
+          shown: spread(peerColdAnswer, "ms", { p95: true }),
+        }),
+      );
+    }
     if (peerAnswer) {
       const peerRow = (name, key) =>
         figure("questions", `CloudCLI: ${name}`, stats(peerResults.map((r) => r[key])).median, "ms", {
@@ -142,7 +197,7 @@ export async function questions() {
     }
     return {
       figures,
-      details: { runs: RUNS, thinkMs: THINK_MS, answerPaths: PATHS, byPath: runs, cloudcli: peerResults },
+      details: { runs: RUNS, thinkMs: THINK_MS, answerPaths: PATHS, byPath: runs, cloudcli: peerResults, cold, cloudcliCold: peerCold },
     };
   } finally {
     if (peer) await peer.dispose();
@@ -192,22 +247,9 @@ async function throughAskBridge(browser, server, mock, lastQuestion, run) {
 
     // The click as the mouse gives it: Playwright's own checks before a click (scrolling, waiting
     // for two stable frames) are done before, so that the cores' window holds only the answer.
-    const option = await page.getByRole("radio", { name: "Postgres" }).boundingBox();
-    if (TRACE_DIR) {
-      fs.mkdirSync(TRACE_DIR, { recursive: true });
-      await browser.startTracing(page, { path: path.join(TRACE_DIR, `run-${run + 1}.json`), screenshots: false });
-    }
-    const cores = coresWindow(benchGroups({ serverPid: server.pid }));
-    await page.mouse.click(option.x + option.width / 2, option.y + option.height / 2);
-    const result = await answerReached(mock, asked.id);
-    const took = cores();
-    if (TRACE_DIR) await browser.stopTracing();
+    const { result, took } = await clickTheAnswer(browser, page, server, mock, asked.id, `run-${run + 1}`);
     await page.locator('.question-card[data-state="answered"]').waitFor({ timeout: 30_000 });
-    await page.waitForFunction(() => performance.getEntriesByType("resource").some((r) => r.name.includes("/api/submit_answers")));
-    const post = await page.evaluate(() => {
-      const entry = performance.getEntriesByType("resource").find((r) => r.name.includes("/api/submit_answers"));
-      return performance.timeOrigin + entry.startTime;
-    });
+    const post = await postLeft(page);
     const m = await marks(page);
     const ours = (pageTime) => pageTime - clock.offset;
     const card = ours(m.cards.pending);
@@ -220,14 +262,117 @@ async function throughAskBridge(browser, server, mock, lastQuestion, run) {
       toolUseToCard: card - asked.sentAt,
       toolUseToLive: live - asked.sentAt,
       liveToCard: card - live,
-      clickToResult: result.receivedAt - click,
-      clickToPost: ours(post) - click,
-      postToResult: result.receivedAt - ours(post),
-      clockUncertainty: clock.uncertainty,
-      cores: took,
+      ...answerTimes({ result, click, post, ours, clock, took }),
     };
   } finally {
     await context.close();
+  }
+}
+
+/** When the page's POST of the answer left it (its Resource Timing), on the page's clock. */
+/**
+ * The person's click on "Postgres", with who had the cores until the mock received the
+ * tool_result (and, with BENCH_TRACE, Chromium's trace of it as `<trace>.json`).
+ */
+async function clickTheAnswer(browser, page, server, mock, toolUseId, trace) {
+  const option = await page.getByRole("radio", { name: "Postgres" }).boundingBox();
+  if (TRACE_DIR) {
+    fs.mkdirSync(TRACE_DIR, { recursive: true });
+    await browser.startTracing(page, { path: path.join(TRACE_DIR, `${trace}.json`), screenshots: false });
+  }
+  const cores = coresWindow(benchGroups({ serverPid: server.pid }));
+  await page.mouse.click(option.x + option.width / 2, option.y + option.height / 2);
+  const result = await answerReached(mock, toolUseId);
+  const took = cores();
+  if (TRACE_DIR) await browser.stopTracing();
+  return { result, took };
+}
+
+/** A click's way to the API, on the bench's clock: to the POST, on to the mock, in all. */
+function answerTimes({ result, click, post, ours, clock, took }) {
+  return {
+    clickToResult: result.receivedAt - click,
+    clickToPost: ours(post) - click,
+    postToResult: result.receivedAt - ours(post),
+    clockUncertainty: clock.uncertainty,
+    cores: took,
+  };
+}
+
+async function postLeft(page) {
+  await page.waitForFunction(() => performance.getEntriesByType("resource").some((r) => r.name.includes("/api/submit_answers")));
+  return page.evaluate(() => {
+    const entry = performance.getEntriesByType("resource").find((r) => r.name.includes("/api/submit_answers"));
+    return performance.timeOrigin + entry.startTime;
+  });
+}
+
+/**
+ * One run on a page opened fresh at the session's link while its question waits, as after a
+ * notification's tap (issue 38): a fresh server, the message and the question through the API, then
+ * a new browser context at /s/ID, and the click once the card answers (pending, and the page takes
+ * answers: hydrated, or its card answering before hydration, `html[data-answers]`) and the person
+ * has read it (the think time, as in the warm runs).
+ */
+async function coldThroughAskBridge(browser, mock, lastQuestion, answerPath, run) {
+  const home = tempDir(`claude-cold-${answerPath}`);
+  const server = await AskBridge.start({
+    name: `questions-cold-${answerPath}`,
+    args: ["--agent", "claude", "--claude-bin", CLAUDE_BIN, "--workdir", path.join(home, "project"), "--answer-path", answerPath],
+    env: claudeEnv(home, mock.url),
+  });
+  try {
+    const { id: session } = await server.api("create_session", {});
+    await server.api("send_message", { session, text: `Set up the database for my app (fresh page, run ${run + 1}). Ask me which one.` });
+    await waitFor("the question to open", 60_000, async () => {
+      const { thread } = await server.api("load_session", { id: session });
+      return thread.messages.flatMap((m) => m.blocks).some((b) => b.tool_call?.interaction);
+    }, 5);
+    const asked = await lastQuestion();
+    const { context, page } = await signedInPage(browser, server, { cards: true });
+    try {
+      await page.goto(`${server.url}/s/${session}`);
+      await page.waitForFunction(
+        () =>
+          document.querySelector('.question-card[data-state="pending"]') &&
+          (document.documentElement.dataset.answers || document.querySelector("button.new-session:not([disabled])")),
+        null,
+        { timeout: 60_000, polling: "raf" },
+      );
+      // What the card waited for (the page and its stylesheet: what blocks its first paint; the
+      // rest may still be coming), and what had come by then.
+      const answerable = await page.evaluate(() => {
+        const size = (e) => e.transferSize || e.encodedBodySize || 0;
+        const entries = [...performance.getEntriesByType("navigation"), ...performance.getEntriesByType("resource")];
+        const blocking = entries.filter((e) => e.entryType === "navigation" || e.initiatorType === "link" && e.name.endsWith(".css"));
+        return {
+          at: performance.timeOrigin + performance.now(),
+          needed: blocking.reduce((sum, e) => sum + size(e), 0),
+          arrived: entries.filter((e) => e.responseEnd > 0).reduce((sum, e) => sum + size(e), 0),
+        };
+      });
+      const clock = await clockOffset(page);
+      const navigation = await page.evaluate(() => performance.timeOrigin);
+      // The person reads the question first, as in the warm runs (and CloudCLI's cold ones).
+      await sleep(Math.max(0, THINK_MS - (now() - (answerable.at - clock.offset))));
+      const { result, took } = await clickTheAnswer(browser, page, server, mock, asked.id, `fresh-${answerPath}-${run + 1}`);
+      const post = await postLeft(page);
+      const m = await marks(page);
+      const ours = (pageTime) => pageTime - clock.offset;
+      const click = ours(m.clicks.at(-1));
+      await page.locator('.question-card[data-state="answered"]').waitFor({ timeout: 30_000 });
+      await page.getByRole("article", { name: "Agent" }).last().filter({ hasText: "Postgres it is." }).waitFor({ timeout: 60_000 });
+      return {
+        openToAnswerable: answerable.at - navigation,
+        bytesToAnswerable: answerable.needed,
+        bytesArrived: answerable.arrived,
+        ...answerTimes({ result, click, post, ours, clock, took }),
+      };
+    } finally {
+      await context.close();
+    }
+  } finally {
+    await server.dispose();
   }
 }
 

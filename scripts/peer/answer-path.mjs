@@ -28,6 +28,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { clockOffset, launchChromium } from "../bench/browser.mjs";
+import { chromiumSettled } from "../bench/cores.mjs";
 import { figure, spread, stats } from "../bench/figures.mjs";
 import { MockApi, newToolResults, textBlock, toolUseBlock } from "../bench/mock-api.mjs";
 import { CLAUDE_BIN, claudeEnv, freePort, root, sleep, spawnTracked, waitFor } from "../bench/processes.mjs";
@@ -191,6 +192,39 @@ const CLOUDCLI_VERSION = (() => {
   }
 })();
 
+/** Opens CloudCLI's page and a new session in its project: the project in the sidebar (expanded
+ * on its own once it has been used), then its "New Session". */
+/**
+ * Answers CloudCLI's card as a person does, after the think time: the option, then Submit. What
+ * the mock received, the page's marks, and `ours`, which brings the page's times to the bench's
+ * clock.
+ */
+async function answerCard(page, option, mock, toolUseId) {
+  const clock = await clockOffset(page);
+  await sleep(THINK_MS);
+  await option.click();
+  await page.getByRole("button", { name: /^Submit/ }).click();
+  const result = await answerReached(mock, toolUseId);
+  await page.waitForFunction(() => window.__peer.wsSends.length > 0);
+  const m = await page.evaluate(() => window.__peer);
+  return { result, m, ours: (t) => t - clock.offset, clock };
+}
+
+async function openNewSession(page, server) {
+  await page.goto(`${server.url}/`);
+  const newSession = page.getByRole("button", { name: "New Session", exact: true }).first();
+  const project = page.getByRole("button", { name: /^project\b/ }).first();
+  await project.waitFor({ timeout: 30_000 });
+  await waitFor("the project's New Session button", 30_000, async () => {
+    if (await newSession.isVisible()) return true;
+    await sleep(500); // the sidebar may still be expanding the selected project on its own
+    if (await newSession.isVisible()) return true;
+    await project.click();
+    return false;
+  }, 1000);
+  await newSession.click();
+}
+
 /**
  * One run in a cold page: a new session in the project, the question, Postgres, Submit; the times
  * in ms on the bench's clock. `latest()` gives the mock's last question `{ id, index }`; the mock
@@ -200,21 +234,10 @@ const CLOUDCLI_VERSION = (() => {
 export async function oneRun(browser, server, mock, latest, run) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   try {
-    await context.addInitScript(installMarks, server.token);
     const page = await context.newPage();
-    await page.goto(`${server.url}/`);
-    // The project in the sidebar (expanded on its own once it has been used), then its "New Session".
-    const newSession = page.getByRole("button", { name: "New Session", exact: true }).first();
-    const project = page.getByRole("button", { name: /^project\b/ }).first();
-    await project.waitFor({ timeout: 30_000 });
-    await waitFor("the project's New Session button", 30_000, async () => {
-      if (await newSession.isVisible()) return true;
-      await sleep(500); // the sidebar may still be expanding the selected project on its own
-      if (await newSession.isVisible()) return true;
-      await project.click();
-      return false;
-    }, 1000);
-    await newSession.click();
+    await chromiumSettled();
+    await context.addInitScript(installMarks, server.token);
+    await openNewSession(page, server);
     const box = page.getByRole("textbox", { name: /ask Claude anything/ });
     await box.fill(`Set up the database for my app (run ${run + 1}). Ask me which one.`);
     const before = mock.requests.length;
@@ -225,15 +248,7 @@ export async function oneRun(browser, server, mock, latest, run) {
     if (!q || q.index < before) throw new Error("the card is up but the mock asked no new question");
     const record = mock.requests[q.index];
     await record.sent.done;
-    const clock = await clockOffset(page);
-    await sleep(THINK_MS);
-
-    await option.click();
-    await page.getByRole("button", { name: /^Submit/ }).click();
-    const result = await answerReached(mock, q.id);
-    await page.waitForFunction(() => window.__peer.wsSends.length > 0);
-    const m = await page.evaluate(() => window.__peer);
-    const ours = (t) => t - clock.offset;
+    const { result, m, ours, clock } = await answerCard(page, option, mock, q.id);
     const clicks = m.clicks.filter((c) => c.at > m.card);
     const optionClick = ours(clicks.find((c) => c.text.includes("Postgres")).at);
     const submitClick = ours(clicks.find((c) => c.text.startsWith("Submit")).at);
@@ -246,6 +261,52 @@ export async function oneRun(browser, server, mock, latest, run) {
       wsToResult: result.receivedAt - wsSend,
       optionToResult: result.receivedAt - optionClick,
       toolUseToCard: ours(m.card) - record.sent.completeAt,
+      clockUncertainty: clock.uncertainty,
+    };
+  } finally {
+    await context.close();
+  }
+}
+
+/**
+ * One run on a page opened fresh at the session's link while its question waits, as after a
+ * notification's tap (issue 38): the question asked in one page, that page closed, the session's
+ * address opened in a new context (CloudCLI sends a waiting permission to a page that subscribes),
+ * the option and Submit clicked once they are there and the think time has passed. The times as `oneRun`'s, and
+ * `openToAnswerable`: navigation → the card's option in the page.
+ */
+export async function coldRun(browser, server, mock, latest, run) {
+  const asking = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  let address;
+  try {
+    await asking.addInitScript(installMarks, server.token);
+    const page = await asking.newPage();
+    await openNewSession(page, server);
+    const box = page.getByRole("textbox", { name: /ask Claude anything/ });
+    await box.fill(`Set up the database for my app (cold run ${run + 1}). Ask me which one.`);
+    await box.press("Enter");
+    await page.getByRole("radiogroup", { name: QUESTION }).getByRole("button", { name: /Postgres/ }).waitFor({ timeout: 60_000 });
+    await waitFor("the session's address", 10_000, async () => /\/session\//.test(page.url()), 50);
+    address = page.url();
+  } finally {
+    await asking.close();
+  }
+  const q = latest();
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  try {
+    const page = await context.newPage();
+    await chromiumSettled();
+    await context.addInitScript(installMarks, server.token);
+    await page.goto(address);
+    const option = page.getByRole("radiogroup", { name: QUESTION }).getByRole("button", { name: /Postgres/ });
+    await option.waitFor({ timeout: 60_000 });
+    const { result, m, ours, clock } = await answerCard(page, option, mock, q.id);
+    const submitClick = ours(m.clicks.find((c) => c.text.startsWith("Submit")).at);
+    const navigation = await page.evaluate(() => performance.timeOrigin);
+    await page.getByText("Postgres it is.").first().waitFor({ timeout: 60_000 });
+    return {
+      submitToResult: result.receivedAt - submitClick,
+      openToAnswerable: ours(m.card) - ours(navigation),
       clockUncertainty: clock.uncertainty,
     };
   } finally {
