@@ -1,4 +1,4 @@
-import { test, expect, type Page } from "@playwright/test";
+import { test, expect, type Locator, type Page } from "@playwright/test";
 import * as fs from "node:fs";
 import * as http from "node:http";
 import * as os from "node:os";
@@ -16,6 +16,12 @@ async function openTerminal(page: Page) {
   return panel;
 }
 
+/** The new shell's first prompt, whichever shell it is: the screen shows some text. */
+async function shellPrompt(panel: Locator) {
+  // xterm.js draws the screen as rows of text without a role: the rows' container is xterm's own.
+  await expect(panel.locator(".xterm-rows")).toHaveText(/\S/);
+}
+
 test("the terminal runs a command in the session's folder, and a reload or a second tab shows the same screen", async ({
   page,
   context,
@@ -27,6 +33,10 @@ test("the terminal runs a command in the session's folder, and a reload or a sec
     await page.goto(`/s/${summary.id}`);
     await waitForHydration(page);
     let panel = await openTerminal(page);
+    // Typed before the new shell's first prompt, the line is echoed by the terminal ahead of the
+    // prompt, which then stands in front of the output ("# 42": CI on 2 Dec, and a shell started
+    // 2 s late): a person types once the prompt is there.
+    await shellPrompt(panel);
     await page.keyboard.type("echo $((6*7)); ls");
     await page.keyboard.press("Enter");
     await expect(panel.getByText("42", { exact: true })).toBeVisible();
