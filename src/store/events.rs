@@ -15,6 +15,12 @@ pub struct Append<'a> {
     pub event: &'a SessionEvent,
     /// The messages the event changed, with their positions in the thread.
     pub messages: Vec<(usize, &'a Message)>,
+    /// The usage of the messages that have one, among those the event changed or whose usage
+    /// alone it changed: a row of its own (`message_usage`), so that a turn's end does not write
+    /// its reply again. SQLite rewrites a whole row, its overflow pages too, when the row's size
+    /// changes: the usage on the message's row wrote every reply twice, 2 bytes to the disk per
+    /// byte of text (BENCHMARKS.md, "What a turn costs, and what a byte costs").
+    pub usage: Vec<(usize, &'a Usage)>,
     /// The turn state, when the event changed it.
     pub turn: Option<&'a TurnState>,
     /// The interactions the event opened or changed, by tool_use id.
@@ -32,15 +38,20 @@ impl<'a> Append<'a> {
     /// streamed, not its length for every word.
     pub fn of(session_id: &'a str, event: &'a SessionEvent, thread: &'a Thread, change: &'a Change) -> Self {
         let delta = event.body.is_delta();
+        let messages: Vec<(usize, &Message)> =
+            change.messages.iter().filter(|_| !delta).filter_map(|&i| Some((i, thread.messages.get(i)?))).collect();
+        let mut usage: Vec<(usize, &Usage)> =
+            change.usage.iter().filter_map(|&i| Some((i, thread.messages.get(i)?.usage.as_ref()?))).collect();
+        for &(i, message) in &messages {
+            if let Some(used) = message.usage.as_ref().filter(|_| !change.usage.contains(&i)) {
+                usage.push((i, used));
+            }
+        }
         Self {
             session_id,
             event,
-            messages: change
-                .messages
-                .iter()
-                .filter(|_| !delta)
-                .filter_map(|&i| Some((i, thread.messages.get(i)?)))
-                .collect(),
+            messages,
+            usage,
             turn: change.turn.then_some(&thread.turn),
             interactions: change
                 .interactions
@@ -178,17 +189,17 @@ impl Append<'_> {
             sqlx::query(
                 Sql {
                     sqlite: "INSERT INTO messages
-                               (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq, usage)
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                               (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
                              ON CONFLICT (session_id, position) DO UPDATE SET
                                blocks = excluded.blocks, streaming = excluded.streaming,
-                               updated_seq = excluded.updated_seq, usage = excluded.usage",
+                               updated_seq = excluded.updated_seq",
                     postgres: "INSERT INTO messages
-                                 (session_id, position, id, role, blocks, streaming, created_at, updated_seq, usage)
-                               VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8, $9)
+                                 (session_id, position, id, role, blocks, streaming, created_at, updated_seq)
+                               VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
                                ON CONFLICT (session_id, position) DO UPDATE SET
                                  blocks = excluded.blocks, streaming = excluded.streaming,
-                                 updated_seq = excluded.updated_seq, usage = excluded.usage",
+                                 updated_seq = excluded.updated_seq",
                 }
                 .on(dialect),
             )
@@ -200,7 +211,22 @@ impl Append<'_> {
             .bind(message.streaming)
             .bind(message.created_at_ms)
             .bind(seq)
-            .bind(message.usage.as_ref().map(Json))
+            .execute(&mut *connection)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The usage of the messages that have one (`Append::usage`), each its own small row.
+    async fn write_usage(&self, transaction: &mut Transaction) -> StoreResult<()> {
+        in_transaction!(transaction, |connection, dialect| for (position, usage) in &self.usage {
+            sqlx::query(
+                "INSERT INTO message_usage (session_id, position, usage) VALUES ($1, $2, $3)
+                 ON CONFLICT (session_id, position) DO UPDATE SET usage = excluded.usage",
+            )
+            .bind(self.session_id)
+            .bind(*position as i64)
+            .bind(Json(*usage))
             .execute(&mut *connection)
             .await?;
         });
@@ -271,11 +297,13 @@ impl Store {
                 .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
             let rows: Vec<MessageRow> = sqlx::query_as(
                 Sql {
-                    sqlite: "SELECT id, role, blocks, streaming, created_at_ms, updated_seq, usage FROM messages
-                             WHERE session_id = $1 ORDER BY position",
-                    postgres: "SELECT id, role, blocks, streaming,
-                                 (extract(epoch FROM created_at) * 1000)::bigint AS created_at_ms, updated_seq, usage
-                               FROM messages WHERE session_id = $1 ORDER BY position",
+                    sqlite: "SELECT m.id, m.role, m.blocks, m.streaming, m.created_at_ms, m.updated_seq, u.usage
+                             FROM messages AS m LEFT JOIN message_usage AS u USING (session_id, position)
+                             WHERE m.session_id = $1 ORDER BY m.position",
+                    postgres: "SELECT m.id, m.role, m.blocks, m.streaming,
+                                 (extract(epoch FROM m.created_at) * 1000)::bigint AS created_at_ms, m.updated_seq, u.usage
+                               FROM messages AS m LEFT JOIN message_usage AS u USING (session_id, position)
+                               WHERE m.session_id = $1 ORDER BY m.position",
                 }
                 .on(dialect),
             )
@@ -363,6 +391,7 @@ impl Store {
         }
         append.insert_event(&mut transaction).await?;
         append.write_messages(&mut transaction).await?;
+        append.write_usage(&mut transaction).await?;
         append.write_interactions(&mut transaction).await?;
         // Sent at commit, in commit order, and not at all if the transaction fails.
         let appended = Notice::Appended { session: session_id.to_string(), seq };

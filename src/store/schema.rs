@@ -45,6 +45,7 @@ pub(super) const SQLITE: Migrations = migrations!("sqlite":
     "0015_terminal_process.sql",
     "0016_terminal_transcript_offset.sql",
     "0017_search_reindex_on_change.sql",
+    "0018_message_usage_apart.sql",
 );
 
 pub(super) const POSTGRES: Migrations = migrations!("postgres":
@@ -64,6 +65,7 @@ pub(super) const POSTGRES: Migrations = migrations!("postgres":
     "0014_sessions_working.sql",
     "0015_terminal_process.sql",
     "0016_terminal_transcript_offset.sql",
+    "0017_message_usage_apart.sql",
 );
 
 impl Migrations {
@@ -122,6 +124,57 @@ mod tests {
 
     fn summary(migrator: &Migrator) -> Vec<(i64, String, Vec<u8>, bool)> {
         migrator.iter().map(|m| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx)).collect()
+    }
+
+    /// A message's usage stored before `message_usage` was (on the message's row), read after the
+    /// migrations that moved it, on both databases.
+    #[tokio::test]
+    async fn a_usage_stored_on_its_message_moves_to_its_own_row() {
+        let insert = [
+            "INSERT INTO sessions (id, title, agent, created_at_ms, updated_at_ms) VALUES ('s1', 't', 'scripted', 1, 1)",
+            "INSERT INTO messages (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq, usage)
+             VALUES ('s1', 1, 'a1', 'assistant', '[]', 0, 1, 5, '{\"output_tokens\":7}')",
+        ];
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", folder.path().join("old.db").display());
+        let sqlite = sqlx::SqlitePool::connect(&url).await.unwrap();
+        let before = Migrations(&SQLITE.0[..SQLITE.0.len() - 1]);
+        before.migrator().await.unwrap().run(&sqlite).await.unwrap();
+        for sql in insert {
+            sqlx::query(sql).execute(&sqlite).await.unwrap();
+        }
+        SQLITE.migrator().await.unwrap().run(&sqlite).await.unwrap();
+        let moved: String =
+            sqlx::query_scalar("SELECT usage FROM message_usage WHERE session_id = 's1' AND position = 1")
+                .fetch_one(&sqlite)
+                .await
+                .unwrap();
+        assert_eq!(moved, r#"{"output_tokens":7}"#);
+
+        let postgres =
+            sqlx::PgPool::connect(&crate::testing::postgres::TestPostgres::shared().database().await).await.unwrap();
+        let before = Migrations(&POSTGRES.0[..POSTGRES.0.len() - 1]);
+        before.migrator().await.unwrap().run(&postgres).await.unwrap();
+        sqlx::query(
+            "INSERT INTO sessions (id, title, agent, created_at, updated_at) VALUES ('s1', 't', 'scripted', now(), now())",
+        )
+        .execute(&postgres)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO messages (session_id, position, id, role, blocks, streaming, created_at, updated_seq, usage)
+             VALUES ('s1', 1, 'a1', 'assistant', '[]', false, now(), 5, '{\"output_tokens\":7}')",
+        )
+        .execute(&postgres)
+        .await
+        .unwrap();
+        POSTGRES.migrator().await.unwrap().run(&postgres).await.unwrap();
+        let moved: serde_json::Value =
+            sqlx::query_scalar("SELECT usage FROM message_usage WHERE session_id = 's1' AND position = 1")
+                .fetch_one(&postgres)
+                .await
+                .unwrap();
+        assert_eq!(moved, serde_json::json!({"output_tokens": 7}));
     }
 
     #[tokio::test]

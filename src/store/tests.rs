@@ -64,6 +64,7 @@ on_sqlite_and_postgres!(
     unfinished_turns_are_found_after_a_restart,
     unfinished_turns_skip_sessions_a_live_server_holds,
     a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word,
+    a_turns_usage_is_stored_beside_its_reply_without_writing_the_reply_again,
     times_round_trip_to_the_millisecond,
     last_seq_follows_the_log,
     a_lease_is_held_by_one_server_renewed_released_and_expires,
@@ -118,7 +119,17 @@ fn a_turn() -> Vec<EventBody> {
 
 /// Stores an event alone, changing no message, turn or interaction.
 async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> StoreResult<()> {
-    store.append(Append { session_id, event, messages: vec![], turn: None, interactions: vec![], fence: None }).await
+    store
+        .append(Append {
+            session_id,
+            event,
+            messages: vec![],
+            usage: vec![],
+            turn: None,
+            interactions: vec![],
+            fence: None,
+        })
+        .await
 }
 
 async fn migrations_run_on_a_new_database_and_again_on_reopen(db: Db) {
@@ -451,6 +462,35 @@ async fn unfinished_turns_skip_sessions_a_live_server_holds(db: Db) {
     // Server a stopped renewing: its session's turn is unfinished and nobody runs it.
     assert_eq!(store.sessions_with_unfinished_turns().await.unwrap(), vec!["s1"]);
     assert_eq!(store.sessions_with_expired_leases().await.unwrap(), vec!["s1"]);
+}
+
+async fn a_turns_usage_is_stored_beside_its_reply_without_writing_the_reply_again(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut live = Thread::default();
+    let mut turn = a_turn();
+    turn.pop();
+    record(&store, "s1", &mut live, turn).await;
+    let written_at = || async {
+        let seq: i64 = on_pool!(store, |pool, dialect| {
+            sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'").fetch_one(pool).await.unwrap()
+        });
+        seq
+    };
+    let finished = written_at().await;
+    let usage = Usage { input_tokens: Some(12), output_tokens: Some(7), cost_usd: Some(0.01), ..Usage::default() };
+    let end = EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: Some(usage.clone()) };
+    record(&store, "s1", &mut live, vec![end]).await;
+    assert_eq!(written_at().await, finished, "the turn's end did not write the reply again");
+    let loaded = store.load_thread("s1").await.unwrap();
+    assert_eq!(loaded.messages[1].usage.as_ref(), Some(&usage), "the reply shows its turn's usage");
+    assert_eq!(loaded, live);
+    // Deleted with its session.
+    store.delete_session("s1").await.unwrap();
+    let left: i64 = on_pool!(store, |pool, dialect| {
+        sqlx::query_scalar("SELECT count(*) FROM message_usage").fetch_one(pool).await.unwrap()
+    });
+    assert_eq!(left, 0);
 }
 
 async fn a_streamed_delta_writes_its_event_only_and_a_reload_mid_stream_sees_every_word(db: Db) {

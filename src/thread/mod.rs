@@ -128,6 +128,9 @@ pub enum NextTurn {
 pub struct Change {
     /// Positions of the messages that changed; a message's position never changes.
     pub messages: Vec<usize>,
+    /// Positions of the messages whose usage changed (a turn's end puts it under the turn's last
+    /// reply): stored apart from the message, so that a reply is not written again for it.
+    pub usage: Vec<usize>,
     pub turn: bool,
     /// The tool_use ids of the interactions that opened or changed.
     pub interactions: Vec<String>,
@@ -135,7 +138,7 @@ pub struct Change {
 
 impl Change {
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty() && !self.turn && self.interactions.is_empty()
+        self.messages.is_empty() && self.usage.is_empty() && !self.turn && self.interactions.is_empty()
     }
 
     fn message(index: usize) -> Self {
@@ -251,7 +254,7 @@ impl Thread {
         self.turn.agent_session = Some(agent_session.to_string());
         let first = self.messages.len();
         self.messages.extend(messages.iter().cloned());
-        Change { messages: (first..self.messages.len()).collect(), turn: true, interactions: Vec::new() }
+        Change { messages: (first..self.messages.len()).collect(), ..Change::turn() }
     }
 
     fn start_turn(&mut self) -> Change {
@@ -343,7 +346,7 @@ impl Thread {
         // Shown under the turn's last reply.
         if let Some(index) = self.messages.iter().rposition(|m| m.role == Role::Assistant) {
             self.messages[index].usage = Some(usage.clone());
-            change.messages.push(index);
+            change.usage.push(index);
         }
     }
 

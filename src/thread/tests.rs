@@ -69,7 +69,7 @@ fn turn_end_cancels_tools_still_running() {
         thread.apply(&e);
     }
     let change = thread.apply(&event(9, EventBody::TurnEnded { outcome: TurnOutcome::Interrupted, usage: None }));
-    assert_eq!(change, Change { messages: vec![1], turn: true, interactions: vec![] });
+    assert_eq!(change, Change { messages: vec![1], turn: true, ..Change::default() });
     let Block::ToolCall(call) = &thread.messages[1].blocks[1] else { panic!() };
     assert_eq!(call.status, ToolStatus::Cancelled);
     assert!(!thread.messages[1].streaming);
