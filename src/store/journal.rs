@@ -19,9 +19,16 @@
 //!
 //! The file is the pieces' only home: the session's log is the database's events and the file's,
 //! merged by sequence number (`events_after`), and a streaming message is its row plus the pieces
-//! after it (`load_thread`). A record is `[payload length: u32][CRC-32 of the payload: u32][payload]`;
-//! a crash can leave only the last one torn, and the first access after a start cuts it off (its
-//! pieces were never acknowledged or shown).
+//! after it (`load_thread`). A file is `ABJ2`, then its records, each `[payload length: varint]
+//! [check: u16][payload]`, the payload a byte of flags (the kind, whether the id and the sequence
+//! number follow from the record before), then what they do not say, the time as a difference,
+//! and the piece: five bytes of framing for a piece of a message still streaming, where the
+//! first format took about sixteen (eight of length and CRC-32, the number and time whole), more
+//! than the text of a 50 ms group at a reading pace (BENCHMARKS.md, "What a turn costs, and what a
+//! byte costs"). Files written before (no `ABJ2`) are read, and appended to, as they were. A crash
+//! can leave only the last record torn, and the first access after a start cuts it off (its pieces
+//! were never acknowledged or shown). The check is half of a CRC-32: what it must tell is a tail
+//! torn by a power cut, where a false match (1 in 65,536) is then also to parse as a piece.
 //!
 //! Only a server alone on its SQLite file journals: where servers share Postgres, the pieces go
 //! through it, for the other servers to read.
@@ -58,9 +65,10 @@ struct Tail {
     /// The file was read since this process opened the store, and its torn record, if any, cut
     /// off: appends may follow it.
     checked: bool,
-    /// The id (message or tool call) of the file's last record: a record for the same one names
-    /// it again with a single byte.
-    last_id: Option<String>,
+    /// How the file's records are framed; `None` while it has none (a new file is `Compact`).
+    format: Option<Format>,
+    /// The file's last record, which the next is written after.
+    previous: Previous,
     /// The sequence number of the file's last record: a read after it needs no file.
     last_seq: Option<u64>,
     /// The pieces appended since the session's last event written to the database, as the first
@@ -70,9 +78,35 @@ struct Tail {
     unsettled: bool,
 }
 
+/// How a file's records are framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// Files written since `ABJ2`: a varint length and a 16-bit check, the rest told as the
+    /// difference from the record before.
+    Compact,
+    /// The first files: `[length: u32][CRC-32: u32]`, the sequence number and time whole.
+    Legacy,
+}
+
+/// What a record is written after, and read after: the file's last record's.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Previous {
+    /// The id (message or tool call): a record for the same one does not name it again.
+    id: Option<String>,
+    seq: u64,
+    at_ms: i64,
+}
+
+/// The head of a file of `Compact` records. A `Legacy` file starts with its first record's length,
+/// a u32 below `MAX_RECORD`, whose last byte is at most 4: no such file starts so.
+const MAGIC: &[u8; 4] = b"ABJ2";
+
 const TEXT: u8 = 1;
 const TOOL_INPUT: u8 = 2;
-/// Length, then CRC.
+/// A compact record's flags: the kind in the low two bits, then these.
+const SAME_ID: u8 = 1 << 2;
+const NEXT_SEQ: u8 = 1 << 3;
+/// A legacy record's length, then CRC.
 const HEADER: usize = 8;
 /// A record this long is damage, not a piece (a merged piece is at most `MAX_QUEUED` deltas).
 const MAX_RECORD: usize = 64 << 20;
@@ -115,8 +149,12 @@ impl Journal {
         // Appended to before its thread was read (which checks): no run is known yet.
         self.on_checked_tail(session, u64::MAX, move |journal, session, tail| {
             let mut bytes = Vec::new();
+            let format = *tail.format.get_or_insert_with(|| {
+                bytes.extend_from_slice(MAGIC);
+                Format::Compact
+            });
             for piece in &pieces {
-                encode(piece, &mut tail.last_id, &mut bytes)?;
+                encode(piece, format, &mut tail.previous, &mut bytes)?;
             }
             if let Err(error) = journal.write(session, &bytes) {
                 // Part of it may be on the disk: the next access reads the file again and cuts
@@ -232,7 +270,8 @@ impl Journal {
         let bytes = self.read_all(session)?;
         let (records, valid) = decode(&bytes);
         self.truncate(session, valid as u64)?;
-        tail.last_id = records.last().map(|record| record.id.to_string());
+        tail.format = format_of(&bytes[..valid]);
+        tail.previous = records.last().map(Record::previous).unwrap_or_default();
         tail.last_seq = records.last().map(|record| record.seq);
         tail.run = records.last().filter(|last| last.seq > db_last_seq).map(|last| (db_last_seq + 1, last.seq));
         tail.checked = true;
@@ -384,6 +423,10 @@ struct Record<'a> {
 }
 
 impl Record<'_> {
+    fn previous(&self) -> Previous {
+        Previous { id: Some(self.id.to_string()), seq: self.seq, at_ms: self.at_ms }
+    }
+
     fn to_event(&self) -> SessionEvent {
         let (id, data) = (self.id.to_string(), self.data.to_string());
         let body = match self.kind {
@@ -394,9 +437,8 @@ impl Record<'_> {
     }
 }
 
-/// Appends one piece's record to `out`. The payload is the kind, the sequence number and time as
-/// LEB128 varints, the id (its length + 1, or 0 for "the last record's"), then the data.
-fn encode(event: &SessionEvent, last_id: &mut Option<String>, out: &mut Vec<u8>) -> StoreResult<()> {
+/// Appends one piece's record to `out`, framed as `format`, after `previous` (which it becomes).
+fn encode(event: &SessionEvent, format: Format, previous: &mut Previous, out: &mut Vec<u8>) -> StoreResult<()> {
     let (kind, id, data) = match &event.body {
         EventBody::TextDelta { message_id, text } => (TEXT, message_id, text),
         EventBody::ToolInputDelta { tool_use_id, partial_json } => (TOOL_INPUT, tool_use_id, partial_json),
@@ -406,25 +448,134 @@ fn encode(event: &SessionEvent, last_id: &mut Option<String>, out: &mut Vec<u8>)
             );
         }
     };
-    let mut payload = vec![kind];
-    varint(event.seq, &mut payload);
-    varint(event.at_ms.max(0) as u64, &mut payload);
-    if last_id.as_deref() == Some(id.as_str()) {
-        payload.push(0);
-    } else {
-        varint(id.len() as u64 + 1, &mut payload);
-        payload.extend_from_slice(id.as_bytes());
-        *last_id = Some(id.clone());
+    let same_id = previous.id.as_deref() == Some(id.as_str());
+    let at_ms = event.at_ms.max(0);
+    let mut payload = Vec::with_capacity(data.len() + 8 + if same_id { 0 } else { id.len() + 1 });
+    match format {
+        // The kind, the sequence number and time as LEB128 varints, the id (its length + 1, or 0
+        // for "the last record's"), then the data.
+        Format::Legacy => {
+            payload.push(kind);
+            varint(event.seq, &mut payload);
+            varint(at_ms as u64, &mut payload);
+            if same_id {
+                payload.push(0);
+            } else {
+                varint(id.len() as u64 + 1, &mut payload);
+                payload.extend_from_slice(id.as_bytes());
+            }
+        }
+        // The flags, the sequence number's step unless it is 1, the time's step (zigzag: a clock
+        // may go back), the id unless it is the last record's, then the data.
+        Format::Compact => {
+            let next_seq = previous.seq.checked_add(1) == Some(event.seq);
+            payload.push(kind | if same_id { SAME_ID } else { 0 } | if next_seq { NEXT_SEQ } else { 0 });
+            if !next_seq {
+                varint(event.seq.wrapping_sub(previous.seq), &mut payload);
+            }
+            varint(zigzag(at_ms.wrapping_sub(previous.at_ms)), &mut payload);
+            if !same_id {
+                varint(id.len() as u64, &mut payload);
+                payload.extend_from_slice(id.as_bytes());
+            }
+        }
     }
     payload.extend_from_slice(data.as_bytes());
-    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    match format {
+        Format::Legacy => {
+            out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+            out.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        }
+        Format::Compact => {
+            let mut length = Vec::with_capacity(4);
+            varint(payload.len() as u64, &mut length);
+            out.extend_from_slice(&length);
+            out.extend_from_slice(&check(&length, &payload).to_le_bytes());
+        }
+    }
     out.extend_from_slice(&payload);
+    *previous = Previous { id: Some(id.clone()), seq: event.seq, at_ms };
     Ok(())
 }
 
-/// The records of a file, up to the first that is torn or damaged, and how many bytes they take.
+/// A compact record's check: the low half of the CRC-32 of its length and payload.
+fn check(length: &[u8], payload: &[u8]) -> u16 {
+    let mut hasher = crc32fast::Hasher::new();
+    hasher.update(length);
+    hasher.update(payload);
+    hasher.finalize() as u16
+}
+
+/// How a file's valid bytes are framed: `None` for an empty one.
+fn format_of(bytes: &[u8]) -> Option<Format> {
+    match bytes {
+        [] => None,
+        _ if bytes.starts_with(MAGIC) => Some(Format::Compact),
+        _ => Some(Format::Legacy),
+    }
+}
+
+/// The records of a file, up to the first that is torn or damaged, and how many bytes they take
+/// (its head included).
 fn decode(bytes: &[u8]) -> (Vec<Record<'_>>, usize) {
+    if bytes.starts_with(MAGIC) {
+        let (records, used) = decode_compact(&bytes[MAGIC.len()..]);
+        (records, MAGIC.len() + used)
+    } else if MAGIC.starts_with(bytes) {
+        // Nothing, or a head torn as it was first written.
+        (Vec::new(), 0)
+    } else {
+        decode_legacy(bytes)
+    }
+}
+
+fn decode_compact(bytes: &[u8]) -> (Vec<Record<'_>>, usize) {
+    let mut records: Vec<Record<'_>> = Vec::new();
+    let mut previous = (0u64, 0i64, None::<&str>);
+    let mut at = 0;
+    loop {
+        let mut rest = &bytes[at..];
+        let Some(len) =
+            read_varint(&mut rest).and_then(|len| usize::try_from(len).ok()).filter(|&len| len <= MAX_RECORD)
+        else {
+            break;
+        };
+        let length = &bytes[at..bytes.len() - rest.len()];
+        let Some((stored, payload)) = rest.get(..2).zip(rest.get(2..).and_then(|rest| rest.get(..len))) else { break };
+        if u16::from_le_bytes([stored[0], stored[1]]) != check(length, payload) {
+            break;
+        }
+        let Some(record) = parse_compact(payload, previous) else { break };
+        previous = (record.seq, record.at_ms, Some(record.id));
+        records.push(record);
+        at += length.len() + 2 + len;
+    }
+    (records, at)
+}
+
+/// A compact payload after the record `(seq, at_ms, id)`.
+fn parse_compact<'a>(payload: &'a [u8], (seq, at_ms, id): (u64, i64, Option<&'a str>)) -> Option<Record<'a>> {
+    let (&flags, mut rest) = payload.split_first()?;
+    let kind = flags & 0b11;
+    if (kind != TEXT && kind != TOOL_INPUT) || flags & !(0b11 | SAME_ID | NEXT_SEQ) != 0 {
+        return None;
+    }
+    let step = if flags & NEXT_SEQ != 0 { 1 } else { read_varint(&mut rest)? };
+    let seq = seq.checked_add(step).filter(|&next| next > seq)?;
+    let at_ms = at_ms.checked_add(unzigzag(read_varint(&mut rest)?))?;
+    let id = if flags & SAME_ID != 0 {
+        id?
+    } else {
+        let len = usize::try_from(read_varint(&mut rest)?).ok()?;
+        let id = std::str::from_utf8(rest.get(..len)?).ok()?;
+        rest = &rest[len..];
+        id
+    };
+    let data = std::str::from_utf8(rest).ok()?;
+    Some(Record { seq, at_ms, kind, id, data })
+}
+
+fn decode_legacy(bytes: &[u8]) -> (Vec<Record<'_>>, usize) {
     let mut records: Vec<Record<'_>> = Vec::new();
     let mut at = 0;
     while let Some(header) = bytes.get(at..at + HEADER) {
@@ -437,14 +588,14 @@ fn decode(bytes: &[u8]) -> (Vec<Record<'_>>, usize) {
         if crc32fast::hash(payload) != crc {
             break;
         }
-        let Some(record) = parse(payload, records.last().map(|last| last.id)) else { break };
+        let Some(record) = parse_legacy(payload, records.last().map(|last| last.id)) else { break };
         records.push(record);
         at += HEADER + len;
     }
     (records, at)
 }
 
-fn parse<'a>(payload: &'a [u8], last_id: Option<&'a str>) -> Option<Record<'a>> {
+fn parse_legacy<'a>(payload: &'a [u8], last_id: Option<&'a str>) -> Option<Record<'a>> {
     let (&kind, mut rest) = payload.split_first()?;
     if kind != TEXT && kind != TOOL_INPUT {
         return None;
@@ -462,6 +613,14 @@ fn parse<'a>(payload: &'a [u8], last_id: Option<&'a str>) -> Option<Record<'a>> 
     };
     let data = std::str::from_utf8(rest).ok()?;
     Some(Record { seq, at_ms, kind, id, data })
+}
+
+fn zigzag(value: i64) -> u64 {
+    ((value << 1) ^ (value >> 63)) as u64
+}
+
+fn unzigzag(value: u64) -> i64 {
+    ((value >> 1) as i64) ^ -((value & 1) as i64)
 }
 
 fn varint(mut value: u64, out: &mut Vec<u8>) {
@@ -505,11 +664,22 @@ mod tests {
         }
     }
 
+    /// A new file's bytes holding `events`.
     fn encoded(events: &[SessionEvent]) -> Vec<u8> {
-        let mut last_id = None;
-        let mut bytes = Vec::new();
+        let mut bytes = MAGIC.to_vec();
+        let mut previous = Previous::default();
         for event in events {
-            encode(event, &mut last_id, &mut bytes).unwrap();
+            encode(event, Format::Compact, &mut previous, &mut bytes).unwrap();
+        }
+        bytes
+    }
+
+    /// A file of the first format holding `events`.
+    fn encoded_legacy(events: &[SessionEvent]) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut previous = Previous::default();
+        for event in events {
+            encode(event, Format::Legacy, &mut previous, &mut bytes).unwrap();
         }
         bytes
     }
@@ -518,43 +688,72 @@ mod tests {
         decode(bytes).0.into_iter().map(|record| record.to_event()).collect()
     }
 
-    #[test]
-    fn pieces_read_back_as_written_and_a_repeated_id_costs_one_byte() {
-        let written = vec![
+    fn pieces() -> Vec<SessionEvent> {
+        vec![
             text(3, "msg_01", "Hello, "),
             text(4, "msg_01", "wörld ✓"),
             input(6, "toolu_01", "{\"command\": \"ls"),
             input(7, "toolu_01", "\"}"),
             text(9, "msg_01", ""),
-        ];
+            // A clock that went back.
+            SessionEvent { at_ms: 5, ..text(10, "msg_01", "later") },
+        ]
+    }
+
+    #[test]
+    fn pieces_read_back_as_written_and_the_next_piece_of_a_message_costs_five_bytes_of_framing() {
+        let written = pieces();
         let bytes = encoded(&written);
         assert_eq!(events(&bytes), written);
         assert_eq!(decode(&bytes).1, bytes.len());
-        // Header, kind, seq, a six-byte time, the id's single byte, then the text.
+        // Its length, the check, the flags (the same message, the next number), the time's step of
+        // a millisecond, then the text.
         let one = encoded(&written[..1]).len();
-        assert_eq!(encoded(&written[..2]).len() - one, HEADER + 1 + 1 + 6 + 1 + "wörld ✓".len());
+        assert_eq!(encoded(&written[..2]).len() - one, 1 + 2 + 1 + 1 + "wörld ✓".len());
+    }
+
+    #[test]
+    fn a_file_of_the_first_format_reads_as_written() {
+        let written = pieces();
+        let bytes = encoded_legacy(&written);
+        assert_eq!(events(&bytes), written);
+        assert_eq!(decode(&bytes).1, bytes.len());
+        assert_eq!(format_of(&bytes), Some(Format::Legacy));
+        assert_eq!(format_of(&encoded(&written)), Some(Format::Compact));
     }
 
     #[test]
     fn a_file_cut_anywhere_reads_as_the_records_before_the_cut() {
-        let written: Vec<_> = (1..=20).map(|seq| text(seq, if seq < 10 { "a" } else { "b" }, "0123456789")).collect();
-        let bytes = encoded(&written);
-        let ends: Vec<usize> = (1..=written.len()).map(|n| encoded(&written[..n]).len()).collect();
-        for cut in 0..=bytes.len() {
-            let (records, valid) = decode(&bytes[..cut]);
-            let whole = ends.iter().filter(|&&end| end <= cut).count();
-            assert_eq!(records.len(), whole, "cut at {cut}");
-            assert_eq!(valid, if whole == 0 { 0 } else { ends[whole - 1] }, "cut at {cut}");
+        let written: Vec<_> =
+            (1..=20).map(|seq| text(seq * 2, if seq < 10 { "a" } else { "b" }, "0123456789")).collect();
+        for encoded in [encoded, encoded_legacy] {
+            let bytes = encoded(&written);
+            // Where each record ends; a new file's head alone holds none.
+            let head = encoded(&[]).len();
+            let ends: Vec<usize> = (1..=written.len()).map(|n| encoded(&written[..n]).len()).collect();
+            for cut in 0..=bytes.len() {
+                let (records, valid) = decode(&bytes[..cut]);
+                let whole = ends.iter().filter(|&&end| end <= cut).count();
+                assert_eq!(records.len(), whole, "cut at {cut}");
+                let expected = match whole {
+                    0 if cut >= head => head,
+                    0 => 0,
+                    _ => ends[whole - 1],
+                };
+                assert_eq!(valid, expected, "cut at {cut}");
+            }
         }
     }
 
     #[test]
     fn a_damaged_record_ends_the_file_there() {
         let written: Vec<_> = (1..=3).map(|seq| text(seq, "a", "some words")).collect();
-        let mut bytes = encoded(&written);
-        let second = encoded(&written[..1]).len();
-        bytes[second + HEADER + 3] ^= 0x40;
-        assert_eq!(events(&bytes), written[..1]);
+        for (encoded, data_at) in [(encoded as fn(&[SessionEvent]) -> Vec<u8>, 5), (encoded_legacy, HEADER + 3)] {
+            let mut bytes = encoded(&written);
+            let second = encoded(&written[..1]).len();
+            bytes[second + data_at] ^= 0x40;
+            assert_eq!(events(&bytes), written[..1]);
+        }
     }
 
     #[test]
@@ -567,15 +766,23 @@ mod tests {
             seed ^= seed << 17;
             seed
         };
-        let valid = encoded(&[text(1, "a", "x"), input(2, "b", "{}")]);
-        for _ in 0..20_000 {
+        let valid = [
+            encoded(&[text(1, "a", "x"), input(2, "b", "{}")]),
+            encoded_legacy(&[text(1, "a", "x"), input(2, "b", "{}")]),
+        ];
+        for _ in 0..40_000 {
             let len = (next() % 64) as usize;
             let mut bytes: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            if next() % 2 == 0 {
-                // Mostly valid: a real file with a few bytes flipped.
-                bytes = valid.clone();
-                let at = (next() as usize) % bytes.len();
-                bytes[at] = next() as u8;
+            match next() % 4 {
+                // Mostly valid: a real file of either format with a byte changed.
+                0 | 1 => {
+                    bytes = valid[(next() % 2) as usize].clone();
+                    let at = (next() as usize) % bytes.len();
+                    bytes[at] = next() as u8;
+                }
+                // Noise after a new file's head.
+                2 => bytes.splice(0..0, MAGIC.iter().copied()).for_each(drop),
+                _ => {}
             }
             let (records, used) = decode(&bytes);
             assert!(used <= bytes.len() && records.len() <= 2);
@@ -590,7 +797,7 @@ mod tests {
         journal.append("s1", vec![text(2, "m", "one "), text(3, "m", "two ")]).await.unwrap();
         // A crash in the middle of the next write.
         let path = folder.path().join("askbridge.db-streams").join("s1");
-        let half = encoded(&[text(4, "m", "three ")]);
+        let half = encoded(&[text(4, "m", "three ")]).split_off(MAGIC.len());
         OpenOptions::new().append(true).open(&path).unwrap().write_all(&half[..half.len() - 3]).unwrap();
 
         let restarted = Arc::new(Journal::beside(&database));
@@ -602,6 +809,29 @@ mod tests {
             "the torn record is gone, and what came after it reads"
         );
         assert_eq!(restarted.read_after("s1", 0, 1).await.unwrap().len(), 1, "at most the limit");
+    }
+
+    #[tokio::test]
+    async fn a_file_of_the_first_format_is_appended_to_in_its_own_format_and_a_new_one_in_the_compact() {
+        let folder = tempfile::tempdir().unwrap();
+        let database = folder.path().join("askbridge.db");
+        let files = folder.path().join("askbridge.db-streams");
+        fs::create_dir(&files).unwrap();
+        let before = vec![text(2, "m", "one "), text(3, "m", "two ")];
+        fs::write(files.join("old"), encoded_legacy(&before)).unwrap();
+
+        let journal = Arc::new(Journal::beside(&database));
+        assert_eq!(journal.run_end("old", 1).await.unwrap(), Some(3));
+        journal.append("old", vec![text(4, "m", "three ")]).await.unwrap();
+        journal.append("new", vec![text(2, "n", "first ")]).await.unwrap();
+        let old = fs::read(files.join("old")).unwrap();
+        assert_eq!(old, encoded_legacy(&[before.clone(), vec![text(4, "m", "three ")]].concat()));
+        assert_eq!(fs::read(files.join("new")).unwrap(), encoded(&[text(2, "n", "first ")]));
+
+        let restarted = Arc::new(Journal::beside(&database));
+        let read = restarted.read_after("old", 0, 100).await.unwrap();
+        assert_eq!(read, [before, vec![text(4, "m", "three ")]].concat());
+        assert_eq!(restarted.read_after("new", 0, 100).await.unwrap(), vec![text(2, "n", "first ")]);
     }
 
     #[tokio::test]
