@@ -6,6 +6,11 @@
 //!
 //! The lease is also what a write will carry as its fencing token (issue 20): the session log's
 //! compare-and-set reaches it here.
+//!
+//! Alone on its store, a server keeps its leases here only: no other server could read them,
+//! and writing each turn's lease and its release cost two transactions of the turn's nine, about
+//! 16 KiB of the disk's pages per turn (BENCHMARKS.md, "What a turn costs, and what a byte
+//! costs").
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -39,6 +44,10 @@ impl Leases {
 
     /// Takes the session's lease for a turn here: false while another server runs its agent.
     pub(super) async fn take(&self, session: &str) -> StoreResult<bool> {
+        if !self.store.is_shared() {
+            self.fences().entry(session.to_string()).or_insert_with(new_id);
+            return Ok(true);
+        }
         let Some(fence) = self.store.take_lease(session, &self.server, &new_id(), self.ttl).await? else {
             return Ok(false);
         };
@@ -56,12 +65,18 @@ impl Leases {
     pub(super) async fn release(&self, session: &str) -> StoreResult<()> {
         // Forgotten first: a lease still listed here is one this server holds.
         self.fences().remove(session);
+        if !self.store.is_shared() {
+            return Ok(());
+        }
         self.store.release_lease(session, &self.server).await
     }
 
     /// The leases this server held and holds no more (another server took them): each is
     /// forgotten, and its session's agent here must stop.
     pub(super) async fn lost(&self) -> Vec<String> {
+        if !self.store.is_shared() {
+            return Vec::new();
+        }
         let held: HashMap<String, String> = self.fences().clone();
         let sessions: Vec<String> = held.keys().cloned().collect();
         match self.store.leases_lost(&self.server, &sessions).await {
@@ -101,6 +116,9 @@ impl Leases {
     /// rather than when they expire.
     pub(super) async fn give_back_all(&self) {
         self.fences().clear();
+        if !self.store.is_shared() {
+            return;
+        }
         if let Err(error) = self.store.release_leases(&self.server).await {
             warn!(%error, "could not give back this server's leases");
         }

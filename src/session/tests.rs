@@ -326,6 +326,16 @@ fn received(thread: &Thread, tool_use_id: &str) -> InteractionOutcome {
 }
 
 #[tokio::test]
+async fn alone_on_its_store_a_server_writes_no_lease_for_a_turn() {
+    let (manager, id) = asking_manager(None).await;
+    let question = pending_question(&manager, &id).await;
+    assert_eq!(manager.store().lease_holder(&id).await.unwrap(), None, "the turn runs, its lease is in memory only");
+    manager.answer_question(&id, &question, jwt()).await.unwrap();
+    let thread = wait_idle(&manager, &id).await;
+    assert!(thread.messages[1].text().ends_with("got \"Which auth?\"=\"JWT\""), "the turn went on as ever");
+}
+
+#[tokio::test]
 async fn the_agent_receives_exactly_the_answer_given() {
     let (manager, id) = asking_manager(None).await;
     let question = pending_question(&manager, &id).await;
