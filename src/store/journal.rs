@@ -465,13 +465,14 @@ fn encode(event: &SessionEvent, format: Format, previous: &mut Previous, out: &m
                 payload.extend_from_slice(id.as_bytes());
             }
         }
-        // The flags, the sequence number's step unless it is 1, the time's step (zigzag: a clock
-        // may go back), the id unless it is the last record's, then the data.
+        // The flags, the sequence number's step unless it is 1, the time's step (both zigzag: a
+        // clock may go back, and a number that does is read back as written, as the first format
+        // read any), the id unless it is the last record's, then the data.
         Format::Compact => {
             let next_seq = previous.seq.checked_add(1) == Some(event.seq);
             payload.push(kind | if same_id { SAME_ID } else { 0 } | if next_seq { NEXT_SEQ } else { 0 });
             if !next_seq {
-                varint(event.seq.wrapping_sub(previous.seq), &mut payload);
+                varint(zigzag(event.seq.wrapping_sub(previous.seq) as i64), &mut payload);
             }
             varint(zigzag(at_ms.wrapping_sub(previous.at_ms)), &mut payload);
             if !same_id {
@@ -560,8 +561,8 @@ fn parse_compact<'a>(payload: &'a [u8], (seq, at_ms, id): (u64, i64, Option<&'a 
     if (kind != TEXT && kind != TOOL_INPUT) || flags & !(0b11 | SAME_ID | NEXT_SEQ) != 0 {
         return None;
     }
-    let step = if flags & NEXT_SEQ != 0 { 1 } else { read_varint(&mut rest)? };
-    let seq = seq.checked_add(step).filter(|&next| next > seq)?;
+    let step = if flags & NEXT_SEQ != 0 { 1 } else { unzigzag(read_varint(&mut rest)?) };
+    let seq = seq.wrapping_add(step as u64);
     let at_ms = at_ms.checked_add(unzigzag(read_varint(&mut rest)?))?;
     let id = if flags & SAME_ID != 0 {
         id?
@@ -695,8 +696,9 @@ mod tests {
             input(6, "toolu_01", "{\"command\": \"ls"),
             input(7, "toolu_01", "\"}"),
             text(9, "msg_01", ""),
-            // A clock that went back.
+            // A clock that went back, and a number that did.
             SessionEvent { at_ms: 5, ..text(10, "msg_01", "later") },
+            text(8, "msg_01", "again"),
         ]
     }
 
