@@ -99,9 +99,12 @@ impl AgentSession {
         .await
     }
 
-    /// Waits until `count` interactions are pending, and returns their tool_use ids in order.
+    /// Waits until `count` interactions are pending, and returns their tool_use ids in order: as
+    /// long as a turn, since the first card of a session waits for its agent's start too
+    /// (OpenCode's cold start took over 30 s beside the site's WASM build of a fresh `make test`,
+    /// 11 s alone).
     pub async fn pending(&self, count: usize) -> Vec<String> {
-        wait_until("a pending question", Duration::from_secs(30), || async {
+        wait_until("a pending question", TURN, || async {
             let thread = self.thread().await;
             let pending: Vec<String> = tool_calls(&thread)
                 .into_iter()
