@@ -137,6 +137,12 @@ pub struct Change {
 }
 
 impl Change {
+    /// Every message the event changed in any way, its usage alone included: what a page draws
+    /// again.
+    pub fn shown_messages(&self) -> impl Iterator<Item = usize> + '_ {
+        self.messages.iter().chain(self.usage.iter().filter(|i| !self.messages.contains(i))).copied()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty() && self.usage.is_empty() && !self.turn && self.interactions.is_empty()
     }

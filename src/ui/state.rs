@@ -297,9 +297,8 @@ impl ThreadState {
         let Some((changed, turn, waiting)) = self.thread.try_update_value(|thread| {
             let change = thread.apply(event);
             let changed: Vec<(usize, Message)> = change
-                .messages
-                .iter()
-                .filter_map(|&index| Some((index, thread.messages.get(index)?.clone())))
+                .shown_messages()
+                .filter_map(|index| Some((index, thread.messages.get(index)?.clone())))
                 .collect();
             let waiting = (!change.interactions.is_empty() || change.turn).then(|| thread.is_waiting());
             (changed, change.turn.then(|| thread.turn.clone()), waiting)
@@ -368,6 +367,20 @@ mod tests {
             crate::thread::Block::ToolCall(call) => call.interaction.as_ref().and_then(|i| i.outcome.clone()),
             _ => None,
         })
+    }
+
+    #[test]
+    fn a_turns_usage_is_drawn_under_its_reply_as_the_turn_ends() {
+        let owner = Owner::new();
+        owner.set();
+        let thread = asking();
+        let usage = crate::thread::Usage { output_tokens: Some(32), ..Default::default() };
+        thread.apply(&event(
+            6,
+            EventBody::TurnEnded { outcome: crate::thread::TurnOutcome::Completed, usage: Some(usage.clone()) },
+        ));
+        let reply = thread.messages.with_untracked(|m| m[1].message.clone());
+        assert_eq!(reply.with_untracked(|m| m.usage.clone()), Some(usage));
     }
 
     #[test]
