@@ -149,20 +149,15 @@ pub async fn continue_claude_session(id: String) -> Result<crate::thread::Sessio
     let history = Some((id, ssr::finished(messages)));
     let folder = folder.display().to_string();
     // Claude Code's own transcript goes on with Claude Code, whatever new sessions get here.
+    let title = crate::thread::title_from_message(summary.title());
     let new = crate::session::NewSession {
         workdir: Some(&folder),
         agent: Some(crate::agent::claude::AGENT_NAME),
         history,
+        title: Some(&title),
         ..Default::default()
     };
-    let mut session = manager.create_session_with(new).await?;
-    let title = crate::session::title_from_message(summary.title());
-    match manager.title_automatically(&session.id, &title).await {
-        // The page shows what it is given: the title, not the new session's "New session".
-        Ok(()) => session.title = title,
-        Err(error) => tracing::warn!(session = %session.id, %error, "could not title the continued session"),
-    }
-    Ok(session)
+    manager.create_session_with(new).await
 }
 
 /// Runs the transcripts reader, which blocks on the file system, off the async threads.

@@ -80,6 +80,7 @@ pub async fn create_session(
         agent: agent.as_deref(),
         model: model.as_deref(),
         history: None,
+        title: None,
         worktree,
     };
     manager()?.create_session_with(new).await

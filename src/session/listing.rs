@@ -43,17 +43,9 @@ impl SessionManager {
         Ok(self.store().list_for_tabs(LIST_FIRST_PAGE).await?)
     }
 
-    /// Titles a session as AskBridge does by itself (from its first message, or the transcript
-    /// it continues); a title the person gave stays.
     /// The agents' own ids of the conversations AskBridge's sessions hold (a Claude Code session
     /// it runs or continued): Claude Code's own list leaves them out, they are listed here.
     pub async fn agent_sessions(&self) -> Result<std::collections::HashSet<String>, AppError> {
         Ok(self.store().agent_sessions().await?.into_iter().collect())
-    }
-
-    pub async fn title_automatically(&self, session: &str, title: &str) -> Result<(), AppError> {
-        self.store().set_automatic_title(session, title).await?;
-        self.list_changed();
-        Ok(())
     }
 }

@@ -16,7 +16,6 @@ use super::files::FileLists;
 use super::log::SessionLog;
 use super::policy::SessionPolicy;
 use super::runtime::{Judged, SessionRuntime};
-use super::title::title_from_message;
 use super::turns::Turns;
 use crate::agent::AgentBackend;
 use crate::approval::{Decision, PermissionMode};
@@ -30,8 +29,7 @@ use crate::question::{QuestionAnswer, validate_answers, words};
 use crate::shell::Shells;
 use crate::store::{Notice, Store, StoreResult};
 use crate::thread::{
-    AgentOffer, EventBody, MAX_MODEL_CHARS, Message, QueueChange, Role, SessionSummary, SlashCommand, Thread,
-    is_model_name,
+    AgentOffer, EventBody, MAX_MODEL_CHARS, Message, QueueChange, SessionSummary, SlashCommand, Thread, is_model_name,
 };
 
 pub struct SessionManager {
@@ -221,7 +219,7 @@ impl SessionManager {
     /// model, each the server's default when not given; with `history` (the agent's id for a
     /// conversation, and its messages), it goes on with that conversation.
     pub async fn create_session_with(&self, new: NewSession<'_>) -> Result<SessionSummary, AppError> {
-        let NewSession { workdir, mode, agent, model, history, worktree } = new;
+        let NewSession { workdir, mode, agent, model, history, title, worktree } = new;
         let agent = match agent.map(str::trim).filter(|a| !a.is_empty()) {
             None => &*self.agent,
             Some(name) => self.agent_named(name)?,
@@ -248,7 +246,7 @@ impl SessionManager {
         let now = now_ms();
         let summary = SessionSummary {
             id: new_id(),
-            title: "New session".to_string(),
+            title: title.unwrap_or("New session").to_string(),
             agent: agent.name().to_string(),
             created_at_ms: now,
             updated_at_ms: now,
@@ -332,25 +330,22 @@ impl SessionManager {
         // Before the message is stored: a turn that cannot start should not leave it behind.
         let placed = self.turns.placement(session_id).await?;
         // Judged again when another server appended first (it may have started a turn).
-        let (first_message, queued) = runtime
+        // Its transaction also moves the session up the list, and titles it after its first
+        // message (`Append::moves_up`, `Append::first_title`).
+        let queued = runtime
             .append_judged(self.store(), &mut state, |thread| {
                 let message_id = new_id();
                 let (text, attachments) = (text.clone(), attachments.clone());
                 if thread.queues_messages() {
                     return Ok::<_, AppError>(Judged::Append(
                         EventBody::MessageQueued { message_id, text, attachments },
-                        (false, true),
+                        true,
                     ));
                 }
-                let first_message = !thread.messages.iter().any(|message| message.role == Role::User);
-                Ok(Judged::Append(EventBody::UserMessage { message_id, text, attachments }, (first_message, false)))
+                Ok(Judged::Append(EventBody::UserMessage { message_id, text, attachments }, false))
             })
             .await?;
-        self.mark_active(session_id).await;
-        if first_message && let Err(error) = self.title_automatically(session_id, &title_from_message(&text)).await {
-            // A title is not worth a turn: the message is stored, and the list keeps its old title.
-            warn!(session = %session_id, %error, "could not title the session after its first message");
-        }
+        self.log.list_changed();
         if queued {
             info!(session = %session_id, "message queued for the agent's next turn");
         }
@@ -559,6 +554,9 @@ pub struct NewSession<'a> {
     pub model: Option<&'a str>,
     /// The agent's id for a conversation to go on with, and its messages.
     pub history: Option<(String, Vec<Message>)>,
+    /// Its title, where AskBridge names it by itself (a continued transcript's); otherwise
+    /// "New session" until its first message titles it.
+    pub title: Option<&'a str>,
     /// In a new worktree of `workdir`'s repository (`worktree.rs`).
     pub worktree: Option<NewWorktree>,
 }

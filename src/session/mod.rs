@@ -38,7 +38,6 @@ mod stream;
 mod team;
 #[cfg(test)]
 mod tests;
-mod title;
 mod turns;
 mod worktree;
 
@@ -47,4 +46,3 @@ pub use log::{DEFAULT_MAX_LOADED, LIST_FIRST_PAGE, SessionLog};
 pub use manager::{NewSession, SessionManager};
 pub use policy::SessionPolicy;
 pub use runtime::{EventObserver, SessionRuntime};
-pub use title::title_from_message;

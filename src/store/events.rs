@@ -4,10 +4,12 @@
 
 use sqlx::types::Json;
 
-use super::{Dialect, Sql, Store, StoreError, StoreResult, Transaction, storable};
+use super::{Dialect, Sql, Store, StoreError, StoreResult, Transaction, storable, without_nul};
 use crate::interaction::Interaction;
 use crate::store::Notice;
-use crate::thread::{Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState, Usage};
+use crate::thread::{
+    Block, Change, EventBody, Message, Role, SessionEvent, Thread, TurnState, Usage, title_from_message,
+};
 
 /// What one event changed, written in a single transaction.
 pub struct Append<'a> {
@@ -29,6 +31,13 @@ pub struct Append<'a> {
     /// fencing token `take_lease` gave), checked in the same compare-and-set as the sequence
     /// number. Once another server took the lease, the write is refused (`LeaseLost`).
     pub fence: Option<&'a str>,
+    /// Whether the person wrote it (a message, sent or typed ahead): the session moves to the
+    /// top of the list (`active_at`) in the event's own transaction, not one of its own.
+    pub moves_up: bool,
+    /// The session's title from its first message, unless the person named it: in the
+    /// message's transaction too. Each of these two was a transaction of its own, a few pages
+    /// of the WAL for a row the message's transaction writes anyway.
+    pub first_title: Option<String>,
 }
 
 impl<'a> Append<'a> {
@@ -59,6 +68,15 @@ impl<'a> Append<'a> {
                 .filter_map(|id| Some((id.as_str(), thread.tool_call(id)?.interaction.as_ref()?)))
                 .collect(),
             fence: None,
+            moves_up: matches!(event.body, EventBody::UserMessage { .. } | EventBody::MessageQueued { .. }),
+            first_title: match &event.body {
+                EventBody::UserMessage { text, .. }
+                    if thread.messages.iter().filter(|message| message.role == Role::User).count() == 1 =>
+                {
+                    Some(title_from_message(text))
+                }
+                _ => None,
+            },
         }
     }
 }
@@ -71,22 +89,30 @@ impl Append<'_> {
     /// Postgres's row lock, under which a second writer of the same number finds the row changed
     /// and updates nothing.
     async fn compare_and_set(&self, transaction: &mut Transaction, before: u64) -> StoreResult<bool> {
-        let Self { session_id, event, turn, fence, .. } = *self;
+        let Self { session_id, event, turn, fence, moves_up, ref first_title, .. } = *self;
         let seq = event.seq as i64;
         // Deltas do not move a session up the list; messages and turn changes do.
         let touches = !event.body.is_delta();
         let updated = in_transaction!(transaction, |connection, dialect| if touches || turn.is_some() {
-            let sql = Sql {
+            // The list's columns are named only when they change: naming one rewrites its
+            // index's page even when the value stays.
+            let mut set = Sql {
                 sqlite: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                           updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END
-                         WHERE id = $5 AND last_seq = $6",
+                           updated_at_ms = CASE WHEN $3 THEN $4 ELSE updated_at_ms END",
                 postgres: "UPDATE sessions SET last_seq = $1, turn = COALESCE($2, turn),
-                             updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END
-                           WHERE id = $5 AND last_seq = $6",
+                             updated_at = CASE WHEN $3 THEN to_timestamp($4 / 1000.0) ELSE updated_at END",
             }
             .on(dialect)
-            .to_string()
-                + &self.fenced(7);
+            .to_string();
+            if moves_up {
+                set += Sql { sqlite: ", active_at_ms = $4", postgres: ", active_at = to_timestamp($4 / 1000.0)" }
+                    .on(dialect);
+            }
+            if first_title.is_some() {
+                set += ", title = CASE WHEN title_is_auto THEN $7 ELSE title END, title_is_auto = FALSE";
+            }
+            let sql =
+                set + " WHERE id = $5 AND last_seq = $6" + &self.fenced(if first_title.is_some() { 8 } else { 7 });
             let query = sqlx::query(&sql)
                 .bind(seq)
                 .bind(turn.map(storable).transpose()?)
@@ -94,6 +120,10 @@ impl Append<'_> {
                 .bind(event.at_ms)
                 .bind(session_id)
                 .bind(before as i64);
+            let query = match first_title {
+                Some(title) => query.bind(without_nul(title)),
+                None => query,
+            };
             match fence {
                 Some(fence) => query.bind(fence),
                 None => query,
@@ -395,7 +425,13 @@ impl Store {
         append.write_interactions(&mut transaction).await?;
         // Sent at commit, in commit order, and not at all if the transaction fails.
         let appended = Notice::Appended { session: session_id.to_string(), seq };
-        in_transaction!(&mut transaction, |connection, dialect| notify_in!(connection, dialect, &appended));
+        let listed = append.moves_up || append.first_title.is_some();
+        in_transaction!(&mut transaction, |connection, dialect| {
+            notify_in!(&mut *connection, dialect, &appended);
+            if listed {
+                notify_in!(&mut *connection, dialect, &Notice::ListChanged);
+            }
+        });
         transaction.commit().await?;
         if let Some(journal) = &self.journal {
             journal.written(session_id);

@@ -117,25 +117,6 @@ impl Store {
         Ok(())
     }
 
-    /// Titles a session after its first message, unless the person has named it.
-    pub async fn set_automatic_title(&self, id: &str, title: &str) -> StoreResult<()> {
-        on_pool!(self, |pool, dialect| {
-            let mut tx = pool.begin().await?;
-            let done = sqlx::query(
-                "UPDATE sessions SET title = $1, title_is_auto = FALSE WHERE id = $2 AND title_is_auto = TRUE",
-            )
-            .bind(without_nul(title))
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() > 0 {
-                notify_in!(&mut *tx, dialect, &Notice::ListChanged);
-            }
-            tx.commit().await?;
-        });
-        Ok(())
-    }
-
     /// Deletes a session with its messages and log.
     pub async fn delete_session(&self, id: &str) -> StoreResult<()> {
         on_pool!(self, |pool, dialect| {

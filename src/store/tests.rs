@@ -57,6 +57,7 @@ on_sqlite_and_postgres!(
     a_sequence_number_is_written_once,
     of_two_servers_appending_the_same_sequence_number_exactly_one_wins,
     sessions_list_most_recent_first_and_rename_stops_auto_titles,
+    a_persons_message_moves_its_session_up_and_the_first_titles_it,
     the_list_follows_the_persons_activity_not_the_agents_events,
     the_list_comes_a_page_at_a_time_and_tabs_follow_its_top_and_what_is_live,
     sessions_are_found_by_title_and_by_what_was_written_in_them,
@@ -128,6 +129,8 @@ async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> S
             turn: None,
             interactions: vec![],
             fence: None,
+            moves_up: false,
+            first_title: None,
         })
         .await
 }
@@ -166,7 +169,6 @@ async fn an_output_with_a_nul_character_is_stored_with_a_replacement_character(d
     turn[7] = EventBody::ToolResult { tool_use_id: "t1".into(), output: "PK\u{3}\u{4}\0\0".into(), is_error: false };
     let mut live = Thread::default();
     record(&store, "s1", &mut live, turn).await;
-    store.set_automatic_title("s1", "read \0 this").await.unwrap();
     // The same thread, with U+FFFD where U+0000 was; a literal "\u0000" typed as text is kept.
     let as_stored = |text: &str| text.replace('\0', "\u{fffd}");
     let loaded = store.load_thread("s1").await.unwrap();
@@ -239,10 +241,41 @@ async fn sessions_list_most_recent_first_and_rename_stops_auto_titles(db: Db) {
     assert_eq!(ids, vec!["new", "old"]);
 
     store.rename_session("old", "Mine").await.unwrap();
-    store.set_automatic_title("old", "from message").await.unwrap();
+    let first =
+        |text: &str| EventBody::UserMessage { message_id: "u1".into(), text: text.into(), attachments: Vec::new() };
+    record(&store, "old", &mut Thread::default(), vec![first("from message")]).await;
     assert_eq!(store.session("old").await.unwrap().title, "Mine");
-    store.set_automatic_title("new", "from message").await.unwrap();
+    record(&store, "new", &mut Thread::default(), vec![first("from message")]).await;
     assert_eq!(store.session("new").await.unwrap().title, "from message");
+}
+
+async fn a_persons_message_moves_its_session_up_and_the_first_titles_it(db: Db) {
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    store.create_session(&summary("s2", 2)).await.unwrap();
+    let message = |id: &str, text: &str| EventBody::UserMessage {
+        message_id: id.into(),
+        text: text.into(),
+        attachments: Vec::new(),
+    };
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, vec![message("u1", "Fix the build\nplease")]).await;
+    let s1 = store.session("s1").await.unwrap();
+    assert_eq!((s1.title.as_str(), s1.active_at_ms), ("Fix the build", 10_000));
+    assert_eq!(store.list_sessions().await.unwrap()[0].id, "s1");
+    // The agent's turn leaves both as they are; the next message moves it up again, and the
+    // title stays the first message's.
+    let mut turn = a_turn()[1..].to_vec();
+    turn.push(message("u2", "And the tests"));
+    record(&store, "s1", &mut thread, turn).await;
+    let s1 = store.session("s1").await.unwrap();
+    assert_eq!((s1.title.as_str(), s1.active_at_ms), ("Fix the build", 10_000 + 10));
+    // A message typed ahead moves it up too.
+    let mut queued = Thread::default();
+    let ahead = EventBody::MessageQueued { message_id: "q1".into(), text: "later".into(), attachments: Vec::new() };
+    record(&store, "s2", &mut queued, vec![ahead]).await;
+    let s2 = store.session("s2").await.unwrap();
+    assert_eq!((s2.title.as_str(), s2.active_at_ms), ("New session", 10_000));
 }
 
 async fn the_list_follows_the_persons_activity_not_the_agents_events(db: Db) {
@@ -256,7 +289,7 @@ async fn the_list_follows_the_persons_activity_not_the_agents_events(db: Db) {
     assert_eq!(ids(store.clone()).await, vec![("worked-in".into(), 3), ("background".into(), 2)]);
     // The agent of the other session streams, asks and parks: the list stays as it is.
     let mut thread = Thread::default();
-    record(&store, "background", &mut thread, a_turn()).await;
+    record(&store, "background", &mut thread, a_turn()[1..].to_vec()).await;
     assert_eq!(ids(store.clone()).await, vec![("worked-in".into(), 3), ("background".into(), 2)]);
     assert!(matches!(store.mark_active("nope", 4).await, Ok(()) | Err(StoreError::SessionNotFound(_))));
 }
@@ -275,11 +308,11 @@ async fn the_list_comes_a_page_at_a_time_and_tabs_follow_its_top_and_what_is_liv
     assert_eq!(ids(last), ["s0"]);
     // An old session whose agent works is followed by the tabs beside the top of the list.
     let mut thread = Thread::default();
-    record(&store, "s1", &mut thread, a_turn()[..2].to_vec()).await;
+    record(&store, "s1", &mut thread, a_turn()[1..2].to_vec()).await;
     assert_eq!(ids(store.list_for_tabs(2).await.unwrap()), ["s6", "s5", "s1"]);
     // And one that waits for the person, though its turn ended (parked): by its open interaction.
     let mut parked = Thread::default();
-    let mut bodies = a_turn()[..2].to_vec();
+    let mut bodies = a_turn()[1..2].to_vec();
     bodies.extend(asking("a0", "asks", None));
     bodies.push(EventBody::InteractionParked { tool_use_id: "asks".into() });
     bodies.push(EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None });
@@ -294,6 +327,8 @@ async fn sessions_are_found_by_title_and_by_what_was_written_in_them(db: Db) {
     store.create_session(&summary("auth", 1)).await.unwrap();
     store.rename_session("auth", "Set up OAuth_2 login").await.unwrap();
     store.create_session(&summary("db", 2)).await.unwrap();
+    // Named, so that its first message does not title it: what is found in the text says so.
+    store.rename_session("db", "Database chores").await.unwrap();
     store
         .create_session(&SessionSummary { workdir: Some("/work/side-project".into()), ..summary("other", 3) })
         .await
@@ -711,12 +746,12 @@ async fn a_listener_hears_appends_in_order_and_list_changes() {
     assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
     let mut thread = Thread::default();
     record(&store, "s1", &mut thread, a_turn()).await;
-    for seq in 1..=10 {
+    // The person's message moves the session up the list, and titles it, in its transaction.
+    assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq: 1 }));
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
+    for seq in 2..=10 {
         assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq }));
     }
-    store.set_automatic_title("s1", "hi").await.unwrap();
-    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
-    store.set_automatic_title("s1", "again").await.unwrap(); // changes nothing: no notice
     store.rename_session("s1", "Mine").await.unwrap();
     assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged));
     store.notify(&Notice::Interrupt { session: "s1".into() }).await.unwrap();
@@ -765,6 +800,7 @@ async fn an_append_that_fails_in_its_transaction_sends_nothing() {
     assert!(append_bare(&store, "s1", &stale).await.is_err());
     record(&store, "s1", &mut thread, vec![EventBody::TurnStarted]).await;
     assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq: 1 }));
+    assert_eq!(heard(&mut listener).await, Some(Notice::ListChanged), "the person's message moved it up");
     assert_eq!(heard(&mut listener).await, Some(Notice::Appended { session: "s1".into(), seq: 2 }));
 }
 

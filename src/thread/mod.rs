@@ -9,6 +9,7 @@ mod event;
 mod message;
 mod offer;
 mod summary;
+mod title;
 mod usage;
 
 pub use attachment::AttachmentRef;
@@ -20,6 +21,7 @@ pub use summary::ClaudeProcess;
 pub use summary::{
     LIST_FIRST_PAGE, SessionCursor, SessionStatus, SessionSummary, TERMINAL_AGENT, TerminalState, TerminalSummary,
 };
+pub use title::title_from_message;
 pub use usage::{Usage, thousands};
 
 use serde::{Deserialize, Serialize};
