@@ -69,8 +69,8 @@ impl Store {
         Ok(ids.into_iter().flatten().collect())
     }
 
-    /// The person did something in the session (wrote, answered, decided): it moves to the top
-    /// of the list.
+    /// The person did something in the session (answered, decided): it moves to the top of the
+    /// list. A message they wrote moves it in the message's own transaction (`Append::moves_up`).
     pub async fn mark_active(&self, id: &str, at_ms: i64) -> StoreResult<()> {
         self.check_writable()?;
         on_pool!(self, |pool, dialect| {
