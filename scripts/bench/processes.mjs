@@ -122,9 +122,15 @@ export function claudeEnv(home, apiUrl) {
 
 /** An AskBridge server of the bench's own: loopback, a fresh data folder, a random access token. */
 export class AskBridge {
-  /** `args` go after `serve --addr … --data-dir …`; `env` is added to ours. */
-  static async start({ args = [], env = {}, name = "server" } = {}) {
+  /**
+   * `args` go after `serve --addr … --data-dir …`; `env` is added to ours. `bin` is the binary
+   * (BIN unless given); `wrapper` a command line that runs it (valgrind's, say), the binary and
+   * its arguments after it, in the same process.
+   */
+  static async start({ args = [], env = {}, name = "server", bin = BIN, wrapper = [] } = {}) {
     const server = new AskBridge(await freePort(), tempDir(name), args, env);
+    server.bin = bin;
+    server.wrapper = wrapper;
     await server.start();
     return server;
   }
@@ -141,10 +147,12 @@ export class AskBridge {
   }
 
   async start() {
-    if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: run \`make release\` first`);
+    const bin = this.bin ?? BIN;
+    if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run \`make release\` first`);
+    const [command, ...before] = [...(this.wrapper ?? []), bin];
     const child = spawnTracked(
-      BIN,
-      ["serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...this.args],
+      command,
+      [...before, "serve", "--addr", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, ...this.args],
       { cwd: root, stdio: ["ignore", "ignore", "pipe"], env: this.env },
     );
     child.stderr.on("data", (chunk) => {
