@@ -164,8 +164,11 @@ for (const [agent, name] of AGENTS) {
         await page.keyboard.press("0");
         await page.keyboard.type("OAuth 2 via Google");
         await page.keyboard.press("Enter");
-        await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
-        if ((await card(page).getAttribute("data-state")) === "pending") {
+        // A message queued, or the card answered (drawn so once the agent has the answer).
+        const queued = page.getByRole("article", { name: "Queued message" });
+        const answered = card(page).and(page.locator('[data-state="answered"]'));
+        await expect(queued.or(answered).first()).toBeVisible({ timeout: 30_000 });
+        if (await queued.isVisible()) {
           // The 0 went to the message box: all of it is a message, queued for after the answer.
           await expect(page.getByRole("article", { name: "Queued message" })).toContainText("0OAuth 2 via Google");
           for (const option of ["JWT", "Sessions"]) {

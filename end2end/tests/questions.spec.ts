@@ -38,6 +38,30 @@ test("a single single-select question is answered by one click", async ({ page, 
   });
 });
 
+// The answering card is drawn as answered only once the agent has the answer (`CardLife::phase`):
+// until then its controls look as they did, and take nothing more.
+test("a second option clicked while the first answer is on its way is not sent, and the card shows the first", async ({ page, request }) => {
+  const session = await startSession(page, "ask me a single question");
+  const question = card(page).getByRole("radiogroup", { name: "Which database should we use?" });
+  const postgres = question.getByRole("radio", { name: "Postgres" });
+  const sqlite = question.getByRole("radio", { name: "SQLite" });
+  await expect(postgres).toBeVisible();
+  const [first, second] = [await postgres.boundingBox(), await sqlite.boundingBox()];
+  // Both clicks as the mouse gives them, the second at once, before the page draws the first.
+  await page.mouse.click(first!.x + first!.width / 2, first!.y + first!.height / 2);
+  await page.mouse.click(second!.x + second!.width / 2, second!.y + second!.height / 2);
+
+  await expect(card(page)).toHaveAttribute("data-state", "answered");
+  await expect(postgres).toBeChecked();
+  await expect(sqlite).not.toBeChecked();
+  // The focus left the card with the first click: what the person types next goes to the box.
+  await expect(page.getByRole("textbox", { name: "Message" })).toBeFocused();
+  await waitForTurnEnd(page);
+  expect(await received(request, session)).toEqual({
+    answered: { answers: [{ question: "Which database should we use?", labels: ["Postgres"], other: null, notes: null }] },
+  });
+});
+
 test("the options show while the agent writes, and the card opens without drawing them again", async ({ page }) => {
   // Every radio the page ever adds, with the card's state at that moment (recorded in the page:
   // the card may open within a frame of its options showing).

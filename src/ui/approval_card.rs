@@ -44,7 +44,7 @@ struct Decider {
 impl Decider {
     fn decide(self, decision: Decision) {
         let life = self.life;
-        if !life.is_open_untracked() {
+        if life.answering() || !life.is_open_untracked() {
             return;
         }
         self.last.set_value(Some(decision.clone()));

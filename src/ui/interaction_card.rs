@@ -45,7 +45,12 @@ impl Phase {
 pub struct CardLife {
     pub session: StoredValue<String>,
     pub tool_use_id: StoredValue<String>,
-    pub phase: Memo<Phase>,
+    /// The phase as the card draws it: while this tab's answer reaches the agent (`Hold`), the
+    /// card is drawn as it was, and its own redraws (sending, then answered) wait with the
+    /// thread's, so that the click's task is only the request (BENCHMARKS.md, "Latest figures":
+    /// they were 20–29 ms of a traced click). Its keys and clicks are inert meanwhile
+    /// (`answering`), and the focus has left it already.
+    pub phase: ReadSignal<Phase>,
     /// Shared by every call that answers the card (submit and skip, say).
     pub calls: CallState,
     /// The server took this tab's answer; the outcome is on its way.
@@ -59,6 +64,9 @@ pub struct CardLife {
     /// Whether the thread follows its end: a card brought into view above it stops that.
     #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
     following: Option<StoredValue<bool>>,
+    /// The card's element, once `let_go_of_focus_when_closed` knows it.
+    #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
+    root: StoredValue<Option<NodeRef<html::Section>>>,
 }
 
 impl CardLife {
@@ -69,7 +77,7 @@ impl CardLife {
         let read_only = thread.is_some_and(|t| t.read_only);
         let hold = thread.map(|t| t.hold);
         let following = thread.map(|t| t.following);
-        let phase = Memo::new(move |_| {
+        let now = Memo::new(move |_| {
             call.with(|c| match &c.interaction {
                 None if c.status == ToolStatus::Cancelled => Phase::CutShort,
                 None => Phase::Streaming,
@@ -85,10 +93,43 @@ impl CardLife {
                 },
             })
         });
+        let drawn = RwSignal::new(now.get_untracked());
+        Effect::new(move |_| {
+            let phase = now.get();
+            let answering = calls.pending.get_untracked() || sent.get_untracked();
+            match hold {
+                Some(hold) if answering && hold.is_active() => {
+                    hold.redraw(true, move || {
+                        if let Some(phase) = now.try_get_untracked() {
+                            drawn.try_set(phase);
+                        }
+                    });
+                }
+                _ if drawn.with_untracked(|d| *d != phase) => drawn.set(phase),
+                _ => {}
+            }
+        });
         let tool_use_id = StoredValue::new(call.with_untracked(|c| c.id.clone()));
         let parked =
             Memo::new(move |_| call.with(|c| c.interaction.as_ref().is_some_and(|i| i.is_pending() && i.parked)));
-        Self { session, tool_use_id, phase, calls, sent, parked, unreachable: RwSignal::new(false), hold, following }
+        Self {
+            session,
+            tool_use_id,
+            phase: drawn.read_only(),
+            calls,
+            sent,
+            parked,
+            unreachable: RwSignal::new(false),
+            hold,
+            following,
+            root: StoredValue::new(None),
+        }
+    }
+
+    /// This tab's answer is on its way, or the server took it: the card takes no other.
+    /// Untracked, and true from the click on, before the card is drawn so.
+    pub fn answering(&self) -> bool {
+        self.calls.pending.get_untracked() || self.sent.get_untracked()
     }
 
     /// Sends an answer, a decision or a skip with `call`: until it lands, the page redraws only
@@ -102,6 +143,12 @@ impl CardLife {
         }
         let life = *self;
         call.dispatch_then(input, move |result| life.settle(result));
+        // Now, not once the card is drawn as sending: keys typed on go where they will go then.
+        // Queued after the request's task, which starts the request: the focus's move costs a
+        // style pass, which the request need not wait for.
+        if let Some(root) = self.root.get_value() {
+            leptos::task::spawn_local(async move { life.let_go_of_focus(root) });
+        }
     }
 
     /// For the `done` of a call that answers the card.
@@ -191,34 +238,40 @@ impl CardLife {
     /// page): for the next card that waits, else the message box. An answered card kept a focus
     /// ring, and its keys no longer do anything.
     pub fn let_go_of_focus_when_closed(&self, root: NodeRef<html::Section>) {
+        self.root.set_value(Some(root));
+        let (life, phase) = (*self, self.phase);
+        Effect::new(move |was_open: Option<bool>| {
+            let open = phase.with(Phase::is_open);
+            if was_open == Some(true) && !open {
+                life.let_go_of_focus(root);
+            }
+            open
+        });
+    }
+
+    /// The focus leaves the card if it is inside, or was lost (see above).
+    fn let_go_of_focus(&self, root: NodeRef<html::Section>) {
         #[cfg(feature = "hydrate")]
         {
             use wasm_bindgen::JsCast;
-            let (phase, following) = (self.phase, self.following);
-            Effect::new(move |was_open: Option<bool>| {
-                let open = phase.with(Phase::is_open);
-                if was_open == Some(true) && !open {
-                    let active = document().active_element();
-                    let card = root.get_untracked();
-                    let in_card = card.as_ref().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
-                    let lost = active.is_none_or(|el| el.tag_name() == "BODY");
-                    if in_card || lost {
-                        match super::focus::go_to_waiting_card(card.as_deref()) {
-                            Some(at_end) => {
-                                if let Some(following) = following {
-                                    following.try_set_value(at_end);
-                                }
-                            }
-                            None => {
-                                if let Some(composer) = document().query_selector(".composer-input").ok().flatten() {
-                                    _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
-                                }
-                            }
+            let active = document().active_element();
+            let card = root.get_untracked();
+            let in_card = card.as_ref().zip(active.as_ref()).is_some_and(|(root, el)| root.contains(Some(el)));
+            let lost = active.is_none_or(|el| el.tag_name() == "BODY");
+            if in_card || lost {
+                match super::focus::go_to_waiting_card(card.as_deref()) {
+                    Some(at_end) => {
+                        if let Some(following) = self.following {
+                            following.try_set_value(at_end);
+                        }
+                    }
+                    None => {
+                        if let Some(composer) = document().query_selector(".composer-input").ok().flatten() {
+                            _ = composer.unchecked_ref::<web_sys::HtmlElement>().focus();
                         }
                     }
                 }
-                open
-            });
+            }
         }
         #[cfg(not(feature = "hydrate"))]
         let _ = root;

@@ -171,9 +171,10 @@ impl Card {
     }
 
     /// Picks an option; with `submits`, that answers the card. The answer leaves before the card
-    /// redraws: the redraw (the choice checked, the controls disabled) is work the page queues,
-    /// and it ran before the request when the choice came first (7 to 20 ms on the bench's
-    /// machine, on the way from the click to the agent).
+    /// redraws: the redraw (the choice checked) is work the page queues, and it ran before the
+    /// request when the choice came first (7 to 20 ms on the bench's machine, on the way from the
+    /// click to the agent). The card drawn as sent, its controls disabled, waits until the agent
+    /// has the answer (`CardLife::phase`).
     pub(super) fn pick_and_submit(&self, index: usize, label: &str, submits: bool) {
         let multi = self.is_multi(index);
         let label = label.to_string();
@@ -259,7 +260,7 @@ impl Card {
     }
 
     pub(super) fn submit(&self) {
-        if !self.editable() || self.unanswered() > 0 {
+        if self.life.answering() || !self.editable() || self.unanswered() > 0 {
             return;
         }
         let answers: Vec<QuestionAnswer> = self.questions.with_untracked(|questions| {
@@ -277,7 +278,7 @@ impl Card {
     }
 
     pub(super) fn decline(&self) {
-        if !self.life.is_open_untracked() {
+        if self.life.answering() || !self.life.is_open_untracked() {
             return;
         }
         let life = self.life;
@@ -311,7 +312,12 @@ impl Card {
     }
 
     pub(super) fn on_key(&self, event: leptos::ev::KeyboardEvent) {
-        if !untrack(|| self.editable()) || event.ctrl_key() || event.meta_key() || event.alt_key() {
+        if self.life.answering()
+            || !untrack(|| self.editable())
+            || event.ctrl_key()
+            || event.meta_key()
+            || event.alt_key()
+        {
             return;
         }
         let target = event.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<leptos::web_sys::Element>(t).ok());
@@ -388,7 +394,14 @@ impl Card {
     /// An option was clicked: `option` is its index, `None` for Other. Only a pointer's click
     /// answers a card by itself: a space or an arrow key on a focused radio clicks it too, and
     /// that must not send an answer the person did not pick.
-    pub(super) fn on_option_click(&self, index: usize, option: Option<usize>, pointer: bool) {
+    pub(super) fn on_option_click(&self, index: usize, option: Option<usize>, event: &leptos::ev::MouseEvent) {
+        // Its answer is on its way, drawn or not yet (`CardLife::phase`): the browser takes the
+        // check back, so that the card never shows a choice that was not sent.
+        if self.life.answering() {
+            event.prevent_default();
+            return;
+        }
+        let pointer = event.detail() > 0;
         self.current.set_value(Some(index));
         self.placed.set_value(false);
         // Previews change after the click, not on the press (see `on_option_focus`).

@@ -143,7 +143,7 @@ fn choice_option(
                 aria-label=choice.label.clone()
                 checked=checked
                 prop:checked=move || draft.with(|d| d.labels.contains(&label))
-                on:click=move |ev| card.on_option_click(index, Some(o), ev.detail() > 0)
+                on:click=move |ev| card.on_option_click(index, Some(o), &ev)
                 on:focus=move |ev| card.on_option_focus(index, Some(o), &ev)
             />
             <span class="qc-key" aria-hidden="true">{o + 1}</span>
@@ -169,7 +169,7 @@ fn other_answer(q: Bound, name: String, controls: &Controls, on: bool, other: St
                 aria-label=OTHER
                 checked=on
                 prop:checked=move || draft.with(|d| d.other_on)
-                on:click=move |ev| card.on_option_click(index, None, ev.detail() > 0)
+                on:click=move |ev| card.on_option_click(index, None, &ev)
                 on:focus=move |ev| card.on_option_focus(index, None, &ev)
             />
             <span class="qc-key" aria-hidden="true">"0"</span>
