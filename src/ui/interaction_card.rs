@@ -126,6 +126,15 @@ impl CardLife {
         }
     }
 
+    /// `redraw` once the agent has this tab's answer (with the card's own redraws, see `phase`),
+    /// or now when no answer from here is on its way.
+    pub fn redraw_later(&self, redraw: impl FnOnce() + Send + Sync + 'static) {
+        match self.hold {
+            Some(hold) if self.answering() => hold.redraw(true, redraw),
+            _ => redraw(),
+        }
+    }
+
     /// This tab's answer is on its way, or the server took it: the card takes no other.
     /// Untracked, and true from the click on, before the card is drawn so.
     pub fn answering(&self) -> bool {

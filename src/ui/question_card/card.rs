@@ -193,7 +193,10 @@ impl Card {
         if submits {
             self.submit();
         }
-        self.drafts.notify();
+        // The browser shows the choice checked already: the card's redraw of it waits with the
+        // rest of the card's while the answer reaches the agent.
+        let drafts = self.drafts;
+        self.life.redraw_later(move || drafts.notify());
     }
 
     /// Chooses "Other" (or, on a multi-select question, turns it off again). The focus goes into
@@ -404,10 +407,15 @@ impl Card {
         let pointer = event.detail() > 0;
         self.current.set_value(Some(index));
         self.placed.set_value(false);
-        // Previews change after the click, not on the press (see `on_option_focus`).
-        self.show_preview(index, option);
+        // Previews change after the click, not on the press (see `on_option_focus`); after the
+        // answer it sends, if it sends one (`pick_and_submit`).
+        let card = *self;
+        let preview = move || card.show_preview(index, option);
         match option {
-            None => self.choose_other(index),
+            None => {
+                preview();
+                self.choose_other(index);
+            }
             Some(o) => {
                 let label = self
                     .questions
@@ -415,6 +423,7 @@ impl Card {
                 if let Some(label) = label {
                     self.pick_and_submit(index, &label, pointer && untrack(|| self.auto_submits()));
                 }
+                self.life.redraw_later(preview);
             }
         }
     }
