@@ -86,6 +86,9 @@ pub use notices::{Listener, Notice};
 pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 pub use terminals::TranscriptRead;
 
+/// The page size of a SQLite file this server creates (`open`).
+const PAGE_SIZE: u32 = 1024;
+
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
@@ -196,7 +199,8 @@ impl Store {
         Self::open_with_page_limit(path, None).await
     }
 
-    /// As `open`, with the database limited to `pages` pages (of 4 KiB): a full disk, for tests.
+    /// As `open`, with the database limited to `pages` pages (of the file's page size): a full
+    /// disk, for tests.
     #[doc(hidden)]
     pub async fn open_with_page_limit(path: &Path, pages: Option<u32>) -> StoreResult<Self> {
         Self::open_sqlite(path, pages, SqliteSynchronous::Full).await
@@ -225,7 +229,17 @@ impl Store {
             .busy_timeout(std::time::Duration::from_secs(10))
             // The write-ahead log is cut back to this after a checkpoint, rather than staying at
             // its largest size for good.
-            .pragma("journal_size_limit", (64 << 20).to_string());
+            .pragma("journal_size_limit", (64 << 20).to_string())
+            // Pages of 1 KiB in a new file (a file keeps the size it was made with): each event is
+            // a transaction that writes whole pages to the log, most of them a few bytes changed
+            // in a session's row, an index or a small event. Against SQLite's 4 KiB, a reply at a
+            // reading pace wrote 140–160 KiB to the disk instead of 256 (12.7×, 11.1× its text,
+            // against 20.3×; 2 KiB gave 15.5×, 512 B 10.5×) and one at full speed 0.7 MiB instead
+            // of 1.0 (`make bench`'s disk and streaming sections, 3 Dec; BENCHMARKS.md, "Pages of
+            // 1 KiB").
+            .page_size(PAGE_SIZE)
+            // A checkpoint after as many bytes of log as with 4 KiB pages (SQLite counts pages).
+            .pragma("wal_autocheckpoint", (4 << 20 >> PAGE_SIZE.trailing_zeros()).to_string());
         if let Some(pages) = pages {
             options = options.pragma("max_page_count", pages.to_string());
         }

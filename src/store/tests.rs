@@ -998,6 +998,45 @@ async fn a_crash_mid_stream_keeps_every_stored_piece_and_the_log_goes_on_after_t
 }
 
 #[tokio::test]
+async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |store: &Store| {
+        let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+        let pool = pool.clone();
+        async move { sqlx::query_scalar::<_, i64>("PRAGMA page_size").fetch_one(&pool).await.unwrap() }
+    };
+    let new = Store::open(&dir.path().join("new.db")).await.unwrap();
+    assert_eq!(page_size(&new).await, i64::from(PAGE_SIZE));
+
+    // A file an earlier version made, in SQLite's 4 KiB pages (its header written, as every
+    // file of ours has it once opened in WAL mode): opened, written and read as it is.
+    let older = dir.path().join("older.db");
+    {
+        let options = SqliteConnectOptions::from_str("sqlite://")
+            .unwrap()
+            .filename(&older)
+            .create_if_missing(true)
+            .page_size(4096)
+            .journal_mode(SqliteJournalMode::Wal);
+        SqlitePoolOptions::new().connect_with(options).await.unwrap().close().await;
+    }
+    let store = Store::open(&older).await.unwrap();
+    assert_eq!(page_size(&store).await, 4096);
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    record(
+        &store,
+        "s1",
+        &mut thread,
+        vec![EventBody::UserMessage { message_id: "u1".into(), text: "x".repeat(10_000), attachments: Vec::new() }],
+    )
+    .await;
+    drop(store);
+    let store = Store::open(&older).await.unwrap();
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+}
+
+#[tokio::test]
 async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
