@@ -1,9 +1,9 @@
 //! What an agent streams, kept out of the database's pages. A SQLite transaction writes whole pages
-//! (4 KiB then; 1 KiB in a file made since 3 Dec, `Store::open`), so a text delta of sixteen characters stored as a row cost about 12 KiB of WAL: 110 bytes
-//! written per byte streamed even with the pieces grouped (BENCHMARKS.md, "Group commit of what
-//! streams"). Here the pieces (text and tool-argument deltas) are appended to a file per session,
-//! with a few bytes of framing each, before they are broadcast, as every event is; everything else
-//! stays in the database.
+//! (4 KiB then; 1 KiB in a file made since 3 Dec, `Store::open`), so a text delta of sixteen
+//! characters stored as a row cost about 12 KiB of WAL: 110 bytes written per byte streamed even
+//! with the pieces grouped (BENCHMARKS.md, "Group commit of what streams"). Here the pieces (text
+//! and tool-argument deltas) are appended to a file per session, with a few bytes of framing each,
+//! before they are broadcast, as every event is; everything else stays in the database.
 //!
 //! **Where the durability line sits.** A group is written to the file (the kernel's page cache)
 //! before it is shown, and flushed to the disk (`fdatasync`) only when the run of pieces ends:
