@@ -230,9 +230,10 @@ impl Store {
             // The write-ahead log is cut back to this after a checkpoint, rather than staying at
             // its largest size for good.
             .pragma("journal_size_limit", (64 << 20).to_string())
-            // Pages of 1 KiB in a new file (a file keeps the size it was made with): each event is
-            // a transaction that writes whole pages to the log, most of them a few bytes changed
-            // in a session's row, an index or a small event. Against SQLite's 4 KiB, a reply at a
+            // Pages of 1 KiB in a new file (one made before is rewritten once,
+            // `converted_to_small_pages`): each event is a transaction that writes whole pages to
+            // the log, most of them a few bytes changed in a session's row, an index or a small
+            // event. Against SQLite's 4 KiB, a reply at a
             // reading pace wrote 140–160 KiB to the disk instead of 256 (12.7×, 11.1× its text,
             // against 20.3×; 2 KiB gave 15.5×, 512 B 10.5×) and one at full speed 0.7 MiB instead
             // of 1.0 (`make bench`'s disk and streaming sections, 3 Dec; BENCHMARKS.md, "Pages of
@@ -243,6 +244,7 @@ impl Store {
         if let Some(pages) = pages {
             options = options.pragma("max_page_count", pages.to_string());
         }
+        Self::converted_to_small_pages(&options, path).await;
         let named = |error: StoreError| match error {
             StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
             other => other,
@@ -264,6 +266,52 @@ impl Store {
         }
         Self::converted_to_incremental_vacuum(&pool).await;
         Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
+    }
+
+    /// A file made before in SQLite's 4 KiB pages is rewritten once in pages of `PAGE_SIZE`
+    /// (each event then writes a quarter of the bytes: see `open_sqlite`), with incremental
+    /// auto-vacuum set in the same rewrite. A file's page size changes only out of WAL mode, by a
+    /// `VACUUM` on the file's only connection, which needs about the file's size free on the disk
+    /// and takes about a second per 100 MB here: so only for a file of ours up to
+    /// `CONVERTED_UP_TO`, at a start, before the pool opens its connections. One that cannot be
+    /// rewritten now (a full disk) is used as it is and tried again at the next start; a larger
+    /// one keeps its pages.
+    async fn converted_to_small_pages(options: &SqliteConnectOptions, path: &Path) {
+        use sqlx::{ConnectOptions, Connection};
+        const CONVERTED_UP_TO: u64 = 64 << 20;
+        if !std::fs::metadata(path).is_ok_and(|file| file.len() > 0 && file.len() <= CONVERTED_UP_TO) {
+            return;
+        }
+        // Not a database, or not one of ours: left to the pool's checks, which say so.
+        let Ok(mut connection) = options.connect().await else { return };
+        let read = async {
+            let ours: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+                    .fetch_all(&mut connection)
+                    .await?;
+            let page_size: Vec<i64> = sqlx::query_scalar("PRAGMA page_size").fetch_all(&mut connection).await?;
+            Ok::<_, sqlx::Error>(!ours.is_empty() && page_size.first() != Some(&i64::from(PAGE_SIZE)))
+        };
+        if read.await.is_ok_and(|convert| convert) {
+            tracing::info!("rewriting the database once, in pages of {PAGE_SIZE} bytes");
+            let rewritten = async {
+                // Leaving WAL mode copies the log into the file first.
+                sqlx::query("PRAGMA journal_mode = DELETE").execute(&mut connection).await?;
+                let vacuumed = async {
+                    sqlx::query(&format!("PRAGMA page_size = {PAGE_SIZE}")).execute(&mut connection).await?;
+                    sqlx::query("PRAGMA auto_vacuum = INCREMENTAL").execute(&mut connection).await?;
+                    sqlx::query("VACUUM").execute(&mut connection).await
+                }
+                .await;
+                // Back to WAL whatever the rewrite did (every connection of the pool asks for it too).
+                sqlx::query("PRAGMA journal_mode = WAL").execute(&mut connection).await?;
+                vacuumed.map(drop)
+            };
+            if let Err(error) = rewritten.await {
+                tracing::warn!(%error, "the database could not be rewritten in smaller pages now: it keeps its own");
+            }
+        }
+        _ = connection.close().await;
     }
 
     /// A deleted session's pages go back to the file system (`give_back_space`), not to a free

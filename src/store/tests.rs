@@ -998,19 +998,19 @@ async fn a_crash_mid_stream_keeps_every_stored_piece_and_the_log_goes_on_after_t
 }
 
 #[tokio::test]
-async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_keeps_them() {
+async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewritten_with_all_it_held() {
     let dir = tempfile::tempdir().unwrap();
-    let page_size = |store: &Store| {
+    let pragma = |store: &Store, name: &'static str| {
         let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
         let pool = pool.clone();
-        async move { sqlx::query_scalar::<_, i64>("PRAGMA page_size").fetch_one(&pool).await.unwrap() }
+        async move { sqlx::query_scalar::<_, i64>(&format!("PRAGMA {name}")).fetch_one(&pool).await.unwrap() }
     };
     let new = Store::open(&dir.path().join("new.db")).await.unwrap();
-    assert_eq!(page_size(&new).await, i64::from(PAGE_SIZE));
+    assert_eq!(pragma(&new, "page_size").await, i64::from(PAGE_SIZE));
 
-    // A file an earlier version made, in SQLite's 4 KiB pages (its header written, as every
-    // file of ours has it once opened in WAL mode): opened, written and read as it is.
+    // A file an earlier version made and wrote, in SQLite's 4 KiB pages, without auto-vacuum.
     let older = dir.path().join("older.db");
+    let mut thread = Thread::default();
     {
         let options = SqliteConnectOptions::from_str("sqlite://")
             .unwrap()
@@ -1018,22 +1018,31 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_keeps_the
             .create_if_missing(true)
             .page_size(4096)
             .journal_mode(SqliteJournalMode::Wal);
-        SqlitePoolOptions::new().connect_with(options).await.unwrap().close().await;
+        let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+        let store = Store::migrated_sqlite(pool, journal::Journal::beside(&older)).await.unwrap();
+        assert_eq!(pragma(&store, "page_size").await, 4096);
+        store.create_session(&summary("s1", 1)).await.unwrap();
+        let text = "x".repeat(10_000);
+        record(
+            &store,
+            "s1",
+            &mut thread,
+            vec![EventBody::UserMessage { message_id: "u1".into(), text, attachments: Vec::new() }],
+        )
+        .await;
+        store.close().await;
     }
     let store = Store::open(&older).await.unwrap();
-    assert_eq!(page_size(&store).await, 4096);
-    store.create_session(&summary("s1", 1)).await.unwrap();
-    let mut thread = Thread::default();
-    record(
-        &store,
-        "s1",
-        &mut thread,
-        vec![EventBody::UserMessage { message_id: "u1".into(), text: "x".repeat(10_000), attachments: Vec::new() }],
-    )
-    .await;
-    drop(store);
-    let store = Store::open(&older).await.unwrap();
-    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    assert_eq!(pragma(&store, "page_size").await, i64::from(PAGE_SIZE));
+    assert_eq!(pragma(&store, "auto_vacuum").await, 2, "incremental, in the same rewrite");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "everything it held, as it was");
+    // And it goes on as any other file: in WAL mode, written and read again after a restart.
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode").fetch_one(pool).await.unwrap();
+    assert_eq!(mode, "wal");
+    record(&store, "s1", &mut thread, vec![EventBody::TurnStarted]).await;
+    store.close().await;
+    assert_eq!(Store::open(&older).await.unwrap().load_thread("s1").await.unwrap(), thread);
 }
 
 #[tokio::test]
