@@ -89,6 +89,19 @@ pub use terminals::TranscriptRead;
 /// The page size of a SQLite file this server creates (`open`).
 const PAGE_SIZE: u32 = 1024;
 
+/// The page size a SQLite file's header gives (bytes 16–17, big-endian; 1 for 65,536: SQLite's
+/// "Database File Format", 1.3), or `None` for a file too short to be a database. Read from the
+/// header so that a start needs no connection of its own to know the file is in small pages.
+fn sqlite_page_size(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut header = [0u8; 18];
+    std::fs::File::open(path).ok()?.read_exact(&mut header).ok()?;
+    match u16::from_be_bytes([header[16], header[17]]) {
+        1 => Some(65_536),
+        size => Some(u32::from(size)),
+    }
+}
+
 #[derive(Clone)]
 pub struct Store {
     pool: Pool,
@@ -233,11 +246,10 @@ impl Store {
             // Pages of 1 KiB in a new file (one made before is rewritten once,
             // `converted_to_small_pages`): each event is a transaction that writes whole pages to
             // the log, most of them a few bytes changed in a session's row, an index or a small
-            // event. Against SQLite's 4 KiB, a reply at a
-            // reading pace wrote 140–160 KiB to the disk instead of 256 (12.7×, 11.1× its text,
-            // against 20.3×; 2 KiB gave 15.5×, 512 B 10.5×) and one at full speed 0.7 MiB instead
-            // of 1.0 (`make bench`'s disk and streaming sections, 3 Dec; BENCHMARKS.md, "Pages of
-            // 1 KiB").
+            // event. Against SQLite's 4 KiB, a reply at a reading pace wrote 140–160 KiB to the
+            // disk instead of 256 (12.7×, 11.1× its text, against 20.3×; 2 KiB gave 15.5×, 512 B
+            // 10.5×) and one at full speed 0.7 MiB instead of 1.0 (`make bench`'s disk and
+            // streaming sections, 3 Dec; BENCHMARKS.md, "Pages of 1 KiB").
             .page_size(PAGE_SIZE)
             // A checkpoint after as many bytes of log as with 4 KiB pages (SQLite counts pages).
             .pragma("wal_autocheckpoint", (4 << 20 >> PAGE_SIZE.trailing_zeros()).to_string());
@@ -279,7 +291,11 @@ impl Store {
     async fn converted_to_small_pages(options: &SqliteConnectOptions, path: &Path) {
         use sqlx::{ConnectOptions, Connection};
         const CONVERTED_UP_TO: u64 = 64 << 20;
-        if !std::fs::metadata(path).is_ok_and(|file| file.len() > 0 && file.len() <= CONVERTED_UP_TO) {
+        if !std::fs::metadata(path).is_ok_and(|file| file.len() <= CONVERTED_UP_TO) {
+            return;
+        }
+        // A new file, or one in small pages already (every start after the first): no connection.
+        if sqlite_page_size(path).is_none_or(|size| size == PAGE_SIZE) {
             return;
         }
         // Not a database, or not one of ours: left to the pool's checks, which say so.
