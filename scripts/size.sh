@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUDGET_KIB=${SIZE_BUDGET_KIB:-200}
-# A session's link opened while its agent waits: what its card waits for before it answers.
+# A session's link opened while its agent waits: its first load (issue 38).
 LINK_BUDGET_KIB=${SIZE_LINK_BUDGET_KIB:-250}
 BIN=${ASKBRIDGE_BIN:-target/release/askbridge}
 [ -x "$BIN" ] || { echo "size: $BIN is missing; run 'make release' first" >&2; exit 1; }
@@ -26,21 +26,28 @@ base="http://127.0.0.1:$port"
 wire() { curl -fs -H "$auth" -H 'Accept-Encoding: br, gzip' -o /dev/null -w '%{size_download}' "$base$1"; }
 raw() { curl -fs -H "$auth" -o /dev/null -w '%{size_download}' "$base$1"; }
 
-page=$(curl -fs -H "$auth" "$base/")
-assets=$(grep -oE '(href|src)="/pkg/[^"]+"' <<<"$page" | sed -E 's/^(href|src)="//; s/"$//' | sort -u)
-# The hydration script imports the JS and WASM by name; they are preloaded in <head> too. A JS
-# module's static imports load with it (the glue imports the lazy chunks' loader, which imports
-# the glue back): follow them until no new file turns up.
-js=$(grep -E '\.js$' <<<"$assets" || true)
-while [ -n "$js" ]; do
-  next=""
-  for path in $js; do
-    for name in $(curl -fs -H "$auth" "$base$path" | grep -oE 'from ?"\./[^"]+\.js"' | sed -E 's/^from ?"\.\///; s/"$//'); do
-      grep -qxF "/pkg/$name" <<<"$assets" || { assets=$(printf '%s\n/pkg/%s' "$assets" "$name"); next="$next /pkg/$name"; }
+# What a page's first load fetches: the page, the files it names (stylesheet, hydration script,
+# WASM, preloads) and the JS modules those import, in `$assets`. The hydration script imports the
+# JS and WASM by name; they are preloaded in <head> too. A JS module's static imports load with it
+# (the glue imports the lazy chunks' loader, which imports the glue back): followed until no new
+# file turns up. A chunk the page's code asks for later (the session pane's, say) is not in it.
+first_load() {
+  local page
+  page=$(curl -fs -H "$auth" "$base$1")
+  assets=$(grep -oE '(href|src)="/pkg/[^"]+"' <<<"$page" | sed -E 's/^(href|src)="//; s/"$//' | sort -u)
+  local js next path name
+  js=$(grep -E '\.js$' <<<"$assets" || true)
+  while [ -n "$js" ]; do
+    next=""
+    for path in $js; do
+      for name in $(curl -fs -H "$auth" "$base$path" | grep -oE 'from ?"\./[^"]+\.js"' | sed -E 's/^from ?"\.\///; s/"$//'); do
+        grep -qxF "/pkg/$name" <<<"$assets" || { assets=$(printf '%s\n/pkg/%s' "$assets" "$name"); next="$next /pkg/$name"; }
+      done
     done
+    js=$next
   done
-  js=$next
-done
+}
+first_load /
 total=0
 printf '%-52s %10s %10s\n' "file" "raw" "wire (br)"
 for path in / $assets; do
@@ -66,25 +73,32 @@ for name in /highlight.js $(cd target/site && ls pkg/highlight-*/*.js pkg/highli
   printf '%-52s %10d %10d  (when a file is shown)\n' "$name" "$(raw "$name")" "$(wire "$name")"
 done
 
-# A session's link opened while its agent waits on a one-click question (a notification's): its
-# card answers before the page's code runs (src/ui/early_answer.rs), so what it waits for is the
-# page and its stylesheet. The WASM the page then loads is the first load's above, and the session
-# pane's chunk comes as it hydrates, once the answer is in.
+# A session's link opened while its agent waits on a one-click question (a notification's). Its
+# first load: the page hydrates without the session pane's chunk, which its code fetches as it
+# starts and which takes the server's pane over when it lands (src/ui/lazy.rs). And before any of
+# that, its card answers (src/ui/early_answer.rs): what the card waits for is the page and its
+# stylesheet.
 post() { curl -fs -H "$auth" -H "Origin: $base" -H 'Content-Type: application/json' -d "$2" "$base/api/$1"; }
 session=$(post create_session '{}' | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
 post send_message "{\"session\": \"$session\", \"text\": \"ask me a single question\"}" >/dev/null
 for _ in $(seq 100); do curl -fs -H "$auth" "$base/s/$session" | grep -q 'data-send-early' && break; sleep 0.1; done
 link_page=$(curl -fs -H "$auth" "$base/s/$session")
 grep -q 'data-send-early' <<<"$link_page" || { echo "size: the session's card did not answer early" >&2; exit 1; }
-stylesheet=$(grep -oE 'rel="stylesheet" href="/pkg/[^"]+"' <<<"$link_page" | sed -E 's/.*href="//; s/"$//')
-link=$(( $(wire "/s/$session") + $(wire "$stylesheet") ))
-link_kib=$(( (link + 1023) / 1024 ))
-printf '%-52s %10s %10d  (%d KiB, budget %d KiB)\n' "/s/ID with a card waiting: what the card waits for" "" "$link" "$link_kib" "$LINK_BUDGET_KIB"
-after=$(( total - $(wire /) ))
-for chunk in target/site/pkg/split_session_pane.*.wasm target/site/pkg/chunk_*.wasm; do
-  after=$(( after + $(wire "/pkg/$(basename "$chunk")") ))
+first_load "/s/$session"
+link=0
+for path in "/s/$session" $assets; do
+  link=$((link + $(wire "$path")))
 done
-printf '%-52s %10s %10d  (as it hydrates, after the answer)\n' "  then: the first load's files and the pane's chunks" "" "$after"
+link_kib=$(( (link + 1023) / 1024 ))
+printf '%-52s %10s %10d  (%d KiB, budget %d KiB)\n' "/s/ID with a card waiting: its first load" "" "$link" "$link_kib" "$LINK_BUDGET_KIB"
+stylesheet=$(grep -oE 'rel="stylesheet" href="/pkg/[^"]+"' <<<"$link_page" | sed -E 's/.*href="//; s/"$//')
+early=$(( $(wire "/s/$session") + $(wire "$stylesheet") ))
+printf '%-52s %10s %10d\n' "  of which the card waits for (the page, its styles)" "" "$early"
+pane=0
+for chunk in target/site/pkg/split_session_pane.*.wasm target/site/pkg/chunk_*.wasm; do
+  grep -qxF "/pkg/$(basename "$chunk")" <<<"$assets" || pane=$(( pane + $(wire "/pkg/$(basename "$chunk")") ))
+done
+printf '%-52s %10s %10d  (asked for as it hydrates)\n' "  then: the session pane's chunks" "" "$pane"
 
 # Where the WASM's bytes go, so that whoever adds a dependency sees what it costs; printed before
 # the verdict, because over budget is when it is needed. The shipped file has no function names
@@ -173,6 +187,6 @@ if [ "$kib" -gt "$BUDGET_KIB" ]; then
   exit 1
 fi
 if [ "$link_kib" -gt "$LINK_BUDGET_KIB" ]; then
-  echo "size: a session link's card waits for ${link_kib} KiB, over the ${LINK_BUDGET_KIB} KiB budget" >&2
+  echo "size: a session link's first load is ${link_kib} KiB, over the ${LINK_BUDGET_KIB} KiB budget" >&2
   exit 1
 fi

@@ -63,7 +63,10 @@ pub fn shell(options: LeptosOptions, assets: AssetPaths) -> impl IntoView {
                 <title>"AskBridge"</title>
                 // The page's data, for the browser to hydrate from (the head is not hydrated).
                 {page_data.map(|json| view! { <script type="application/json" id=PAGE_DATA_ID inner_html=json></script> })}
-                {session_data.map(|json| view! { <script type="application/json" id=SESSION_DATA_ID inner_html=json></script> })}
+                {session_data.map(|(json, in_terminal)| {
+                    let in_terminal = in_terminal.then_some("");
+                    view! { <script type="application/json" id=SESSION_DATA_ID data-in-terminal=in_terminal inner_html=json></script> }
+                })}
                 {early}
                 <HydrationScripts options />
                 // The main module imports the chunks' loader: fetched with it, not after it (it

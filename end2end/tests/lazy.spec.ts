@@ -1,8 +1,9 @@
 // The open session's pane is a WASM chunk of its own (src/ui/lazy.rs, docs/size.md): the welcome
-// page hydrates without it and fetches it when idle; a session page preloads it and hydrates
-// with it; a chunk that cannot be fetched leaves a note, not a dead page.
+// page hydrates without it and fetches it when idle; a session page hydrates without it too, and
+// the chunk takes the server's pane over when it lands; a chunk that cannot be fetched leaves a
+// note, not a dead page.
 import { test, expect } from "@playwright/test";
-import { sessionWithReply, waitForHydration } from "./helpers";
+import { agentReplies, composerHint, sessionWithReply, waitForHydration } from "./helpers";
 
 const CHUNK = /\/pkg\/split_session_pane\.[^/]+\.wasm$/;
 
@@ -20,15 +21,38 @@ test("the welcome page hydrates without the session's chunk, then fetches it whe
   await expect(page.getByRole("article", { name: "You" })).toHaveText("drawn from the chunk");
 });
 
-test("a session page preloads the chunk and hydrates with it", async ({ page, request }) => {
+test("a session page hydrates without the chunk, which then takes the server's pane over where it stands", async ({ page, request }) => {
   const id = await sessionWithReply(request, "lazy pane");
   const html = await (await request.get(`/s/${id}`)).text();
-  expect(html).toMatch(/<link[^>]*href="\/pkg\/split_session_pane\.[^"]+\.wasm"[^>]*rel="preload"|<link[^>]*rel="preload"[^>]*href="\/pkg\/split_session_pane\./);
+  expect(html, "the page's first load does not name the chunk").not.toMatch(/split_session_pane/);
+  // The chunk held back until the test lets it go: the page goes on without it meanwhile.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  await page.route(CHUNK, async (route) => {
+    await held;
+    await route.continue();
+  });
+  const asked = page.waitForRequest(CHUNK);
   await page.goto(`/s/${id}`);
+  // Asked for by the page's own code as it starts, not by its HTML.
+  await asked;
+  const box = page.getByRole("textbox", { name: "Message" });
+  await box.click();
+  await page.keyboard.type("typed while the pane comes");
+  await expect(page.getByRole("article", { name: "You" })).toHaveText("lazy pane");
+  // Not sendable before the pane is live: the box would write to a thread nothing follows yet.
+  await expect(composerHint(page)).toHaveText("Loading…");
+  release();
   await waitForHydration(page);
-  // Drawn once: hydration took over the server's thread instead of adding a second.
+  // Drawn once: the chunk took the server's thread over instead of adding a second.
   await expect(page.locator(".thread")).toHaveCount(1);
   await expect(page.getByRole("article", { name: "You" })).toHaveText("lazy pane");
+  await expect(box).toHaveValue("typed while the pane comes");
+  // And the pane it took over is live: what is sent now is drawn in it, and the reply after it.
+  await box.press("Enter");
+  await expect(page.getByRole("article", { name: "You" })).toHaveText(["lazy pane", "typed while the pane comes"]);
+  await expect(agentReplies(page)).toHaveCount(2, { timeout: 30_000 });
+  await expect(page.locator(".thread")).toHaveCount(1);
 });
 
 test("a chunk that cannot be fetched leaves a note, and the page still works", async ({ page }) => {

@@ -7,6 +7,8 @@
 
 use leptos::prelude::*;
 
+#[cfg(feature = "hydrate")]
+use super::scripts::highlight_file;
 use super::server_call::ServerCall;
 use super::state::ThreadState;
 use crate::api::changes::{FolderFile, FolderTree};
@@ -63,15 +65,6 @@ pub fn files_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
             }}
         </aside>
     }
-}
-
-// The viewer's colours (public/highlight.js), fetched when a file is first shown; a file it cannot
-// colour stays as it is drawn.
-#[cfg(feature = "hydrate")]
-#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function highlight_file(table, path) { \
-    import('/highlight.js').then((m) => m.paint(table, path)).catch((e) => console.warn('AskBridge highlight:', e)); }")]
-extern "C" {
-    fn highlight_file(table: &web_sys::Element, path: &str);
 }
 
 /// A folder of the tree: its folders, then its files, each by name.

@@ -219,7 +219,7 @@ impl CardLife {
             let (phase, following) = (self.phase, self.following);
             // Drawn by the server with the page: the person may have put the focus somewhere
             // before the page was interactive (`early_answer.rs`).
-            let hydrated = Owner::current_shared_context().is_some_and(|context| context.during_hydration());
+            let hydrated = super::lazy::hydrating_server_markup();
             Effect::new(move |was_pending: Option<bool>| {
                 let pending = phase.with(|p| *p == Phase::Pending);
                 let drawn_pending = hydrated && was_pending.is_none();

@@ -5,12 +5,14 @@
 //!   the list and the pages of Claude Code's own sessions (`claude_sessions.rs`), which share them;
 //! - reading a session at all: its thread as the page or `load_session` carries it, and its live
 //!   events. The code that decodes a thread and its events (a third of the bundle's serde code)
-//!   lives only here, behind `read_page_session`, `load_session` and the event reader.
+//!   lives only here, behind `take_over_session_pane`, `load_session` and the event reader.
 //!
 //! The browser fetches the chunk when it is idle after hydration, or when a session is first
-//! shown; a session page the server drew fetches it before it hydrates (its `<head>` preloads
-//! it), so that its HTML is taken over as it is, unless its card answers before hydration
-//! (`early_answer.rs`): then as it hydrates, once the answer is in.
+//! shown. A session page the server drew hydrates without it too (issue 38: its link opens with
+//! the first load of `/` and no more): the pane is left as the server drew it, in a slot that
+//! hydration does not enter, and the chunk, fetched as the page starts, takes that very markup
+//! over when it lands (`session_pane_in_place`), so that nothing is drawn twice and nothing a
+//! person did meanwhile (a card answered early, `early_answer.rs`; a word typed) is lost.
 
 #[cfg(feature = "hydrate")]
 use std::future::Future;
@@ -35,15 +37,10 @@ const SESSION_PANE_CHUNK: &str = "session_pane";
 
 /// The open session's pane: at once when its chunk is here (always on the server), else when it
 /// arrives; a chunk that cannot be fetched (the server was updated since this page loaded, say)
-/// leaves a note instead of breaking the page.
+/// leaves a note instead of breaking the page. On the server it is the whole pane, in the slot
+/// that the browser's first view of the page leaves alone (`session_pane_in_place`).
 pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
     Suspend::new(async move {
-        // Not for a page whose card answers before hydration: the chunk is fetched as the page
-        // hydrates, once the answer is in, and its bytes do not compete with what the card needs.
-        #[cfg(feature = "ssr")]
-        if !use_context::<super::page_data::PageData>().is_some_and(|data| data.answers_early()) {
-            leptos::prefetch_lazy_fn_on_server(SESSION_PANE_CHUNK);
-        }
         #[cfg(not(feature = "hydrate"))]
         let drawn = draw_session_pane(thread, initial);
         #[cfg(feature = "hydrate")]
@@ -266,13 +263,60 @@ fn load_session_in_chunk(id: String) -> Result<Loading<SessionView>, ChunkMissin
     Ok(Box::pin(crate::api::LoadSession::run_on_client(crate::api::LoadSession { id })))
 }
 
-/// The session's page data (`SESSION_DATA_ID`), read by the chunk.
+/// The element the open session's pane is drawn in, on both faces and in both ways.
+pub fn pane_slot(pane: AnyView) -> AnyView {
+    view! { <div class="pane-slot">{pane}</div> }.into_any()
+}
+
+/// A session's pane as the server drew it in the page, taken over when the chunk lands: this
+/// view's slot (`pane_slot`'s element) hydrates with no children, which leaves the server's
+/// markup in it alone, and the
+/// chunk hydrates the pane into that markup later, under this view's owner (the workspace's
+/// contexts). `ready` gets the session's state once the pane is live, or `ChunkMissing`; not
+/// called when the person has moved to another page meanwhile.
+#[cfg(feature = "hydrate")]
+pub fn session_pane_in_place(ready: impl FnOnce(Result<ThreadState, ChunkMissing>) + 'static) -> AnyView {
+    let owner = Owner::current();
+    // Disposed with this view: then the pane is not taken over.
+    let shown = StoredValue::new(());
+    leptos::task::spawn_local(async move {
+        let taken = take_over_session_pane(shown, owner).await;
+        if shown.try_get_value().is_some() {
+            ready(taken.and_then(|thread| thread.ok_or(ChunkMissing)));
+        }
+    });
+    // No children at all (not even `()`, which has a marker of its own): not entered.
+    view! { <div class="pane-slot"></div> }.into_any()
+}
+
+/// Reads the session the page carries (`SESSION_DATA_ID`) and hydrates its pane in the slot where
+/// the server drew it; `None` when the page's data cannot be read or the slot is gone.
 #[cfg(feature = "hydrate")]
 #[leptos::wasm_split::wasm_split(session_pane, wasm_split_path = ::leptos::wasm_split, fallible)]
-fn read_page_session() -> Result<Option<SessionView>, ChunkMissing> {
+fn take_over_session_pane(shown: StoredValue<()>, owner: Option<Owner>) -> Result<Option<ThreadState>, ChunkMissing> {
+    use leptos::tachys::hydration::Cursor;
+    use leptos::tachys::view::{Position, PositionState, RenderHtml};
     set_event_reader(super::session_pane::apply_live_event);
+    let slot = document().query_selector(".pane-slot").ok().flatten();
+    let (Some(slot), Some(())) = (slot, shown.try_get_value()) else { return Ok(None) };
     let text = document().get_element_by_id(super::page_data::SESSION_DATA_ID).and_then(|s| s.text_content());
-    Ok(text.and_then(|text| serde_json::from_str(&text).ok()))
+    let Some(SessionView { summary, thread }) = text.and_then(|text| serde_json::from_str(&text).ok()) else {
+        return Ok(None);
+    };
+    let thread = ThreadState::new(summary.id.clone(), thread);
+    let hydrate = move || {
+        let pane = view! { <SessionPane thread initial=summary /> }.into_any();
+        TAKING_OVER.set(true);
+        let drawn = pane.hydrate::<true>(&Cursor::new(slot), &PositionState::new(Position::FirstChild));
+        TAKING_OVER.set(false);
+        // Kept while the pane is shown: the owner's cleanup drops it with the pane's effects.
+        StoredValue::new_local(drawn);
+    };
+    match owner {
+        Some(owner) => owner.with(hydrate),
+        None => hydrate(),
+    }
+    Ok(Some(thread))
 }
 
 /// How a live event's JSON reaches the open thread: a function of the chunk's.
@@ -280,8 +324,14 @@ pub type EventReader = fn(ThreadState, Bell, &str) -> bool;
 
 thread_local! {
     static EVENT_READER: std::cell::Cell<Option<EventReader>> = const { std::cell::Cell::new(None) };
-    /// The session the server drew in the page, as the chunk read it before hydration.
-    static PAGE_SESSION: std::cell::RefCell<Option<SessionView>> = const { std::cell::RefCell::new(None) };
+    /// The chunk is hydrating a pane the server drew (`take_over_session_pane`).
+    static TAKING_OVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether what is being drawn now takes over the server's markup: the page's hydration, or the
+/// session pane's, later (`session_pane_in_place`).
+pub fn hydrating_server_markup() -> bool {
+    TAKING_OVER.get() || Owner::current_shared_context().is_some_and(|context| context.during_hydration())
 }
 
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
@@ -295,11 +345,6 @@ pub fn read_live_event(thread: ThreadState, bell: Bell, json: &str) -> bool {
     EVENT_READER.with(|cell| cell.get()).is_some_and(|read| read(thread, bell, json))
 }
 
-/// The session the server drew in the page, once (`Workspace` takes it as it hydrates).
-pub fn take_page_session() -> Option<SessionView> {
-    PAGE_SESSION.with(|session| session.borrow_mut().take())
-}
-
 pub fn chunk_missing() -> impl IntoView {
     view! {
         <section class="welcome problem-pane" role="alert">
@@ -310,9 +355,10 @@ pub fn chunk_missing() -> impl IntoView {
     }
 }
 
-/// Fetches the chunk when the page, as the server drew it, shows a session, and has it read the
-/// session. Hydration waits for this; `Err` if the chunk cannot be had (then the page is left as
-/// the server drew it).
+/// What the page needs before it hydrates: on a Claude Code session's page, the chunk. On a
+/// session page, the chunk's fetch starts now, and hydration does not wait for it
+/// (`session_pane_in_place`). `Err` if the chunk cannot be had (then the page is left as the
+/// server drew it).
 #[cfg(feature = "hydrate")]
 pub async fn before_hydration() -> Result<(), ChunkMissing> {
     // A Claude Code session's page: the chunk draws its pane and the sidebar's list of Claude
@@ -325,11 +371,12 @@ pub async fn before_hydration() -> Result<(), ChunkMissing> {
         preload_claude_sessions_list().await?;
     }
     if document().get_element_by_id(super::page_data::SESSION_DATA_ID).is_some() {
-        // Each split point has a loader of its own: the pane's must be ready too, or its
-        // `Suspend` would wait while hydrating and the server's HTML would not be taken over.
-        preload_session_pane().await?;
-        let session = read_page_session().await?;
-        PAGE_SESSION.with(|cell| *cell.borrow_mut() = session);
+        // Asked for before the page hydrates (which holds the thread for a while), not after;
+        // Leptos's executor is not set up before hydration.
+        wasm_bindgen_futures::spawn_local(async {
+            _ = preload_session_pane().await;
+        });
+        _ = wasm_bindgen_futures::JsFuture::from(js_sys::Promise::resolve(&wasm_bindgen::JsValue::NULL)).await;
     }
     Ok(())
 }

@@ -29,6 +29,7 @@ pub mod panels;
 pub mod presence;
 pub mod question_card;
 pub mod queued;
+pub mod scripts;
 pub mod server_call;
 pub mod session_edit;
 pub mod session_list;

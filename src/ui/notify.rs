@@ -15,6 +15,8 @@
 use leptos::prelude::*;
 
 use super::icons;
+#[cfg(feature = "hydrate")]
+use super::scripts::bell;
 
 /// Whether this browser notifies: shared by every bell of the page and the announcements.
 #[derive(Clone, Copy)]
@@ -123,16 +125,6 @@ impl Bell {
             }
         }
     }
-}
-
-// Fetches public/push.js and gives it the click: `on` and `off` turn this browser's push
-// subscription on or off, `blocked` says how to allow notifications. What goes wrong is said there,
-// beside the bell (its words live in push.js, fetched at the first click, not in every page).
-#[cfg(feature = "hydrate")]
-#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "export function bell(what) { \
-    import('/push.js').then((m) => m.bell(what)).catch((e) => console.warn('AskBridge push:', e)); }")]
-extern "C" {
-    fn bell(what: &str);
 }
 
 pub fn use_bell() -> Bell {

@@ -9,6 +9,9 @@ use crate::error::AppError;
 /// workspace's, read by the first load, and the open session's, read by the session pane's chunk.
 pub const PAGE_DATA_ID: &str = "askbridge-page-data";
 pub const SESSION_DATA_ID: &str = "askbridge-session-data";
+/// The attribute of the session's script that says a terminal's `claude` runs it (the message
+/// box is not shown), read before the session pane's chunk is here.
+pub const IN_TERMINAL: &str = "data-in-terminal";
 
 /// The page's data on the server, provided as context by the page handler.
 #[derive(Clone)]
@@ -36,10 +39,11 @@ impl PageData {
         })
     }
 
-    /// The open session's part, if a session is shown.
-    pub fn session_script_json(&self) -> Option<String> {
+    /// The open session's part, if a session is shown, and whether a terminal runs it.
+    pub fn session_script_json(&self) -> Option<(String, bool)> {
         let current = self.0.as_ref().ok()?.current.as_ref()?;
-        serde_json::to_string(current).ok().map(safe_in_script)
+        let json = serde_json::to_string(current).ok().map(safe_in_script)?;
+        Some((json, current.summary.terminal.is_some()))
     }
 }
 

@@ -7,19 +7,8 @@ use leptos::prelude::*;
 
 use super::state::ThreadState;
 
-// The glue (public/terminal.js), fetched at the first opening; what goes wrong is said in the
-// panel through `said`.
 #[cfg(feature = "hydrate")]
-#[wasm_bindgen::prelude::wasm_bindgen(inline_js = "\
-    export function start_terminal(element, session, said) { \
-        import('/terminal.js').then((m) => m.start(element, session, said)) \
-            .catch((e) => said('The terminal could not be loaded: ' + e.message + '. Reload the page.')); } \
-    export function stop_terminal(session) { \
-        import('/terminal.js').then((m) => m.stop(session)).catch(() => {}); }")]
-extern "C" {
-    fn start_terminal(element: &web_sys::Element, session: &str, said: &js_sys::Function);
-    fn stop_terminal(session: &str);
-}
+use super::scripts::{start_terminal, stop_terminal};
 
 pub fn terminal_panel(thread: ThreadState, open: RwSignal<bool>) -> impl IntoView {
     let session = thread.session_id.get_value();

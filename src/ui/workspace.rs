@@ -13,13 +13,13 @@ use leptos::prelude::*;
 
 use super::composer::Composer;
 use super::keys_help::keys_help;
-use super::lazy::session_pane;
+use super::lazy::{pane_slot, session_pane};
 use super::navigation::{Location, Page, use_location};
 use super::notify::Bell;
-#[cfg(not(feature = "ssr"))]
-use super::page_data::PAGE_DATA_ID;
 #[cfg(feature = "ssr")]
 use super::page_data::PageData;
+#[cfg(not(feature = "ssr"))]
+use super::page_data::{IN_TERMINAL, PAGE_DATA_ID, SESSION_DATA_ID};
 use super::pane::pane_header;
 use super::server_call::ServerCall;
 use super::session_list::SessionList;
@@ -43,12 +43,20 @@ enum Shown {
     ChunkMissing,
     /// A Claude Code session's page (read from its transcript).
     ClaudeSession(String),
+    /// The session the server drew in the page, as the browser first sees it: its pane is taken
+    /// over where it stands when the session pane's chunk lands (`lazy::session_pane_in_place`).
+    /// Only whether a terminal's `claude` runs it is read before the chunk comes.
+    #[cfg_attr(feature = "ssr", allow(dead_code))]
+    Drawn {
+        in_terminal: bool,
+    },
 }
 
 #[component]
 pub fn Workspace() -> impl IntoView {
     let location = use_location();
     let (data, current) = initial_data().unwrap_or_else(|error| (WorkspaceData::failed(error), None));
+    let drawn = matches!(current, Some(Shown::Drawn { .. }));
     let problem = data.problem.clone();
     let workspace = Workspace::from_data(data);
     provide_context(workspace);
@@ -61,14 +69,19 @@ pub fn Workspace() -> impl IntoView {
         response.set_status(status);
     }
     let shown = RwSignal::new(match (current, problem, location.page_untracked()) {
-        (Some(view), _, _) => Shown::Session(view),
+        (Some(shown), _, _) => shown,
         (_, Some(problem), _) => Shown::Problem(problem),
         (_, _, Page::ClaudeSession(id)) => Shown::ClaudeSession(id),
         _ => Shown::Welcome,
     });
     let live = Live::new();
     follow_location(location, shown, workspace.connection);
-    Effect::new(move |_| workspace.hydrated.set(true));
+    // A session the server drew: once its pane is live too.
+    Effect::new(move |_| {
+        if !drawn {
+            workspace.hydrated.set(true);
+        }
+    });
     connect_live(workspace, live);
 
     // No message box where there is nothing to write to (a Claude Code session is continued first).
@@ -76,15 +89,20 @@ pub fn Workspace() -> impl IntoView {
         shown.with(|s| matches!(s, Shown::Problem(_) | Shown::ChunkMissing | Shown::ClaudeSession(_)))
     });
     // A `claude` in a terminal takes its messages there; here, its questions are answered.
-    let in_terminal =
-        Memo::new(move |_| shown.with(|s| matches!(s, Shown::Session(v) if v.summary.terminal.is_some())));
+    let in_terminal = Memo::new(move |_| {
+        shown.with(|s| match s {
+            Shown::Session(SessionView { summary, .. }) => summary.terminal.is_some(),
+            Shown::Drawn { in_terminal } => *in_terminal,
+            _ => false,
+        })
+    });
     let no_box = Signal::derive(move || showing_problem.get() || in_terminal.get());
     view! {
         <div class="workspace" class:drawer-open=move || workspace.drawer_open.get()>
             <SessionList />
             <div class="scrim" aria-hidden="true" on:click=move |_| workspace.drawer_open.set(false)></div>
             <main class="pane">
-                {move || pane(workspace, live, shown.get())}
+                {move || pane(workspace, live, shown)}
                 <Composer hidden=no_box />
                 <p class="composer composer-elsewhere" role="note" hidden=move || !in_terminal.get()>
                     "This conversation runs in a terminal: type your messages there. Its questions and permission requests are answered here."
@@ -151,14 +169,30 @@ impl WorkspaceData {
 }
 
 /// Draws what the pane shows, and points the thread state and the live stream at it.
-fn pane(workspace: Workspace, live: Live, shown: Shown) -> AnyView {
-    match shown {
+fn pane(workspace: Workspace, live: Live, shown: RwSignal<Shown>) -> AnyView {
+    match shown.get() {
+        // In a slot of its own: the element that the browser's first view of a session page
+        // hydrates, leaving the server's pane in it as it is (`Shown::Drawn`).
         Shown::Session(SessionView { summary, thread }) => {
             let thread = ThreadState::new(summary.id.clone(), thread);
             workspace.thread.set(Some(thread));
             live.follow(Some(summary.id.clone()), thread.seq());
-            session_pane(thread, summary).into_any()
+            pane_slot(session_pane(thread, summary).into_any())
         }
+        // Nothing follows the session before its pane is live: its events are read by the chunk.
+        #[cfg(feature = "hydrate")]
+        Shown::Drawn { .. } => super::lazy::session_pane_in_place(move |taken| {
+            match taken {
+                Ok(thread) => {
+                    workspace.thread.set(Some(thread));
+                    live.follow(thread.session(), thread.seq());
+                }
+                Err(super::lazy::ChunkMissing) => shown.set(Shown::ChunkMissing),
+            }
+            workspace.hydrated.set(true);
+        }),
+        #[cfg(not(feature = "hydrate"))]
+        Shown::Drawn { .. } => ().into_any(),
         Shown::Problem(problem) => {
             workspace.thread.set(None);
             live.follow(None, 0);
@@ -221,13 +255,14 @@ fn follow_location(location: Location, shown: RwSignal<Shown>, connection: RwSig
     });
 }
 
-/// What the page was rendered with: the server's context, or the JSON it put in the page.
-fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
+/// What the page was rendered with: the server's context, or the JSON it put in the page; and
+/// the session it shows, if any.
+fn initial_data() -> Result<(WorkspaceData, Option<Shown>), AppError> {
     let missing = || AppError::Internal { detail: "the page came without its data".into() };
     #[cfg(feature = "ssr")]
     {
         let WorkspaceView { workspace, current } = use_context::<PageData>().ok_or_else(missing)?.0?;
-        Ok((workspace, current))
+        Ok((workspace, current.map(Shown::Session)))
     }
     #[cfg(not(feature = "ssr"))]
     {
@@ -237,8 +272,12 @@ fn initial_data() -> Result<(WorkspaceData, Option<SessionView>), AppError> {
             .ok_or_else(missing)?;
         let workspace: Result<WorkspaceData, AppError> =
             serde_json::from_str(&text).map_err(|error| AppError::Internal { detail: error.to_string() })?;
-        // The open session, read from its own script by the session pane's chunk before hydration.
-        Ok((workspace?, super::lazy::take_page_session()))
+        // The open session's own script: what it holds is the chunk's to read (the code that
+        // decodes a session is there); the script says whether a terminal runs the session.
+        let drawn = leptos::prelude::document()
+            .get_element_by_id(SESSION_DATA_ID)
+            .map(|script| Shown::Drawn { in_terminal: script.has_attribute(IN_TERMINAL) });
+        Ok((workspace?, drawn))
     }
 }
 
