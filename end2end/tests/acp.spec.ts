@@ -282,8 +282,11 @@ test.describe("an ACP agent", () => {
       const outputs = (await openai.requests()).flatMap((r) => r.input).filter((item) => item.type === "function_call_output");
       expect(JSON.stringify(outputs)).toContain("JWT (Recommended)");
 
-      // A switch reaches Codex, and the session keeps it.
+      // A switch reaches Codex, and the session keeps it (reloaded once the switch is answered: a
+      // reload at once could cancel the request before it left).
+      const switched = page.waitForResponse((response) => response.url().endsWith("/api/set_agent_mode"));
       await mode.selectOption("workspace-write");
+      expect((await switched).ok()).toBe(true);
       await page.reload();
       await expect(mode).toHaveValue("workspace-write");
     } finally {

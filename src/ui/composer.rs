@@ -137,9 +137,11 @@ impl ComposerState {
         }
     }
 
-    /// A card waiting for the person's answer keeps the focus it took.
+    /// A card waiting for the person's answer keeps the focus it took. Not before the page is
+    /// interactive: a session page's pane, with its cards, comes after the box, and places the
+    /// focus itself (`lazy::take_over_session_pane`).
     fn focus_box_unless_asked(self) {
-        if !untrack(|| self.waiting()) {
+        if self.workspace.hydrated.get_untracked() && !untrack(|| self.waiting()) {
             self.focus_box();
         }
     }

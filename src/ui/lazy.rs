@@ -13,6 +13,13 @@
 //! hydration does not enter, and the chunk, fetched as the page starts, takes that very markup
 //! over when it lands (`session_pane_in_place`), so that nothing is drawn twice and nothing a
 //! person did meanwhile (a card answered early, `early_answer.rs`; a word typed) is lost.
+//!
+//! Hydration takes markup over as the server wrote it: it does not write what its own values
+//! would change. So what the pane reads of the first load's state must not change before the
+//! pane is taken over, or the change would never show: the bell reads the browser's permission,
+//! and the session list takes the live stream's lists, once the page is interactive
+//! (`workspace.hydrated`, set when the pane is); the message box is not focused before then
+//! either, so that a card of the pane can take the focus as on a page drawn at once.
 
 #[cfg(feature = "hydrate")]
 use std::future::Future;
@@ -35,16 +42,21 @@ use crate::thread::SessionSummary;
 #[cfg(feature = "ssr")]
 const SESSION_PANE_CHUNK: &str = "session_pane";
 
+/// What is told the thread state of a session pane as the pane is drawn: the workspace points
+/// its message box and its live stream at it.
+pub type OnThread = Box<dyn FnOnce(ThreadState) + Send>;
+
 /// The open session's pane: at once when its chunk is here (always on the server), else when it
 /// arrives; a chunk that cannot be fetched (the server was updated since this page loaded, say)
-/// leaves a note instead of breaking the page. On the server it is the whole pane, in the slot
-/// that the browser's first view of the page leaves alone (`session_pane_in_place`).
-pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> impl IntoView {
+/// leaves a note instead of breaking the page. The session's thread state is made by the chunk
+/// (its code is there), and handed to `on_thread`. On the server it is the whole pane, in the
+/// slot that the browser's first view of the page leaves alone (`session_pane_in_place`).
+pub fn session_pane(view: SessionView, on_thread: OnThread) -> impl IntoView {
     Suspend::new(async move {
         #[cfg(not(feature = "hydrate"))]
-        let drawn = draw_session_pane(thread, initial);
+        let drawn = draw_session_pane(view, on_thread);
         #[cfg(feature = "hydrate")]
-        let drawn = draw_session_pane(thread, initial).await;
+        let drawn = draw_session_pane(view, on_thread).await;
         drawn.unwrap_or_else(|ChunkMissing| chunk_missing().into_any())
     })
 }
@@ -61,8 +73,16 @@ pub fn session_pane(thread: ThreadState, initial: SessionSummary) -> impl IntoVi
     )
 )]
 #[cfg_attr(not(feature = "hydrate"), allow(clippy::unnecessary_wraps))]
-fn draw_session_pane(thread: ThreadState, initial: SessionSummary) -> Result<AnyView, ChunkMissing> {
-    Ok(view! { <SessionPane thread initial /> }.into_any())
+fn draw_session_pane(view: SessionView, on_thread: OnThread) -> Result<AnyView, ChunkMissing> {
+    let (thread, pane) = pane_of(view);
+    on_thread(thread);
+    Ok(pane)
+}
+
+/// A session's thread state, and its pane drawn from it.
+fn pane_of(SessionView { summary, thread }: SessionView) -> (ThreadState, AnyView) {
+    let thread = ThreadState::new(summary.id.clone(), thread);
+    (thread, view! { <SessionPane thread initial=summary /> }.into_any())
 }
 
 /// The page of a Claude Code session (`/c/<id>`), drawn by the chunk.
@@ -296,27 +316,37 @@ pub fn session_pane_in_place(ready: impl FnOnce(Result<ThreadState, ChunkMissing
 fn take_over_session_pane(shown: StoredValue<()>, owner: Option<Owner>) -> Result<Option<ThreadState>, ChunkMissing> {
     use leptos::tachys::hydration::Cursor;
     use leptos::tachys::view::{Position, PositionState, RenderHtml};
+    use wasm_bindgen::JsCast;
     set_event_reader(super::session_pane::apply_live_event);
     let slot = document().query_selector(".pane-slot").ok().flatten();
     let (Some(slot), Some(())) = (slot, shown.try_get_value()) else { return Ok(None) };
     let text = document().get_element_by_id(super::page_data::SESSION_DATA_ID).and_then(|s| s.text_content());
-    let Some(SessionView { summary, thread }) = text.and_then(|text| serde_json::from_str(&text).ok()) else {
+    let Some(view) = text.and_then(|text| serde_json::from_str::<SessionView>(&text).ok()) else {
         return Ok(None);
     };
-    let thread = ThreadState::new(summary.id.clone(), thread);
     let hydrate = move || {
-        let pane = view! { <SessionPane thread initial=summary /> }.into_any();
+        let (thread, pane) = pane_of(view);
         TAKING_OVER.set(true);
         let drawn = pane.hydrate::<true>(&Cursor::new(slot), &PositionState::new(Position::FirstChild));
         TAKING_OVER.set(false);
         // Kept while the pane is shown: the owner's cleanup drops it with the pane's effects.
         StoredValue::new_local(drawn);
+        // The message box, which did not take the focus before the pane was here, takes it now
+        // if no card waits and the person has not put it anywhere (a card takes it itself).
+        let unplaced = document().active_element().is_none_or(|active| active.tag_name() == "BODY");
+        if unplaced
+            && !thread.waiting.get_untracked()
+            && let Some(input) = document().get_element_by_id(super::slash::INPUT_ID)
+            && let Ok(input) = input.dyn_into::<web_sys::HtmlElement>()
+        {
+            _ = input.focus();
+        }
+        thread
     };
-    match owner {
+    Ok(Some(match owner {
         Some(owner) => owner.with(hydrate),
         None => hydrate(),
-    }
-    Ok(Some(thread))
+    }))
 }
 
 /// How a live event's JSON reaches the open thread: a function of the chunk's.
@@ -328,7 +358,7 @@ thread_local! {
     static TAKING_OVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether what is being drawn now takes over the server's markup: the page's hydration, or the
+/// Whether what is being drawn now takes over the server's markup: the page's hydration, or a
 /// session pane's, later (`session_pane_in_place`).
 pub fn hydrating_server_markup() -> bool {
     TAKING_OVER.get() || Owner::current_shared_context().is_some_and(|context| context.during_hydration())

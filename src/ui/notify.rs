@@ -32,14 +32,23 @@ pub struct Bell {
 const OFF_KEY: &str = "askbridge:notify";
 
 impl Bell {
-    /// Made once per page, and provided as context.
-    pub fn provide() -> Self {
+    /// Made once per page, and provided as context. The browser's permission is read once the
+    /// page is `interactive`, not before: a session page's bell is taken over from the server's
+    /// markup after the rest of the page (`lazy::session_pane_in_place`), and a value that had
+    /// changed meanwhile would never reach it.
+    #[allow(unused_variables)]
+    pub fn provide(interactive: RwSignal<bool>) -> Self {
         let bell = Self { permission: RwSignal::new("default"), off: RwSignal::new(false) };
         provide_context(bell);
         #[cfg(feature = "hydrate")]
         {
-            Effect::new(move |_| bell.read_permission());
-            let again = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || bell.read_permission());
+            let read = move || {
+                if interactive.get() {
+                    bell.read_permission();
+                }
+            };
+            Effect::new(read);
+            let again = wasm_bindgen::closure::Closure::<dyn Fn()>::new(move || untrack(read));
             if let Some(window) = web_sys::window() {
                 use wasm_bindgen::JsCast;
                 let _ = window.add_event_listener_with_callback("focus", again.as_ref().unchecked_ref());

@@ -60,7 +60,7 @@ pub fn Workspace() -> impl IntoView {
     let problem = data.problem.clone();
     let workspace = Workspace::from_data(data);
     provide_context(workspace);
-    Bell::provide();
+    Bell::provide(workspace.hydrated);
     #[cfg(feature = "ssr")]
     if let Some(error) = &problem
         && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
@@ -173,20 +173,14 @@ fn pane(workspace: Workspace, live: Live, shown: RwSignal<Shown>) -> AnyView {
     match shown.get() {
         // In a slot of its own: the element that the browser's first view of a session page
         // hydrates, leaving the server's pane in it as it is (`Shown::Drawn`).
-        Shown::Session(SessionView { summary, thread }) => {
-            let thread = ThreadState::new(summary.id.clone(), thread);
-            workspace.thread.set(Some(thread));
-            live.follow(Some(summary.id.clone()), thread.seq());
-            pane_slot(session_pane(thread, summary).into_any())
+        Shown::Session(view) => {
+            pane_slot(session_pane(view, Box::new(move |thread| show(workspace, live, thread))).into_any())
         }
         // Nothing follows the session before its pane is live: its events are read by the chunk.
         #[cfg(feature = "hydrate")]
         Shown::Drawn { .. } => super::lazy::session_pane_in_place(move |taken| {
             match taken {
-                Ok(thread) => {
-                    workspace.thread.set(Some(thread));
-                    live.follow(thread.session(), thread.seq());
-                }
+                Ok(thread) => show(workspace, live, thread),
                 Err(super::lazy::ChunkMissing) => shown.set(Shown::ChunkMissing),
             }
             workspace.hydrated.set(true);
@@ -214,6 +208,12 @@ fn pane(workspace: Workspace, live: Live, shown: RwSignal<Shown>) -> AnyView {
             welcome_pane(workspace).into_any()
         }
     }
+}
+
+/// Points the message box and the live stream at the session a pane shows.
+fn show(workspace: Workspace, live: Live, thread: ThreadState) {
+    workspace.thread.set(Some(thread));
+    live.follow(thread.session(), thread.seq());
 }
 
 /// Switching sessions: the old pane stays until the new one's data is here. Only the latest
@@ -315,6 +315,7 @@ fn connect_live(workspace: Workspace, live: Live) {
     #[cfg(feature = "hydrate")]
     {
         use crate::live::client::{Handlers, LiveConnection};
+        use crate::thread::SessionSummary;
         let bell = super::notify::use_bell();
         Effect::new(move |_| {
             let thread = workspace.thread.get_untracked();
@@ -323,6 +324,14 @@ fn connect_live(workspace: Workspace, live: Live) {
             // The sessions that waited in the last list: a session that starts waiting is
             // announced (the open one by its own event, which says what is asked).
             let waited: StoredValue<Option<Vec<String>>> = StoredValue::new(None);
+            let held: StoredValue<Option<Vec<SessionSummary>>> = StoredValue::new(None);
+            Effect::new(move |_| {
+                if workspace.hydrated.get()
+                    && let Some(list) = held.try_update_value(Option::take).flatten()
+                {
+                    workspace.sessions.set(list);
+                }
+            });
             let handlers = Handlers {
                 // Read by the session pane's chunk, which also announces what the event asks.
                 on_event: Box::new(move |_seq, json| match workspace.thread.get_untracked() {
@@ -341,10 +350,12 @@ fn connect_live(workspace: Workspace, live: Live) {
                         }
                     }
                     waited.set_value(Some(now));
-                    // Drawn once an answer sent from here has landed (`Hold`).
+                    // Drawn once an answer sent from here has landed (`Hold`); on a session page,
+                    // once its pane is taken over (its header reads the list: `Bell::provide`).
                     let sessions = workspace.sessions;
                     match workspace.thread.get_untracked() {
                         Some(thread) => thread.hold.redraw(true, move || sessions.set(list)),
+                        None if !workspace.hydrated.get_untracked() => held.set_value(Some(list)),
                         None => sessions.set(list),
                     }
                 }),
