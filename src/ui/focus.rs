@@ -21,6 +21,27 @@ thread_local! {
     /// written any more.
     static SENDING: RefCell<String> = const { RefCell::new(String::new()) };
     static LISTENING: Cell<bool> = const { Cell::new(false) };
+    /// A session pane the server drew is being taken over (`taking_over`).
+    static TAKING_OVER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Hydrates a session pane the server drew, later than the rest of the page
+/// (`lazy::session_pane_in_place`): its cards count as drawn with the page.
+#[cfg(feature = "hydrate")]
+pub fn taking_over<T>(hydrate: impl FnOnce() -> T) -> T {
+    TAKING_OVER.set(true);
+    let drawn = hydrate();
+    TAKING_OVER.set(false);
+    drawn
+}
+
+/// Whether what is being drawn now takes the server's markup over: the page's hydration, or a
+/// session pane's, later. A card drawn so leaves a focus that the person placed before the page
+/// was interactive where it is (`in_a_text_box`).
+#[cfg(feature = "hydrate")]
+pub fn drawn_by_the_server() -> bool {
+    use leptos::prelude::Owner;
+    TAKING_OVER.get() || Owner::current_shared_context().is_some_and(|context| context.during_hydration())
 }
 
 #[cfg(feature = "hydrate")]

@@ -219,7 +219,7 @@ impl CardLife {
             let (phase, following) = (self.phase, self.following);
             // Drawn by the server with the page: the person may have put the focus somewhere
             // before the page was interactive (`early_answer.rs`).
-            let hydrated = super::lazy::hydrating_server_markup();
+            let hydrated = super::focus::drawn_by_the_server();
             Effect::new(move |was_pending: Option<bool>| {
                 let pending = phase.with(|p| *p == Phase::Pending);
                 let drawn_pending = hydrated && was_pending.is_none();

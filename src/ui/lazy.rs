@@ -326,9 +326,9 @@ fn take_over_session_pane(shown: StoredValue<()>, owner: Option<Owner>) -> Resul
     };
     let hydrate = move || {
         let (thread, pane) = pane_of(view);
-        TAKING_OVER.set(true);
-        let drawn = pane.hydrate::<true>(&Cursor::new(slot), &PositionState::new(Position::FirstChild));
-        TAKING_OVER.set(false);
+        let drawn = super::focus::taking_over(|| {
+            pane.hydrate::<true>(&Cursor::new(slot), &PositionState::new(Position::FirstChild))
+        });
         // Kept while the pane is shown: the owner's cleanup drops it with the pane's effects.
         StoredValue::new_local(drawn);
         // The message box, which did not take the focus before the pane was here, takes it now
@@ -354,14 +354,6 @@ pub type EventReader = fn(ThreadState, Bell, &str) -> bool;
 
 thread_local! {
     static EVENT_READER: std::cell::Cell<Option<EventReader>> = const { std::cell::Cell::new(None) };
-    /// The chunk is hydrating a pane the server drew (`take_over_session_pane`).
-    static TAKING_OVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether what is being drawn now takes over the server's markup: the page's hydration, or a
-/// session pane's, later (`session_pane_in_place`).
-pub fn hydrating_server_markup() -> bool {
-    TAKING_OVER.get() || Owner::current_shared_context().is_some_and(|context| context.during_hydration())
 }
 
 #[cfg_attr(not(feature = "hydrate"), allow(dead_code))]
