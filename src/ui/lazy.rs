@@ -290,10 +290,9 @@ pub fn pane_slot(pane: AnyView) -> AnyView {
 
 /// A session's pane as the server drew it in the page, taken over when the chunk lands: this
 /// view's slot (`pane_slot`'s element) hydrates with no children, which leaves the server's
-/// markup in it alone, and the
-/// chunk hydrates the pane into that markup later, under this view's owner (the workspace's
-/// contexts). `ready` gets the session's state once the pane is live, or `ChunkMissing`; not
-/// called when the person has moved to another page meanwhile.
+/// markup in it alone, and the chunk hydrates the pane into that markup later, under this view's
+/// owner (the workspace's contexts). `ready` gets the session's state once the pane is live, or
+/// `ChunkMissing`; not called when the person has moved to another page meanwhile.
 #[cfg(feature = "hydrate")]
 pub fn session_pane_in_place(ready: impl FnOnce(Result<ThreadState, ChunkMissing>) + 'static) -> AnyView {
     let owner = Owner::current();
