@@ -1,6 +1,7 @@
 //! The access token, with the real `askbridge` binary as a person starts it: a token is made at
 //! first start and kept private in the data folder, the sign-in link is printed (and never
 //! logged), every page and server function asks for it, and `--no-token` is for loopback only.
+//! And a data folder is one server's at a time.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -129,6 +130,27 @@ async fn no_token_opens_loopback_only_and_a_network_address_refuses_it() {
     assert!(!refused.success());
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains("--no-token is for loopback addresses only"), "{said}");
+}
+
+/// A SQLite file is one server's: the pieces it journals beside the file would be torn by a
+/// second writer. A second server on the same data folder waits for the first to let go (a
+/// restart), then stops and says why; the first one goes on serving.
+#[tokio::test]
+async fn a_second_server_on_the_same_data_folder_is_refused_and_says_why() {
+    let home = tempfile::tempdir().unwrap();
+    let (data, log) = (home.path().join("data"), home.path().join("server.log"));
+    let mut first = start(&data, &log, &["--no-token"]).await;
+
+    let second = askbridge(&data, &log, &["--no-token", "--addr", "127.0.0.1:0"]).status().await.unwrap();
+    assert!(!second.success());
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains("is in use by another process"), "{said}");
+    assert!(!data.join("askbridge.db-shm").exists(), "the log's index is in the server's memory, not in a file");
+
+    let api =
+        client().post(format!("{}/api/list_sessions", first.url)).json(&serde_json::json!({})).send().await.unwrap();
+    assert_eq!(api.status(), StatusCode::OK, "the first server serves on");
+    first.child.kill().await.unwrap();
 }
 
 /// A raw connection to the server from `from` (any 127/8 address reaches a loopback server).

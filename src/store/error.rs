@@ -24,6 +24,14 @@ pub enum StoreError {
          does not change it: choose another --data-dir or database"
     )]
     Foreign { path: String, tables: String },
+    /// The SQLite file is open in another process, which holds its lock (`unix-excl`, see
+    /// `Store::open`) and did not let go within the busy timeout.
+    #[error(
+        "{path} is in use by another process (another AskBridge server with the same --data-dir?). One server \
+         at a time uses a SQLite file: stop the other one, or choose another --data-dir; servers that share \
+         their sessions use Postgres (--database-url)"
+    )]
+    InUse { path: String },
     #[error("{0} is not a database URL AskBridge knows: use sqlite://PATH or postgres://…")]
     UnknownUrl(String),
     #[error("migrations: {0}")]

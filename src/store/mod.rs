@@ -234,6 +234,14 @@ impl Store {
             .filename(path)
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // SQLite's `unix-excl` file system: this process holds the file's lock for as long as
+            // it has it open, so the write-ahead log's index lives in this process's memory, not
+            // in a `-shm` file mapped by every connection. That file's pages were dirtied again
+            // by every transaction after each of the kernel's write-backs (every 30 s): pages the
+            // disk took for nothing, since SQLite rebuilds the index from the log at every open.
+            // The pool's connections share the lock; another process (a second server on the
+            // same file, the `sqlite3` shell) is refused while the server runs.
+            .vfs("unix-excl")
             // FULL: every commit reaches the disk before it is acknowledged; with NORMAL, the
             // last commits (an answer the person was told is stored) could roll back on power
             // loss. What it costs per event: BENCHMARKS.md, "Store durability".
@@ -259,6 +267,10 @@ impl Store {
         Self::converted_to_small_pages(&options, path).await;
         let named = |error: StoreError| match error {
             StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
+            // SQLITE_BUSY at the first read: another process holds the file's lock.
+            StoreError::Database(sqlx::Error::Database(database)) if database.code().as_deref() == Some("5") => {
+                StoreError::InUse { path: path.display().to_string() }
+            }
             other => other,
         };
         let pool = SqlitePoolOptions::new()
@@ -277,6 +289,15 @@ impl Store {
             return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
         }
         Self::converted_to_incremental_vacuum(&pool).await;
+        // The log's index file an older version kept (`-shm`): no process but this one can have
+        // it open now that this one holds the file's lock, and SQLite no longer reads it.
+        let mut index = path.as_os_str().to_owned();
+        index.push("-shm");
+        if let Err(error) = std::fs::remove_file(&index)
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(%error, "the write-ahead log's old index file stays beside the database");
+        }
         Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
     }
 

@@ -1045,6 +1045,26 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
     assert_eq!(Store::open(&older).await.unwrap().load_thread("s1").await.unwrap(), thread);
 }
 
+/// The write-ahead log's index is in the server's memory (`unix-excl`): a `-shm` file an older
+/// version left beside the database is never read, and is removed once the server holds the file.
+#[tokio::test]
+async fn the_log_index_file_an_older_version_left_is_ignored_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbridge.db");
+    let store = Store::open(&path).await.unwrap();
+    let mut thread = Thread::default();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    record(&store, "s1", &mut thread, vec![EventBody::TurnStarted]).await;
+    assert!(!dir.path().join("askbridge.db-shm").exists(), "no index file is made");
+    store.close().await;
+
+    let index = dir.path().join("askbridge.db-shm");
+    std::fs::write(&index, [0xa5; 32_768]).unwrap();
+    let store = Store::open(&path).await.unwrap();
+    assert!(!index.exists(), "the old index file is removed");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "what was stored, read from the log itself");
+}
+
 #[tokio::test]
 async fn a_full_disk_is_said_plainly_and_loses_nothing_stored() {
     let dir = tempfile::tempdir().unwrap();
