@@ -189,6 +189,8 @@ impl SessionLog {
             // A notification may be on its way: a page shows what the store holds now.
             runtime.catch_up_locked(&self.store, &mut state).await?;
         }
+        // What the thread holds and the store not yet is stored first: nothing is shown before.
+        runtime.settle_held(&self.store, &mut state).await;
         let thread = state.thread.clone();
         drop(state);
         let summary = self.store.session(id).await?;

@@ -19,7 +19,7 @@ use tracing::warn;
 
 use super::stream::{MAX_QUEUED, STREAM_INTERVAL, Stream};
 use crate::ids::now_ms;
-use crate::store::{Append, Store, StoreError, StoreResult};
+use crate::store::{Append, Held, Store, StoreError, StoreResult};
 use crate::thread::{EventBody, SessionEvent, Thread};
 
 /// Live events kept for slow tabs before they must catch up from the store (which a tab that
@@ -76,6 +76,9 @@ pub(super) struct RuntimeState {
     pub fence: Option<String>,
     /// Another server took the running turn's lease: its agent stops, and writes nothing more.
     pub lease_lost: bool,
+    /// Events applied to `thread` and not stored yet: written in the transaction of the session's
+    /// next event, or alone shortly after (`SessionRuntime::hold`). Broadcast once stored.
+    held: Vec<Held>,
 }
 
 impl SessionRuntime {
@@ -92,7 +95,13 @@ impl SessionRuntime {
             id: id.to_string(),
             seq: AtomicU64::new(thread.seq),
             used_at: AtomicU64::new(used_at),
-            state: tokio::sync::Mutex::new(RuntimeState { thread, turn: None, fence: None, lease_lost: false }),
+            state: tokio::sync::Mutex::new(RuntimeState {
+                thread,
+                turn: None,
+                fence: None,
+                lease_lost: false,
+                held: Vec::new(),
+            }),
             events: broadcast::channel(CHANNEL_CAPACITY).0,
             remote,
             observer,
@@ -112,7 +121,8 @@ impl SessionRuntime {
     /// No tab follows it, no turn runs and its lock is free (whether anything else holds it is
     /// the caller's to see).
     pub(super) fn is_idle(&self) -> bool {
-        self.events.receiver_count() == 0 && self.state.try_lock().is_ok_and(|state| state.turn.is_none())
+        self.events.receiver_count() == 0
+            && self.state.try_lock().is_ok_and(|state| state.turn.is_none() && state.held.is_empty())
     }
 
     pub fn id(&self) -> &str {
@@ -161,6 +171,64 @@ impl SessionRuntime {
         Ok(())
     }
 
+    /// Applies an event the agent reported, to be stored in the transaction of the session's next
+    /// event, or alone after [`STREAM_INTERVAL`] if none comes by then, and broadcast once stored
+    /// as every event is: for an event that another follows at once. A reply's end is followed by
+    /// its turn's end, and each transaction writes whole pages of SQLite's log and flushes it,
+    /// whatever it holds: about 9 KiB to the disk for the reply's end alone (BENCHMARKS.md, "Pages
+    /// of 1 KiB"). Only a server alone on its SQLite file holds events back: where servers share
+    /// the store, each event is a compare-and-set against theirs. A failed write is the agent's
+    /// error at its next event, as a failed write of streamed pieces is.
+    pub(super) async fn hold(self: &Arc<Self>, store: &Store, body: EventBody) -> StoreResult<()> {
+        if !store.journals() {
+            return self.append(store, body).await;
+        }
+        let mut state = self.state.lock().await;
+        // What streamed before it comes before it.
+        self.write_queued(store, &mut state).await?;
+        let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
+        let change = state.thread.apply(&event);
+        let held = Held::of(&self.id, event, &state.thread, &change);
+        state.held.push(held);
+        drop(state);
+        // A runtime that holds events is not idle (`is_idle`): it is not let go meanwhile.
+        let (waiting, store) = (Arc::downgrade(self), store.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(STREAM_INTERVAL).await;
+            let Some(runtime) = waiting.upgrade() else { return };
+            let mut state = runtime.state.lock().await;
+            runtime.settle_held(&store, &mut state).await;
+        });
+        Ok(())
+    }
+
+    /// Whether the agent's event is held back to be stored with the next (`hold`).
+    pub(super) fn held_back(body: &EventBody) -> bool {
+        matches!(body, EventBody::MessageFinished { .. })
+    }
+
+    /// Stores (and broadcasts) the held events now, under the lock the caller holds: before the
+    /// thread is shown as it is, since nothing is shown before it is stored. A failure is the
+    /// agent's to hear at its next event.
+    pub(super) async fn settle_held(&self, store: &Store, state: &mut RuntimeState) {
+        if let Err(error) = self.write_held(store, state).await {
+            self.stream_failed(error);
+        }
+    }
+
+    async fn write_held(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        if state.held.is_empty() {
+            return Ok(());
+        }
+        let held = std::mem::take(&mut state.held);
+        if let Err(error) = store.append_all(held.iter().map(|held| held.append(&self.id)).collect()).await {
+            self.back_to_stored(store, state).await;
+            return Err(error);
+        }
+        held.into_iter().for_each(|held| self.published(held.event));
+        Ok(())
+    }
+
     /// Keeps a failed write of streamed pieces for the agent to hear at its next event.
     fn stream_failed(&self, error: StoreError) {
         warn!(session = %self.id, %error, "could not store what the agent streamed");
@@ -203,6 +271,11 @@ impl SessionRuntime {
     async fn write_queued(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
         let queued = self.stream.lock().expect("stream lock").take();
         if store.journals() {
+            // Pieces follow the events held before them in the log (and are numbered after them):
+            // those are stored first. With no pieces, they wait for the next event.
+            if !queued.is_empty() {
+                self.write_held(store, state).await?;
+            }
             return self.write_pieces(store, state, queued).await;
         }
         for piece in queued {
@@ -237,6 +310,7 @@ impl SessionRuntime {
     /// Memory ran ahead of the disk: back to what is stored — but for whether a turn runs, which
     /// only this process knows (a turn whose end could not be stored is over).
     async fn back_to_stored(&self, store: &Store, state: &mut RuntimeState) {
+        state.held.clear();
         if let Ok(mut thread) = store.load_thread(&self.id).await {
             thread.turn.working = state.turn.is_some();
             state.thread = thread;
@@ -314,10 +388,17 @@ impl SessionRuntime {
             // What the agent here still says as it stops, once another server took it over.
             return Err(StoreError::LeaseLost { session: self.id.clone() });
         }
+        // The events held back go in the same transaction, before it.
+        let held = std::mem::take(&mut state.held);
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
-        match store.append(Append { fence, ..Append::of(&self.id, &event, &state.thread, &change) }).await {
+        let append = Append { fence, ..Append::of(&self.id, &event, &state.thread, &change) };
+        let written = match held.is_empty() {
+            true => store.append(append).await,
+            false => store.append_all(held.iter().map(|held| held.append(&self.id)).chain([append]).collect()).await,
+        };
+        match written {
             Ok(()) => {}
             Err(conflict @ StoreError::SequenceConflict { .. }) => {
                 // Ours was applied in memory only: the thread is read again as stored, and the
@@ -346,6 +427,7 @@ impl SessionRuntime {
                 return Err(error);
             }
         }
+        held.into_iter().for_each(|held| self.published(held.event));
         self.published(event);
         Ok(())
     }

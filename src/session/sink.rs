@@ -33,6 +33,7 @@ impl TurnSink for SessionSink {
             let stored = match self.runtime.stream_failure() {
                 Some(error) => Err(error),
                 None if body.is_delta() => self.runtime.stream(self.log.store(), body).await,
+                None if SessionRuntime::held_back(&body) => self.runtime.hold(self.log.store(), body).await,
                 None => self.runtime.append(self.log.store(), body).await,
             };
             match stored {

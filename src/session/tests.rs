@@ -1084,3 +1084,35 @@ async fn ten_thousand_questions_cost_bounded_storage_and_a_card_that_says_why() 
     let after = size();
     assert!(after + input.len() as u64 / 2 < before, "the database file went from {before} to {after} bytes");
 }
+
+/// A reply's end waits for the event after it, its turn's end, and the two are one transaction;
+/// neither is broadcast before it is stored. A reply's end that nothing follows is stored alone,
+/// a moment later.
+#[tokio::test]
+async fn a_replys_end_is_stored_with_its_turns_end_and_alone_when_nothing_follows() {
+    use crate::thread::EventBody;
+    let manager = manager().await;
+    let id = manager.create_session(None).await.unwrap().id;
+    let (runtime, store) = (manager.runtime(&id).await.unwrap(), manager.store().clone());
+    let mut tab = runtime.subscribe();
+    let finished = |message: &str| EventBody::MessageFinished { message_id: message.into() };
+
+    runtime.append(&store, EventBody::TurnStarted).await.unwrap();
+    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a1".into() }).await.unwrap();
+    runtime.hold(&store, finished("a1")).await.unwrap();
+    let commits = store.commits();
+    runtime.append(&store, EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None }).await.unwrap();
+    assert_eq!(store.commits(), commits + 1, "the reply's end and the turn's end in one transaction");
+    let kinds: Vec<&str> = std::iter::from_fn(|| tab.try_recv().ok()).map(|event| event.body.kind()).collect();
+    assert_eq!(kinds, ["turn_started", "assistant_message_started", "message_finished", "turn_ended"]);
+    let stored = store.load_thread(&id).await.unwrap();
+    assert!(!stored.messages[0].streaming && !stored.turn.working, "{stored:?}");
+
+    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a2".into() }).await.unwrap();
+    assert_eq!(tab.recv().await.unwrap().body.kind(), "assistant_message_started");
+    runtime.hold(&store, finished("a2")).await.unwrap();
+    assert!(tab.try_recv().is_err(), "not broadcast before it is stored");
+    let event = tokio::time::timeout(Duration::from_secs(5), tab.recv()).await.expect("stored alone").unwrap();
+    assert_eq!(event.body, finished("a2"));
+    assert!(!store.load_thread(&id).await.unwrap().messages[1].streaming, "stored before it was broadcast");
+}

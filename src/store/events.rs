@@ -81,6 +81,47 @@ impl<'a> Append<'a> {
     }
 }
 
+/// What one event changed, as it was when applied: an event applied now and stored later, with
+/// the next (`SessionRuntime::hold`), while the thread moves on.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub event: SessionEvent,
+    messages: Vec<(usize, Message)>,
+    usage: Vec<(usize, Usage)>,
+    turn: Option<TurnState>,
+    interactions: Vec<(String, Interaction)>,
+    moves_up: bool,
+    first_title: Option<String>,
+}
+
+impl Held {
+    /// What `thread` (after applying `event`) needs stored, taken now.
+    pub fn of(session_id: &str, event: SessionEvent, thread: &Thread, change: &Change) -> Self {
+        let append = Append::of(session_id, &event, thread, change);
+        let messages = append.messages.iter().map(|&(i, message)| (i, message.clone())).collect();
+        let usage = append.usage.iter().map(|&(i, usage)| (i, usage.clone())).collect();
+        let turn = append.turn.cloned();
+        let interactions = append.interactions.iter().map(|&(id, i)| (id.to_string(), i.clone())).collect();
+        let (moves_up, first_title) = (append.moves_up, append.first_title);
+        Self { event, messages, usage, turn, interactions, moves_up, first_title }
+    }
+
+    /// What `Store::append_all` writes of it.
+    pub fn append<'a>(&'a self, session_id: &'a str) -> Append<'a> {
+        Append {
+            session_id,
+            event: &self.event,
+            messages: self.messages.iter().map(|(i, message)| (*i, message)).collect(),
+            usage: self.usage.iter().map(|(i, usage)| (*i, usage)).collect(),
+            turn: self.turn.as_ref(),
+            interactions: self.interactions.iter().map(|(id, i)| (id.as_str(), i)).collect(),
+            fence: None,
+            moves_up: self.moves_up,
+            first_title: self.first_title.clone(),
+        }
+    }
+}
+
 /// The steps of `Store::append`, each a statement in its one transaction.
 impl Append<'_> {
     /// The session's row first, as a compare-and-set on its last sequence number (`before`):
@@ -406,33 +447,57 @@ impl Store {
         if self.journal.is_some() && append.event.body.is_delta() {
             return self.append_pieces(append.session_id, vec![append.event.clone()]).await;
         }
-        self.check_appendable(&append.event.body)?;
-        let (session_id, seq) = (append.session_id, append.event.seq);
+        self.append_all(vec![append]).await
+    }
+
+    /// Stores events of one session that follow each other, and what each changed, in one
+    /// transaction: all of them or none. The first must follow the stored log's last event. Each
+    /// transaction writes whole pages to SQLite's log and flushes it, whatever its events' size:
+    /// a reply's end written with its turn's end saves one of a turn's five (BENCHMARKS.md, "Pages
+    /// of 1 KiB"). No streamed pieces among them: those go to `append_pieces`.
+    pub async fn append_all(&self, appends: Vec<Append<'_>>) -> StoreResult<()> {
+        let Some(first) = appends.first() else { return Ok(()) };
+        let (session_id, first_seq) = (first.session_id, first.event.seq);
+        for append in &appends {
+            debug_assert!(append.session_id == session_id && !(self.journal.is_some() && append.event.body.is_delta()));
+            self.check_appendable(&append.event.body)?;
+        }
         if let Some(journal) = &self.journal {
             journal.settle(session_id).await?;
         }
-        // The database's last event: the one before, or before the pieces journaled since.
-        let before = self.journal.as_ref().map_or(seq - 1, |journal| journal.expected_before(session_id, seq));
-        // One server alone needs no fence: its leases are its own.
-        let append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+        // The database's last event: the one before, or before the pieces journaled since; then
+        // each event's own predecessor, so that they follow each other without a gap.
+        let mut before =
+            self.journal.as_ref().map_or(first_seq - 1, |journal| journal.expected_before(session_id, first_seq));
         let mut transaction = Transaction::begin(&self.pool).await?;
-        if !append.compare_and_set(&mut transaction, before).await? {
-            return Err(append.refusal(&mut transaction).await?);
-        }
-        append.insert_event(&mut transaction).await?;
-        append.write_messages(&mut transaction).await?;
-        append.write_usage(&mut transaction).await?;
-        append.write_interactions(&mut transaction).await?;
-        // Sent at commit, in commit order, and not at all if the transaction fails.
-        let appended = Notice::Appended { session: session_id.to_string(), seq };
-        let listed = append.moves_up || append.first_title.is_some();
-        in_transaction!(&mut transaction, |connection, dialect| {
-            notify_in!(&mut *connection, dialect, &appended);
-            if listed {
-                notify_in!(&mut *connection, dialect, &Notice::ListChanged);
+        let mut listed = false;
+        for (i, append) in appends.into_iter().enumerate() {
+            // One server alone needs no fence: its leases are its own.
+            let append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+            if i > 0 {
+                before = append.event.seq - 1;
             }
-        });
+            if !append.compare_and_set(&mut transaction, before).await? {
+                return Err(append.refusal(&mut transaction).await?);
+            }
+            append.insert_event(&mut transaction).await?;
+            append.write_messages(&mut transaction).await?;
+            append.write_usage(&mut transaction).await?;
+            append.write_interactions(&mut transaction).await?;
+            // Sent at commit, in commit order, and not at all if the transaction fails.
+            let appended = Notice::Appended { session: session_id.to_string(), seq: append.event.seq };
+            in_transaction!(&mut transaction, |connection, dialect| {
+                notify_in!(&mut *connection, dialect, &appended);
+            });
+            listed |= append.moves_up || append.first_title.is_some();
+        }
+        if listed {
+            in_transaction!(&mut transaction, |connection, dialect| {
+                notify_in!(&mut *connection, dialect, &Notice::ListChanged);
+            });
+        }
         transaction.commit().await?;
+        self.commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(journal) = &self.journal {
             journal.written(session_id);
         }

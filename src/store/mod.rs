@@ -81,7 +81,7 @@ mod terminals;
 mod tests;
 
 pub use error::{StoreError, StoreResult};
-pub use events::Append;
+pub use events::{Append, Held};
 pub use notices::{Listener, Notice};
 pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 pub use terminals::TranscriptRead;
@@ -109,6 +109,9 @@ pub struct Store {
     journal: Option<std::sync::Arc<journal::Journal>>,
     /// How tests inject a storage failure.
     failing: std::sync::Arc<Failing>,
+    /// Transactions of events committed since the start (`append_all`): what tests count to
+    /// see which events were stored together.
+    commits: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Writes that fail on purpose, for tests.
@@ -203,7 +206,7 @@ impl Store {
         }
         // Several servers starting at once: sqlx takes an advisory lock around the migrations.
         schema::POSTGRES.migrator().await?.run(&pool).await?;
-        Ok(Self { pool: Pool::Postgres(pool), journal: None, failing: Default::default() })
+        Ok(Self { pool: Pool::Postgres(pool), journal: None, failing: Default::default(), commits: Default::default() })
     }
 
     /// Opens (creating if needed) the SQLite database file and brings its schema up to date. A
@@ -435,7 +438,12 @@ impl Store {
 
     async fn migrated_sqlite(pool: SqlitePool, journal: journal::Journal) -> StoreResult<Self> {
         schema::SQLITE.migrator().await?.run(&pool).await?;
-        Ok(Self { pool: Pool::Sqlite(pool), journal: Some(std::sync::Arc::new(journal)), failing: Default::default() })
+        Ok(Self {
+            pool: Pool::Sqlite(pool),
+            journal: Some(std::sync::Arc::new(journal)),
+            failing: Default::default(),
+            commits: Default::default(),
+        })
     }
 
     /// Closes the store's connections, once each has finished what it was given.
@@ -450,6 +458,12 @@ impl Store {
     /// matter. SQLite has one server, which holds every session.
     pub fn is_shared(&self) -> bool {
         matches!(self.pool, Pool::Postgres(_))
+    }
+
+    /// How many transactions of events were committed since the start.
+    #[doc(hidden)]
+    pub fn commits(&self) -> u64 {
+        self.commits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Makes every write fail (as a failing disk would) until called with `false`: for tests.

@@ -1045,6 +1045,41 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
     assert_eq!(Store::open(&older).await.unwrap().load_thread("s1").await.unwrap(), thread);
 }
 
+/// Events written together are one transaction: all of them, or none when one cannot follow.
+#[tokio::test]
+async fn events_appended_together_are_stored_all_or_none() {
+    let store = Store::open_in_memory().await.unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, a_turn()[..3].to_vec()).await;
+    let held: Vec<Held> = [
+        EventBody::MessageFinished { message_id: "a1".into() },
+        EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None },
+    ]
+    .into_iter()
+    .map(|body| {
+        let event = SessionEvent { seq: thread.seq + 1, at_ms: 20_000, body };
+        let change = thread.apply(&event);
+        Held::of("s1", event, &thread, &change)
+    })
+    .collect();
+    let before = store.load_thread("s1").await.unwrap();
+
+    // The second one numbered as if it followed another: neither is written.
+    let mut skipping = held.clone();
+    skipping[1].event.seq += 1;
+    let error = store.append_all(skipping.iter().map(|held| held.append("s1")).collect()).await.unwrap_err();
+    assert!(matches!(error, StoreError::SequenceConflict { .. }), "{error:?}");
+    assert_eq!(store.load_thread("s1").await.unwrap(), before, "nothing of the two");
+
+    let commits = store.commits();
+    store.append_all(held.iter().map(|held| held.append("s1")).collect()).await.unwrap();
+    assert_eq!(store.commits(), commits + 1);
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    let kinds: Vec<&str> = store.events_after("s1", 3, 10).await.unwrap().iter().map(|e| e.body.kind()).collect();
+    assert_eq!(kinds, ["message_finished", "turn_ended"]);
+}
+
 /// The write-ahead log's index is in the server's memory (`unix-excl`): a `-shm` file an older
 /// version left beside the database is never read, and is removed once the server holds the file.
 #[tokio::test]
