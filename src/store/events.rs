@@ -381,13 +381,18 @@ impl Store {
             .bind(id)
             .fetch_all(&mut *tx)
             .await?;
-            // The deltas a streaming message got since its row was last written.
+            // The events a streaming message got since its row was last written: its streamed
+            // pieces (from the file, where one keeps them), and where a file keeps them, its tool
+            // calls' events too (`Store::append_all`).
             let since = rows.iter().filter(|row| row.streaming).map(|row| row.updated_seq).min();
-            let deltas: Vec<EventRow> = match since.filter(|_| self.journal.is_none()) {
+            let kinds = match self.journal {
+                Some(_) => "'tool_call_started', 'tool_input_preview', 'tool_call_ready', 'tool_result'",
+                None => "'text_delta', 'tool_input_delta'",
+            };
+            let deltas: Vec<EventRow> = match since {
                 Some(since) => {
                     sqlx::query_as(&format!(
-                        "{} WHERE session_id = $1 AND seq > $2 AND kind IN ('text_delta', 'tool_input_delta')
-                         ORDER BY seq",
+                        "{} WHERE session_id = $1 AND seq > $2 AND kind IN ({kinds}) ORDER BY seq",
                         EVENT.on(dialect)
                     ))
                     .bind(id)
@@ -423,14 +428,17 @@ impl Store {
                     Some(since) => journal.read_after(id, since as u64, usize::MAX).await?,
                     None => Vec::new(),
                 };
-                (end, pieces.into_iter().filter(|piece| piece.seq <= end).collect())
+                let mut events: Vec<SessionEvent> = pieces.into_iter().filter(|piece| piece.seq <= end).collect();
+                events.extend(deltas.into_iter().map(SessionEvent::from));
+                events.sort_by_key(|event| event.seq);
+                (end, events)
             }
             None => (last_seq, deltas.into_iter().map(SessionEvent::from).collect::<Vec<_>>()),
         };
         let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
         for event in deltas {
-            // Only onto a message whose row was written before this delta.
-            let target = thread.delta_target(&event.body);
+            // Only onto a message whose row was written before this event.
+            let target = thread.replay_target(&event.body);
             if target.is_some_and(|index| written_at[index] < event.seq) {
                 thread.seq = event.seq - 1;
                 thread.apply(&event);
@@ -473,7 +481,15 @@ impl Store {
         let mut listed = false;
         for (i, append) in appends.into_iter().enumerate() {
             // One server alone needs no fence: its leases are its own.
-            let append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+            let mut append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+            if self.journal.is_some() && append.event.body.grows_a_tool_call() {
+                // A tool call of a message still streaming: stored as its event alone, like the
+                // message's streamed pieces, and replayed onto the message's row on load
+                // (`load_thread`); the row is written whole at the message's next other change
+                // (its end, a question), once. Each write of the row was the whole message
+                // again: a reply with a tool call of 100 KB was written three times over.
+                append.messages.retain(|(_, message)| !message.streaming);
+            }
             if i > 0 {
                 before = append.event.seq - 1;
             }

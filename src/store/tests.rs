@@ -1045,6 +1045,37 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
     assert_eq!(Store::open(&older).await.unwrap().load_thread("s1").await.unwrap(), thread);
 }
 
+/// Where a file keeps what streams, a tool call of a message still streaming is stored as its
+/// events, not as the message again at each of them: the message's row is written at its end,
+/// once, and until then (a restart too) the thread reads back whole, its events replayed onto it.
+#[tokio::test]
+async fn a_tool_call_of_a_streaming_message_is_its_events_and_the_message_is_written_once_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbridge.db");
+    let store = Store::open(&path).await.unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let mut thread = Thread::default();
+    let turn = a_turn();
+    let (before_end, end) = turn.split_at(8);
+    record(&store, "s1", &mut thread, before_end.to_vec()).await;
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    let written_at = || async {
+        sqlx::query_scalar::<_, i64>("SELECT updated_seq FROM messages WHERE id = 'a1'").fetch_one(pool).await.unwrap()
+    };
+    assert_eq!(written_at().await, 3, "the reply's row as its start wrote it");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "its text and tool call replayed onto it");
+    store.close().await;
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "the same after a restart");
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    record(&store, "s1", &mut thread, end.to_vec()).await;
+    let written: i64 =
+        sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'").fetch_one(pool).await.unwrap();
+    assert_eq!(written, 9, "written whole at its end");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+}
+
 /// Events written together are one transaction: all of them, or none when one cannot follow.
 #[tokio::test]
 async fn events_appended_together_are_stored_all_or_none() {

@@ -155,6 +155,19 @@ impl EventBody {
         matches!(self, Self::TextDelta { .. } | Self::ToolInputDelta { .. })
     }
 
+    /// An event of a tool call, from its start to its result: where a file keeps what streams, a
+    /// message still streaming is not written for it (`Store::append_all`), and it is replayed
+    /// onto the message's row on load.
+    pub fn grows_a_tool_call(&self) -> bool {
+        matches!(
+            self,
+            Self::ToolCallStarted { .. }
+                | Self::ToolInputPreview { .. }
+                | Self::ToolCallReady { .. }
+                | Self::ToolResult { .. }
+        )
+    }
+
     /// Written by the agent's turn (its output, its requests, its start and end), rather than by
     /// the person or the product: where servers share the store, only the server that holds the
     /// session's lease may write these.

@@ -414,14 +414,22 @@ impl Thread {
         })
     }
 
-    /// The position of the message a delta event grows, if it is in the thread.
-    pub fn delta_target(&self, body: &EventBody) -> Option<usize> {
-        match body {
-            EventBody::TextDelta { message_id, .. } => self.messages.iter().rposition(|m| m.id == *message_id),
-            EventBody::ToolInputDelta { tool_use_id, .. } => self
-                .messages
+    /// The position of the message an event that is replayed onto stored rows changes (a streamed
+    /// piece, a tool call's event: `Store::load_thread`), if it is in the thread.
+    pub fn replay_target(&self, body: &EventBody) -> Option<usize> {
+        let with_call = |tool_use_id: &str| {
+            self.messages
                 .iter()
-                .rposition(|m| m.blocks.iter().any(|b| matches!(b, Block::ToolCall(call) if call.id == *tool_use_id))),
+                .rposition(|m| m.blocks.iter().any(|b| matches!(b, Block::ToolCall(call) if call.id == *tool_use_id)))
+        };
+        match body {
+            EventBody::TextDelta { message_id, .. } | EventBody::ToolCallStarted { message_id, .. } => {
+                self.messages.iter().rposition(|m| m.id == *message_id)
+            }
+            EventBody::ToolInputDelta { tool_use_id, .. }
+            | EventBody::ToolInputPreview { tool_use_id, .. }
+            | EventBody::ToolCallReady { tool_use_id, .. }
+            | EventBody::ToolResult { tool_use_id, .. } => with_call(tool_use_id),
             _ => None,
         }
     }
