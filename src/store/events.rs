@@ -477,11 +477,10 @@ impl Store {
         // each event's own predecessor, so that they follow each other without a gap.
         let mut before =
             self.journal.as_ref().map_or(first_seq - 1, |journal| journal.expected_before(session_id, first_seq));
-        let mut transaction = Transaction::begin(&self.pool).await?;
-        let mut listed = false;
-        for (i, append) in appends.into_iter().enumerate() {
+        let mut appends = appends;
+        for append in &mut appends {
             // One server alone needs no fence: its leases are its own.
-            let mut append = Append { fence: append.fence.filter(|_| self.is_shared()), ..append };
+            append.fence = append.fence.filter(|_| self.is_shared());
             if self.journal.is_some() && append.event.body.grows_a_tool_call() {
                 // A tool call of a message still streaming: stored as its event alone, like the
                 // message's streamed pieces, and replayed onto the message's row on load
@@ -490,6 +489,11 @@ impl Store {
                 // again: a reply with a tool call of 100 KB was written three times over.
                 append.messages.retain(|(_, message)| !message.streaming);
             }
+        }
+        written_once(&mut appends);
+        let mut transaction = Transaction::begin(&self.pool).await?;
+        let mut listed = false;
+        for (i, append) in appends.into_iter().enumerate() {
             if i > 0 {
                 before = append.event.seq - 1;
             }
@@ -603,6 +607,20 @@ impl Store {
         let run = events.iter().zip(after + 1..).take_while(|(event, seq)| event.seq == *seq).count();
         events.truncate(run.min(limit as usize));
         Ok(events)
+    }
+}
+
+/// Each row that several of the events changed, written once, as the last of them left it: a
+/// reply's end and its tool's result in one transaction wrote the whole message twice (and its
+/// search entry), 263 pages of the log for a reply with 100 KB of tool input.
+pub(super) fn written_once(appends: &mut [Append<'_>]) {
+    for i in 0..appends.len() {
+        let (this, later) = appends[i..].split_first_mut().expect("in range");
+        let later = &*later;
+        this.messages.retain(|(at, _)| !later.iter().any(|next| next.messages.iter().any(|(to, _)| to == at)));
+        this.usage.retain(|(at, _)| !later.iter().any(|next| next.usage.iter().any(|(to, _)| to == at)));
+        this.interactions
+            .retain(|(id, _)| !later.iter().any(|next| next.interactions.iter().any(|(other, _)| other == id)));
     }
 }
 

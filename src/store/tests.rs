@@ -1076,6 +1076,26 @@ async fn a_tool_call_of_a_streaming_message_is_its_events_and_the_message_is_wri
     assert_eq!(store.load_thread("s1").await.unwrap(), thread);
 }
 
+/// A row that several events of one transaction changed is written once, as the last left it.
+#[test]
+fn a_row_several_events_of_a_transaction_changed_is_written_once_as_the_last_left_it() {
+    let mut thread = Thread::default();
+    let mut held = Vec::new();
+    for body in a_turn() {
+        let event = SessionEvent { seq: thread.seq + 1, at_ms: 1, body };
+        let change = thread.apply(&event);
+        held.push(Held::of("s1", event, &thread, &change));
+    }
+    // The reply's end, then the turn's end (which writes its usage and turn state only).
+    let mut appends: Vec<Append> = held[8..].iter().map(|held| held.append("s1")).collect();
+    let mut reply_and_result: Vec<Append> = [&held[7], &held[8]].map(|held| held.append("s1")).into();
+    events::written_once(&mut appends);
+    assert_eq!(appends[0].messages.len(), 1, "nothing later writes the reply");
+    events::written_once(&mut reply_and_result);
+    assert!(reply_and_result[0].messages.is_empty(), "the result's write of the reply is the end's");
+    assert_eq!(reply_and_result[1].messages.iter().map(|(at, m)| (*at, !m.streaming)).collect::<Vec<_>>(), [(1, true)]);
+}
+
 /// Events written together are one transaction: all of them, or none when one cannot follow.
 #[tokio::test]
 async fn events_appended_together_are_stored_all_or_none() {
