@@ -19,7 +19,7 @@ use tracing::warn;
 
 use super::stream::{MAX_QUEUED, STREAM_INTERVAL, Stream};
 use crate::ids::now_ms;
-use crate::store::{Append, Held, Store, StoreError, StoreResult};
+use crate::store::{Append, Held, Store, StoreError, StoreResult, input_is_streamed};
 use crate::thread::{EventBody, SessionEvent, Thread};
 
 /// Live events kept for slow tabs before they must catch up from the store (which a tab that
@@ -390,10 +390,11 @@ impl SessionRuntime {
         }
         // The events held back go in the same transaction, before it.
         let held = std::mem::take(&mut state.held);
+        let input_streamed = input_is_streamed(&state.thread, &body);
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
-        let append = Append { fence, ..Append::of(&self.id, &event, &state.thread, &change) };
+        let append = Append { fence, input_streamed, ..Append::of(&self.id, &event, &state.thread, &change) };
         let written = match held.is_empty() {
             true => store.append(append).await,
             false => store.append_all(held.iter().map(|held| held.append(&self.id)).chain([append]).collect()).await,

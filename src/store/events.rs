@@ -38,6 +38,25 @@ pub struct Append<'a> {
     /// message's transaction too. Each of these two was a transaction of its own, a few pages
     /// of the WAL for a row the message's transaction writes anyway.
     pub first_title: Option<String>,
+    /// A `ToolCallReady` whose input is its streamed arguments, parsed (`input_is_streamed`):
+    /// where a file keeps what streams, the event is stored without it (`STREAMED_READY`) and
+    /// read back with it from the thread (`events_after`, `load_thread`). A tool call's arguments
+    /// (the 100 KB of a file written) were stored three times: as they streamed, in this event
+    /// and in the message's row.
+    pub input_streamed: bool,
+}
+
+/// The kind under which a `ToolCallReady` is stored without its input, which is what streamed.
+const STREAMED_READY: &str = "tool_call_ready_streamed";
+
+/// Whether `body`, about to be applied to `thread`, is a tool call's `ToolCallReady` whose input
+/// is exactly the arguments streamed for it, parsed (`Append::input_streamed`).
+pub fn input_is_streamed(thread: &Thread, body: &EventBody) -> bool {
+    let EventBody::ToolCallReady { tool_use_id, input } = body else { return false };
+    thread.tool_call(tool_use_id).is_some_and(|call| {
+        !call.partial_input.is_empty()
+            && serde_json::from_str::<serde_json::Value>(&call.partial_input).is_ok_and(|streamed| streamed == *input)
+    })
 }
 
 impl<'a> Append<'a> {
@@ -68,6 +87,7 @@ impl<'a> Append<'a> {
                 .filter_map(|id| Some((id.as_str(), thread.tool_call(id)?.interaction.as_ref()?)))
                 .collect(),
             fence: None,
+            input_streamed: false,
             moves_up: matches!(event.body, EventBody::UserMessage { .. } | EventBody::MessageQueued { .. }),
             first_title: match &event.body {
                 EventBody::UserMessage { text, .. }
@@ -118,6 +138,7 @@ impl Held {
             fence: None,
             moves_up: self.moves_up,
             first_title: self.first_title.clone(),
+            input_streamed: false,
         }
     }
 }
@@ -232,7 +253,17 @@ impl Append<'_> {
     }
 
     async fn insert_event(&self, transaction: &mut Transaction) -> StoreResult<()> {
-        let Self { session_id, event, .. } = *self;
+        let Self { session_id, event, input_streamed, .. } = *self;
+        let (kind, body) = match &event.body {
+            EventBody::ToolCallReady { tool_use_id, .. } if input_streamed => (
+                STREAMED_READY,
+                storable(&EventBody::ToolCallReady {
+                    tool_use_id: tool_use_id.clone(),
+                    input: serde_json::Value::Null,
+                })?,
+            ),
+            body => (body.kind(), storable(body)?),
+        };
         in_transaction!(transaction, |connection, dialect| {
             sqlx::query(
                 Sql {
@@ -245,8 +276,8 @@ impl Append<'_> {
             .bind(session_id)
             .bind(event.seq as i64)
             .bind(event.at_ms)
-            .bind(event.body.kind())
-            .bind(storable(&event.body)?)
+            .bind(kind)
+            .bind(body)
             .execute(connection)
             .await?;
         });
@@ -386,7 +417,9 @@ impl Store {
             // calls' events too (`Store::append_all`).
             let since = rows.iter().filter(|row| row.streaming).map(|row| row.updated_seq).min();
             let kinds = match self.journal {
-                Some(_) => "'tool_call_started', 'tool_input_preview', 'tool_call_ready', 'tool_result'",
+                Some(_) => {
+                    "'tool_call_started', 'tool_input_preview', 'tool_call_ready', 'tool_call_ready_streamed', 'tool_result'"
+                }
                 None => "'text_delta', 'tool_input_delta'",
             };
             let deltas: Vec<EventRow> = match since {
@@ -419,6 +452,7 @@ impl Store {
             })
             .collect();
         let last_seq = head.last_seq as u64;
+        let streamed = streamed_ready(&deltas);
         // Where pieces are journaled: those a crash (or a stream still going) left after the
         // database's last event, and the streaming messages' pieces, from the file.
         let (end, deltas) = match &self.journal {
@@ -436,10 +470,16 @@ impl Store {
             None => (last_seq, deltas.into_iter().map(SessionEvent::from).collect::<Vec<_>>()),
         };
         let mut thread = Thread { messages, turn: head.turn.0, seq: 0 };
-        for event in deltas {
+        for mut event in deltas {
             // Only onto a message whose row was written before this event.
             let target = thread.replay_target(&event.body);
             if target.is_some_and(|index| written_at[index] < event.seq) {
+                if streamed.contains(&event.seq) {
+                    // Its input is the arguments just replayed.
+                    let streamed =
+                        thread_input(&thread, &event.body, |call| serde_json::from_str(&call.partial_input).ok());
+                    with_input(&mut event.body, streamed);
+                }
                 thread.seq = event.seq - 1;
                 thread.apply(&event);
             }
@@ -481,6 +521,7 @@ impl Store {
         for append in &mut appends {
             // One server alone needs no fence: its leases are its own.
             append.fence = append.fence.filter(|_| self.is_shared());
+            append.input_streamed &= self.journal.is_some();
             if self.journal.is_some() && append.event.body.grows_a_tool_call() {
                 // A tool call of a message still streaming: stored as its event alone, like the
                 // message's streamed pieces, and replayed onto the message's row on load
@@ -596,6 +637,7 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         });
+        let streamed = streamed_ready(&rows);
         let stored = rows.into_iter().map(SessionEvent::from);
         let Some(journal) = &self.journal else { return Ok(stored.collect()) };
         // The database first, then the file: a piece journaled after the database was read is
@@ -606,6 +648,14 @@ impl Store {
         events.sort_by_key(|event| event.seq);
         let run = events.iter().zip(after + 1..).take_while(|(event, seq)| event.seq == *seq).count();
         events.truncate(run.min(limit as usize));
+        if !streamed.is_empty() {
+            // The inputs stored as what streamed, from the thread, which has them.
+            let thread = self.load_thread(session_id).await?;
+            for event in events.iter_mut().filter(|event| streamed.contains(&event.seq)) {
+                let input = thread_input(&thread, &event.body, |call| call.input.clone());
+                with_input(&mut event.body, input);
+            }
+        }
         Ok(events)
     }
 }
@@ -624,10 +674,36 @@ pub(super) fn written_once(appends: &mut [Append<'_>]) {
     }
 }
 
+/// The sequence numbers of the `ToolCallReady` events among `rows` stored without their input.
+fn streamed_ready(rows: &[EventRow]) -> std::collections::HashSet<u64> {
+    rows.iter().filter(|row| row.kind == STREAMED_READY).map(|row| row.seq as u64).collect()
+}
+
+/// What `read` finds in `thread` for the tool call a `ToolCallReady` names.
+fn thread_input(
+    thread: &Thread,
+    body: &EventBody,
+    read: impl FnOnce(&crate::thread::ToolCall) -> Option<serde_json::Value>,
+) -> Option<serde_json::Value> {
+    let EventBody::ToolCallReady { tool_use_id, .. } = body else { return None };
+    thread.tool_call(tool_use_id).and_then(read)
+}
+
+/// A `ToolCallReady` stored without its input, given it again. One whose call cannot be read
+/// (never so, but for a damaged journal) keeps `null`, and says so in the log.
+fn with_input(body: &mut EventBody, found: Option<serde_json::Value>) {
+    if let EventBody::ToolCallReady { tool_use_id, input } = body {
+        match found {
+            Some(found) => *input = found,
+            None => tracing::warn!(%tool_use_id, "a tool call's streamed arguments could not be read back"),
+        }
+    }
+}
+
 /// Events, to be followed by a WHERE clause.
 const EVENT: Sql = Sql {
-    sqlite: "SELECT seq, at_ms, body FROM events",
-    postgres: "SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, body FROM events",
+    sqlite: "SELECT seq, at_ms, kind, body FROM events",
+    postgres: "SELECT seq, (extract(epoch FROM at) * 1000)::bigint AS at_ms, kind, body FROM events",
 };
 
 row! {
@@ -653,6 +729,7 @@ row! {
     struct EventRow {
         seq: i64,
         at_ms: i64,
+        kind: String,
         body: Json<EventBody>,
     }
 }

@@ -81,7 +81,7 @@ mod terminals;
 mod tests;
 
 pub use error::{StoreError, StoreResult};
-pub use events::{Append, Held};
+pub use events::{Append, Held, input_is_streamed};
 pub use notices::{Listener, Notice};
 pub use push::{NoticeKind, NoticeOutcome, PushSubscriptionRow};
 pub use terminals::TranscriptRead;

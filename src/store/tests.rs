@@ -97,9 +97,10 @@ fn summary(id: &str, at: i64) -> SessionSummary {
 /// Applies and stores events the way the session runtime does.
 async fn record(store: &Store, session: &str, thread: &mut Thread, bodies: Vec<EventBody>) {
     for body in bodies {
+        let input_streamed = input_is_streamed(thread, &body);
         let event = SessionEvent { seq: thread.seq + 1, at_ms: 10_000 + thread.seq as i64, body };
         let change = thread.apply(&event);
-        store.append(Append::of(session, &event, thread, &change)).await.unwrap();
+        store.append(Append { input_streamed, ..Append::of(session, &event, thread, &change) }).await.unwrap();
     }
 }
 
@@ -131,6 +132,7 @@ async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> S
             fence: None,
             moves_up: false,
             first_title: None,
+            input_streamed: false,
         })
         .await
 }
@@ -1073,6 +1075,65 @@ async fn a_tool_call_of_a_streaming_message_is_its_events_and_the_message_is_wri
     let written: i64 =
         sqlx::query_scalar("SELECT updated_seq FROM messages WHERE id = 'a1'").fetch_one(pool).await.unwrap();
     assert_eq!(written, 9, "written whole at its end");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+}
+
+/// Where a file keeps what streams, a tool call's arguments are stored once as they streamed and
+/// once in the message: its `ToolCallReady` event leaves them out, and reads back with them, from
+/// the log (a tab catching up) and as the thread (a restart while the message still streams).
+#[tokio::test]
+async fn a_tool_calls_streamed_arguments_are_not_stored_again_in_its_ready_event_and_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("askbridge.db");
+    let store = Store::open(&path).await.unwrap();
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    let content = "line of the file\n".repeat(2_000);
+    let input = serde_json::json!({"file_path": "/tmp/big.txt", "content": content});
+    let text = input.to_string();
+    let mut bodies = a_turn()[..3].to_vec();
+    bodies.push(EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t1".into(), name: "Write".into() });
+    for piece in text.as_bytes().chunks(4_000) {
+        let partial_json = String::from_utf8(piece.to_vec()).unwrap();
+        bodies.push(EventBody::ToolInputDelta { tool_use_id: "t1".into(), partial_json });
+    }
+    bodies.push(EventBody::ToolCallReady { tool_use_id: "t1".into(), input: input.clone() });
+    let ready = bodies.len() as u64;
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, bodies).await;
+
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    let (kind, stored): (String, i64) = sqlx::query_as("SELECT kind, length(body) FROM events WHERE seq = $1")
+        .bind(ready as i64)
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(kind, "tool_call_ready_streamed");
+    assert!(stored < 200, "the event without its {} bytes of input: {stored} bytes", text.len());
+    let read = store.events_after("s1", ready - 1, 10).await.unwrap();
+    assert_eq!(read[0].body, EventBody::ToolCallReady { tool_use_id: "t1".into(), input: input.clone() });
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    store.close().await;
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "after a restart, the message still streaming");
+    assert_eq!(store.events_after("s1", ready - 1, 10).await.unwrap()[0].body, read[0].body);
+    // Arguments that are not what streamed (the agent's own reading of them) are stored as given.
+    let other = serde_json::json!({"file_path": "/tmp/other.txt"});
+    record(
+        &store,
+        "s1",
+        &mut thread,
+        vec![
+            EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: "t2".into(), name: "Write".into() },
+            EventBody::ToolInputDelta { tool_use_id: "t2".into(), partial_json: "{\"file_pa".into() },
+            EventBody::ToolCallReady { tool_use_id: "t2".into(), input: other.clone() },
+        ],
+    )
+    .await;
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    let kind: String =
+        sqlx::query_scalar("SELECT kind FROM events ORDER BY seq DESC LIMIT 1").fetch_one(pool).await.unwrap();
+    assert_eq!(kind, "tool_call_ready");
     assert_eq!(store.load_thread("s1").await.unwrap(), thread);
 }
 
