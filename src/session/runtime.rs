@@ -390,7 +390,7 @@ impl SessionRuntime {
         }
         // The events held back go in the same transaction, before it.
         let held = std::mem::take(&mut state.held);
-        let input_streamed = input_is_streamed(&state.thread, &body);
+        let input_streamed = store.journals() && input_is_streamed(&state.thread, &body);
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
