@@ -19,7 +19,9 @@
 //!
 //! The file is the pieces' only home: the session's log is the database's events and the file's,
 //! merged by sequence number (`events_after`), and a streaming message is its row plus the pieces
-//! after it (`load_thread`). A file is `ABJ2`, then its records, each `[payload length: varint]
+//! and tool calls' events after it (`load_thread`). A tool call's arguments are here only, until
+//! its message's row is written: its `ToolCallReady` event does not repeat what streamed
+//! (`Append::input_streamed`). A file is `ABJ2`, then its records, each `[payload length: varint]
 //! [check: u16][payload]`, the payload a byte of flags (the kind, whether the id and the sequence
 //! number follow from the record before), then what they do not say, the time as a difference,
 //! and the piece: five bytes of framing for a piece of a message still streaming, where the
