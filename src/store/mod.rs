@@ -75,6 +75,7 @@ mod leases;
 mod list;
 pub mod private;
 mod push;
+mod replay;
 mod sessions;
 mod terminals;
 #[cfg(test)]
