@@ -13,6 +13,7 @@
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
@@ -56,11 +57,20 @@ tool.catch(() => {}); // awaited, and reported, at step 2
 // replaces .cargo/config.toml's flags, so they are repeated here. A target folder of its own, as
 // cargo-leptos had: these flags would otherwise rebuild the checks' WASM dependencies. Leptos reads
 // LEPTOS_OUTPUT_NAME as it compiles (leptos_config's defaults); without it the module differs.
+// The dependencies' panic locations name their source files under cargo's home (76 of them in the
+// first load): remapped to `cargo/…`, the module is the same size wherever that home is. A fresh
+// home in a longer folder made the first load 219 bytes larger, and `make size`'s budget depended
+// on where the machine keeps its crates.
 const front = join(target, "front");
+const cargoHome = process.env.CARGO_HOME ?? join(homedir(), ".cargo");
 await begun("cargo", [
   "build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features", "--features", "hydrate",
   "--profile", "wasm-release", "--target-dir", front,
-], { RUSTFLAGS: "--cfg erase_components -Clink-args=--emit-relocs", LEPTOS_OUTPUT_NAME: NAME });
+], {
+  // Encoded (separated by 0x1f), so that a home with a space in its path stays one flag.
+  CARGO_ENCODED_RUSTFLAGS: ["--cfg", "erase_components", "-Clink-args=--emit-relocs", `--remap-path-prefix=${cargoHome}=cargo`].join("\x1f"),
+  LEPTOS_OUTPUT_NAME: NAME,
+});
 say("the browser's WASM is compiled");
 
 // 2. Split and bind (tools/wasm-bundle), then optimize each module, both at once.
