@@ -119,15 +119,6 @@ fn a_turn() -> Vec<EventBody> {
     ]
 }
 
-/// A store in a file of a temporary folder (so with a journal beside it), holding session `s1`.
-async fn file_store_with_a_session() -> (tempfile::TempDir, std::path::PathBuf, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("askbridge.db");
-    let store = Store::open(&path).await.unwrap();
-    store.create_session(&summary("s1", 1)).await.unwrap();
-    (dir, path, store)
-}
-
 /// Stores an event alone, changing no message, turn or interaction.
 async fn append_bare(store: &Store, session_id: &str, event: &SessionEvent) -> StoreResult<()> {
     store
@@ -1061,7 +1052,7 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
 /// once, and until then (a restart too) the thread reads back whole, its events replayed onto it.
 #[tokio::test]
 async fn a_tool_call_of_a_streaming_message_is_its_events_and_the_message_is_written_once_at_its_end() {
-    let (_dir, path, store) = file_store_with_a_session().await;
+    let (_dir, path, store) = a_sqlite_file_with_a_session().await;
     let mut thread = Thread::default();
     let turn = a_turn();
     let (before_end, end) = turn.split_at(8);
@@ -1089,7 +1080,7 @@ async fn a_tool_call_of_a_streaming_message_is_its_events_and_the_message_is_wri
 /// the log (a tab catching up) and as the thread (a restart while the message still streams).
 #[tokio::test]
 async fn a_tool_calls_streamed_arguments_are_not_stored_again_in_its_ready_event_and_read_back_whole() {
-    let (_dir, path, store) = file_store_with_a_session().await;
+    let (_dir, path, store) = a_sqlite_file_with_a_session().await;
     let content = "line of the file\n".repeat(2_000);
     let input = serde_json::json!({"file_path": "/tmp/big.txt", "content": content});
     let text = input.to_string();
@@ -1199,11 +1190,8 @@ async fn events_appended_together_are_stored_all_or_none() {
 /// version left beside the database is never read, and is removed once the server holds the file.
 #[tokio::test]
 async fn the_log_index_file_an_older_version_left_is_ignored_and_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("askbridge.db");
-    let store = Store::open(&path).await.unwrap();
+    let (dir, path, store) = a_sqlite_file_with_a_session().await;
     let mut thread = Thread::default();
-    store.create_session(&summary("s1", 1)).await.unwrap();
     record(&store, "s1", &mut thread, vec![EventBody::TurnStarted]).await;
     assert!(!dir.path().join("askbridge.db-shm").exists(), "no index file is made");
     store.close().await;
