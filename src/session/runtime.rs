@@ -23,9 +23,11 @@ use crate::store::{Append, Held, Store, StoreError, StoreResult, input_is_stream
 use crate::thread::{EventBody, SessionEvent, Thread};
 
 /// Live events kept for slow tabs before they must catch up from the store (which a tab that
-/// lags does, `live::hub`). The channel's slots are allocated with it, for every loaded session,
-/// waiting or not: 1,024 of them were most of the 55 KiB a waiting session cost (issue 12,
-/// `make bench-parked`); a tab that falls 64 events behind reads them from the store instead.
+/// lags does, `live::hub`). The channel's slots are allocated with it: 1,024 of them were most of
+/// the 55 KiB a waiting session cost (issue 12, `make bench-parked`); a tab that falls 64 events
+/// behind reads them from the store instead. It is made when the first tab follows the session
+/// (`SessionRuntime::subscribe`): 64 slots were 2 of the 30 KiB of a session waiting with no tab
+/// open (issue 38, BENCHMARKS.md "What a waiting session holds").
 const CHANNEL_CAPACITY: usize = 64;
 
 /// How many times an event is tried again after other servers appended first. Each try follows
@@ -54,7 +56,9 @@ pub type EventObserver = Arc<dyn Fn(&str, &SessionEvent) + Send + Sync>;
 pub struct SessionRuntime {
     id: String,
     state: tokio::sync::Mutex<RuntimeState>,
-    events: broadcast::Sender<Arc<SessionEvent>>,
+    /// The live channel, once a tab follows the session: an event sent before it was made has
+    /// nobody to reach, as one sent before a tab subscribed.
+    events: OnceLock<broadcast::Sender<Arc<SessionEvent>>>,
     /// The last event applied, readable without the lock: a notification of an event this
     /// runtime has is ignored without waiting for it.
     seq: AtomicU64,
@@ -102,7 +106,7 @@ impl SessionRuntime {
                 lease_lost: false,
                 held: Vec::new(),
             }),
-            events: broadcast::channel(CHANNEL_CAPACITY).0,
+            events: OnceLock::new(),
             remote,
             observer,
             stream: Mutex::default(),
@@ -121,7 +125,7 @@ impl SessionRuntime {
     /// No tab follows it, no turn runs and its lock is free (whether anything else holds it is
     /// the caller's to see).
     pub(super) fn is_idle(&self) -> bool {
-        self.events.receiver_count() == 0
+        self.events.get().is_none_or(|events| events.receiver_count() == 0)
             && self.state.try_lock().is_ok_and(|state| state.turn.is_none() && state.held.is_empty())
     }
 
@@ -131,7 +135,7 @@ impl SessionRuntime {
 
     /// Receives every event appended from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Arc<SessionEvent>> {
-        self.events.subscribe()
+        self.events.get_or_init(|| broadcast::channel(CHANNEL_CAPACITY).0).subscribe()
     }
 
     pub(super) async fn lock(&self) -> tokio::sync::MutexGuard<'_, RuntimeState> {
@@ -321,7 +325,14 @@ impl SessionRuntime {
     fn published(&self, event: SessionEvent) {
         self.seq.store(event.seq, Ordering::Release);
         self.observed(&event);
-        let _ = self.events.send(Arc::new(event));
+        self.broadcast(Arc::new(event));
+    }
+
+    /// To the tabs that follow the session, if any does.
+    fn broadcast(&self, event: Arc<SessionEvent>) {
+        if let Some(events) = self.events.get() {
+            let _ = events.send(event);
+        }
     }
 
     /// Numbers, applies, stores and then broadcasts one event, under the lock the caller holds;
@@ -461,7 +472,7 @@ impl SessionRuntime {
     fn publish_remote(&self, event: SessionEvent) {
         self.observed(&event);
         let event = Arc::new(event);
-        let _ = self.events.send(event.clone());
+        self.broadcast(event.clone());
         let _ = self.remote.send((self.id.clone(), event));
     }
 
