@@ -30,6 +30,7 @@ mod outside;
 mod policy;
 #[cfg(test)]
 mod queue_tests;
+mod recovery;
 mod runtime;
 mod settings;
 mod shell;

@@ -1,9 +1,8 @@
 //! A session's turns. Each starts with the session's lease taken, runs on a task of its own, and,
 //! however it ends, has its end recorded and its lease given back; then the turn the session
 //! still owes the person starts (`Thread::next_turn`): a parked agent whose answers came resumes,
-//! and the messages sent meanwhile get theirs after it. Also the turns nobody ended: those a
-//! server left when it stopped or died, which the next start (or another server) ends, and the
-//! turns nobody started (the server died first), which it starts.
+//! and the messages sent meanwhile get theirs after it. Also the turns nobody started (the server
+//! died first), which the next start starts; those nobody ended are `recovery.rs`'s.
 //!
 //! A turn that cannot start, or a resume that fails, says why in the thread and is tried again:
 //! a few times, further and further apart, then at the next start of the server or when the
@@ -11,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,9 +29,8 @@ use crate::bridge::InteractionBridge;
 use crate::error::AppError;
 use crate::folder::Folders;
 use crate::ids::new_id;
-use crate::interaction::InteractionOutcome;
 use crate::store::{Store, StoreError, StoreResult};
-use crate::thread::{AttachmentRef, Block, EventBody, Message, NextTurn, Role, Thread, TurnOutcome, Usage};
+use crate::thread::{AttachmentRef, EventBody, Message, NextTurn, Role, Thread, TurnOutcome, Usage};
 
 /// How many times in a row an owed turn that failed is tried again by itself, before it waits for
 /// the next start of the server or the person's next message.
@@ -66,11 +64,11 @@ pub(super) struct Turns {
 }
 
 impl Turns {
-    fn store(&self) -> &Store {
+    pub(super) fn store(&self) -> &Store {
         self.log.store()
     }
 
-    fn leases(&self) -> &Leases {
+    pub(super) fn leases(&self) -> &Leases {
         self.log.leases()
     }
 
@@ -215,6 +213,22 @@ impl Turns {
     async fn run(self: Arc<Self>, runtime: Arc<SessionRuntime>, request: TurnRequest) {
         let resumed = request.resume;
         let Some((outcome, usage)) = self.play(&runtime, request).await else { return };
+        // Boxed when it comes: the turn's task holds its largest state for all its life, which is
+        // mostly waiting on the agent (a person's answer, the model), and the state of what
+        // follows the agent's end (storing it, starting the next turn) was the most of it
+        // (BENCHMARKS.md, "What a waiting session holds").
+        Box::pin(self.ended(runtime, resumed, outcome, usage)).await;
+    }
+
+    /// The agent's turn is over, `outcome`: recorded, the lease given back or the next turn
+    /// started.
+    async fn ended(
+        self: Arc<Self>,
+        runtime: Arc<SessionRuntime>,
+        resumed: bool,
+        outcome: TurnOutcome,
+        usage: Option<Usage>,
+    ) {
         info!(?outcome, "turn ended");
         let session = runtime.id();
         let mut state = runtime.lock().await;
@@ -496,83 +510,6 @@ impl Turns {
         state.lease_lost = true;
         drop(state);
         self.agent.end_session(session).await;
-    }
-
-    /// Ends the turns that a previous run of the server left unfinished, saying so in the thread
-    /// (where servers share the store: the turns no live server holds).
-    pub(super) async fn recover_unfinished(&self) -> StoreResult<()> {
-        self.leases().forget_previous_run().await?;
-        for id in self.store().sessions_with_unfinished_turns().await? {
-            let runtime = self.log.runtime(&id).await?;
-            let mut state = runtime.lock().await;
-            // A turn this process runs is no previous run's (an expiry may have resumed one
-            // already); another server may be taking it at the same moment: one of them does.
-            if state.turn.is_some() || !self.leases().take(&id).await? {
-                continue;
-            }
-            runtime.catch_up_locked(self.store(), &mut state).await?;
-            if state.thread.turn.working {
-                warn!(session = %id, "the server stopped during a turn; ending it");
-                self.end_abandoned(&runtime, &mut state, "The server stopped").await?;
-            }
-            self.leases().release(&id).await?;
-        }
-        Ok(())
-    }
-
-    /// Ends a turn whose server stopped while it ran. What waited and was not parked: the agent
-    /// answered it by itself when its server died; the card says what it was told, never that
-    /// the person answered.
-    async fn end_abandoned(&self, runtime: &SessionRuntime, state: &mut RuntimeState, what: &str) -> StoreResult<()> {
-        let agent = self.agent.backend(&self.store().session(runtime.id()).await?.agent).unwrap_or(&*self.agent);
-        // An agent that outlived the server (under its host) waits on: its requests park.
-        let waits_on = agent.outlived_the_server(runtime.id(), state.thread.turn.agent_host.as_deref().map(Path::new));
-        let lost: Vec<(String, Option<String>)> = state
-            .thread
-            .messages
-            .iter()
-            .flat_map(|message| message.blocks.iter())
-            .filter_map(|block| match block {
-                Block::ToolCall(call) => {
-                    let interaction = call.interaction.as_ref().filter(|i| i.is_pending() && !i.parked)?;
-                    match waits_on {
-                        true => Some((call.id.clone(), None)),
-                        false => Some((call.id.clone(), Some(agent.told_when_lost(&interaction.request)?))),
-                    }
-                }
-                Block::Text { .. } | Block::Image(_) | Block::File(_) => None,
-            })
-            .collect();
-        let parked = lost.iter().any(|(_, told)| told.is_none());
-        for (tool_use_id, told) in lost {
-            let event = match told {
-                Some(told) => {
-                    EventBody::InteractionResolved { tool_use_id, outcome: InteractionOutcome::Lost { told } }
-                }
-                None => EventBody::InteractionParked { tool_use_id },
-            };
-            runtime.append_locked(self.store(), state, event).await?;
-        }
-        if parked {
-            // The agent waits on for the person: its turn is paused, not cut short.
-            let ended = EventBody::TurnEnded { outcome: TurnOutcome::Parked, usage: None };
-            runtime.append_locked(self.store(), state, ended).await?;
-            self.log.list_changed();
-            return Ok(());
-        }
-        let ended = EventBody::TurnEnded { outcome: TurnOutcome::Abandoned, usage: None };
-        runtime.append_locked(self.store(), state, ended).await?;
-        // A resume cut short did not give the agent the person's answers: it starts again.
-        let then = match state.thread.next_turn() {
-            Some(NextTurn::Resume) => "The agent starts again with your answer.",
-            Some(NextTurn::Messages) => "What you queued goes to the agent now.",
-            None => "Send a message to continue.",
-        };
-        let text = format!("{what} while the agent was working, so that turn was cut short. {then}");
-        let notice = EventBody::Notice { message_id: new_id(), text };
-        runtime.append_locked(self.store(), state, notice).await?;
-        self.log.list_changed();
-        Ok(())
     }
 }
 
