@@ -34,7 +34,13 @@ impl Store {
             .map(|row| Message {
                 id: row.id,
                 role: role_from_str(&row.role),
-                blocks: row.blocks.0,
+                // Held exactly, as `Thread` grows them, not in the room a vector read one block
+                // at a time grows to.
+                blocks: {
+                    let mut blocks = row.blocks.0;
+                    blocks.shrink_to_fit();
+                    blocks
+                },
                 streaming: row.streaming,
                 created_at_ms: row.created_at_ms,
                 usage: row.usage.map(|usage| usage.0),

@@ -52,6 +52,7 @@ macro_rules! on_sqlite_and_postgres {
 on_sqlite_and_postgres!(
     migrations_run_on_a_new_database_and_again_on_reopen,
     stored_thread_equals_the_fold_of_its_events,
+    a_loaded_replys_blocks_take_the_room_they_need_and_no_more,
     an_output_with_a_nul_character_is_stored_with_a_replacement_character,
     events_after_a_sequence_number_are_exactly_the_rest,
     a_sequence_number_is_written_once,
@@ -159,6 +160,16 @@ async fn stored_thread_equals_the_fold_of_its_events(db: Db) {
         replayed.apply(&event);
     }
     assert_eq!(replayed, live);
+}
+
+async fn a_loaded_replys_blocks_take_the_room_they_need_and_no_more(db: Db) {
+    // As the thread grows them: a session loaded to wait on its question holds them while it waits.
+    let store = db.open().await;
+    store.create_session(&summary("s1", 1)).await.unwrap();
+    record(&store, "s1", &mut Thread::default(), a_turn()).await;
+    let loaded = store.load_thread("s1").await.unwrap();
+    let reply = &loaded.messages[1];
+    assert_eq!((reply.blocks.len(), reply.blocks.capacity()), (2, 2));
 }
 
 async fn an_output_with_a_nul_character_is_stored_with_a_replacement_character(db: Db) {

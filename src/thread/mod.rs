@@ -282,13 +282,13 @@ impl Thread {
     fn append_text(&mut self, message_id: &str, text: &str) -> Change {
         self.with_message(message_id, |message| match message.blocks.last_mut() {
             Some(Block::Text { text: last }) => last.push_str(text),
-            _ => message.blocks.push(Block::Text { text: text.to_string() }),
+            _ => push_block(&mut message.blocks, Block::Text { text: text.to_string() }),
         })
     }
 
     fn start_tool_call(&mut self, message_id: &str, tool_use_id: &str, name: &str) -> Change {
         self.with_message(message_id, |message| {
-            message.blocks.push(Block::ToolCall(ToolCall {
+            let call = ToolCall {
                 id: tool_use_id.to_string(),
                 name: name.to_string(),
                 input: None,
@@ -297,7 +297,8 @@ impl Thread {
                 status: ToolStatus::Streaming,
                 result: None,
                 interaction: None,
-            }))
+            };
+            push_block(&mut message.blocks, Block::ToolCall(call))
         })
     }
 
@@ -576,6 +577,16 @@ fn one_line(text: &str) -> String {
     } else {
         line
     }
+}
+
+/// Adds a block to a message's. A message has a few blocks, and each is large (a tool call is
+/// 440 bytes): a vector's first growth makes room for four, 1.3 KiB more than one needs, which a
+/// session waiting on its question holds as long as it waits. The first four are held exactly.
+fn push_block(blocks: &mut Vec<Block>, block: Block) {
+    if blocks.len() == blocks.capacity() && blocks.len() < 4 {
+        blocks.reserve_exact(1);
+    }
+    blocks.push(block);
 }
 
 #[cfg(test)]

@@ -49,6 +49,25 @@ fn folding_a_streamed_turn_gives_text_then_tool_then_text() {
 }
 
 #[test]
+fn a_replys_first_blocks_take_the_room_they_need_and_no_more() {
+    // A session waiting on its question holds its reply's blocks for as long as it waits: a
+    // vector's first growth would make room for four (BENCHMARKS.md, "What a waiting session
+    // holds").
+    let mut thread = Thread::default();
+    let turn = streamed_turn();
+    for e in &turn[..6] {
+        thread.apply(e);
+    }
+    let reply = &thread.messages[1];
+    assert_eq!((reply.blocks.len(), reply.blocks.capacity()), (2, 2));
+    for e in &turn[6..] {
+        thread.apply(e);
+    }
+    let reply = &thread.messages[1];
+    assert_eq!((reply.blocks.len(), reply.blocks.capacity()), (3, 3));
+}
+
+#[test]
 fn replaying_events_already_applied_changes_nothing() {
     let events = streamed_turn();
     let mut once = Thread::default();
