@@ -4,7 +4,8 @@
 
 use sqlx::types::Json;
 
-use super::{Sql, Store, StoreError, StoreResult, Transaction, storable, without_nul};
+use super::journal::Journal;
+use super::{Dialect, Sql, Store, StoreError, StoreResult, Transaction, storable, streamed, without_nul};
 use crate::interaction::Interaction;
 use crate::store::Notice;
 use crate::thread::{Change, EventBody, Message, Role, SessionEvent, Thread, TurnState, Usage, title_from_message};
@@ -282,18 +283,25 @@ impl Append<'_> {
         Ok(())
     }
 
-    /// The messages the event changed, each written whole at its position.
-    async fn write_messages(&self, transaction: &mut Transaction) -> StoreResult<()> {
+    /// The messages the event changed, each written whole at its position (but the inputs a file
+    /// keeps, `streamed.rs`).
+    async fn write_messages(&self, transaction: &mut Transaction, journal: Option<&Journal>) -> StoreResult<()> {
         let seq = self.event.seq as i64;
         in_transaction!(transaction, |connection, dialect| for (position, message) in &self.messages {
-            sqlx::query(
+            let left_out = journal
+                .map(|journal| journal.inputs(self.session_id, |inputs| inputs.left_out_of(message)))
+                .unwrap_or_default();
+            let blocks = storable(&streamed::stored_blocks(&message.blocks, &left_out))?;
+            let left_out = (!left_out.is_empty()).then_some(Json(left_out));
+            let query = sqlx::query(
                 Sql {
                     sqlite: "INSERT INTO messages
-                               (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq)
-                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                               (session_id, position, id, role, blocks, streaming, created_at_ms, updated_seq,
+                                streamed_inputs)
+                             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
                              ON CONFLICT (session_id, position) DO UPDATE SET
                                blocks = excluded.blocks, streaming = excluded.streaming,
-                               updated_seq = excluded.updated_seq",
+                               updated_seq = excluded.updated_seq, streamed_inputs = excluded.streamed_inputs",
                     postgres: "INSERT INTO messages
                                  (session_id, position, id, role, blocks, streaming, created_at, updated_seq)
                                VALUES ($1, $2, $3, $4, $5, $6, to_timestamp($7 / 1000.0), $8)
@@ -307,12 +315,16 @@ impl Append<'_> {
             .bind(*position as i64)
             .bind(&message.id)
             .bind(role_to_str(message.role))
-            .bind(storable(&message.blocks)?)
+            .bind(blocks)
             .bind(message.streaming)
             .bind(message.created_at_ms)
-            .bind(seq)
-            .execute(&mut *connection)
-            .await?;
+            .bind(seq);
+            // Postgres has no file beside it, and no such column: what streams is in its events.
+            let query = match dialect {
+                Dialect::Sqlite => query.bind(left_out),
+                Dialect::Postgres => query,
+            };
+            query.execute(&mut *connection).await?;
         });
         Ok(())
     }
@@ -403,6 +415,10 @@ impl Store {
             // One server alone needs no fence: its leases are its own.
             append.fence = append.fence.filter(|_| self.is_shared());
             append.input_streamed &= self.journal.is_some();
+            if let (Some(journal), EventBody::ToolCallReady { tool_use_id, .. }) = (&self.journal, &append.event.body) {
+                // Its row may then leave the input out (`streamed.rs`).
+                journal.inputs(session_id, |inputs| inputs.ready(tool_use_id, append.input_streamed));
+            }
             if self.journal.is_some() && append.event.body.grows_a_tool_call() {
                 // A tool call of a message still streaming: stored as its event alone, like the
                 // message's streamed pieces, and replayed onto the message's row on load
@@ -423,7 +439,7 @@ impl Store {
                 return Err(append.refusal(&mut transaction).await?);
             }
             append.insert_event(&mut transaction).await?;
-            append.write_messages(&mut transaction).await?;
+            append.write_messages(&mut transaction, self.journal.as_deref()).await?;
             append.write_usage(&mut transaction).await?;
             append.write_interactions(&mut transaction).await?;
             // Sent at commit, in commit order, and not at all if the transaction fails.

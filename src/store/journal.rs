@@ -41,6 +41,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::streamed::StreamedInputs;
 use super::{StoreResult, private};
 use crate::thread::{EventBody, SessionEvent};
 
@@ -78,6 +79,9 @@ struct Tail {
     run: Option<(u64, u64)>,
     /// Pieces were written to the file and not yet flushed to the disk (`settle`).
     unsettled: bool,
+    /// The tool calls whose arguments streamed into the file, while this process ran or as their
+    /// rows say (`streamed.rs`).
+    inputs: StreamedInputs,
 }
 
 /// How a file's records are framed.
@@ -157,6 +161,7 @@ impl Journal {
             });
             for piece in &pieces {
                 encode(piece, format, &mut tail.previous, &mut bytes)?;
+                tail.inputs.appended(piece);
             }
             if let Err(error) = journal.write(session, &bytes) {
                 // Part of it may be on the disk: the next access reads the file again and cuts
@@ -293,6 +298,11 @@ impl Journal {
     /// An event of the session was written to the database: what follows it starts a new run.
     pub(super) fn written(&self, session: &str) {
         self.tail(session).lock().expect("journal lock").run = None;
+    }
+
+    /// What the session's file has of tool calls' arguments (`streamed.rs`).
+    pub(super) fn inputs<T>(&self, session: &str, work: impl FnOnce(&mut StreamedInputs) -> T) -> T {
+        work(&mut self.tail(session).lock().expect("journal lock").inputs)
     }
 
     /// Forgets a deleted session's pieces.

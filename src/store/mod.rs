@@ -2,10 +2,12 @@
 //! sqlx. One code path serves both databases; where their SQL differs, the two statements sit
 //! side by side (`Sql`). This file opens the store; the rest is by what is stored:
 //! - `sessions.rs`: the sessions the list shows;
-//! - `events.rs`: each session's event log, appended as a compare-and-set, and its thread read back;
+//! - `events.rs`: each session's event log, appended as a compare-and-set; `replay.rs`: its thread
+//!   read back;
 //! - `leases.rs`: which server runs a session's turns, where several share one Postgres;
 //! - `notices.rs`: what one server tells the others (Postgres notifications);
 //! - `journal.rs`: what agents stream, in a file per session beside a SQLite database;
+//!   `streamed.rs`: the tool calls' arguments it keeps, which their rows then leave out;
 //! - `attachments.rs`: files attached to messages, stored once by their hash;
 //! - `error.rs`: what can go wrong, in words a person can act on;
 //! - `schema.rs`: the migrations (`migrations/sqlite`, `migrations/postgres`), embedded in the
@@ -77,6 +79,7 @@ pub mod private;
 mod push;
 mod replay;
 mod sessions;
+mod streamed;
 mod terminals;
 #[cfg(test)]
 mod tests;

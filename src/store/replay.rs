@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use sqlx::types::Json;
 
 use super::events::STREAMED_READY;
+use super::streamed::{self, LeftOut};
 use super::{Dialect, Sql, Store, StoreError, StoreResult};
 use crate::thread::{Block, EventBody, Message, Role, SessionEvent, Thread, ToolCall, TurnState, Usage};
 
@@ -26,10 +27,12 @@ impl Store {
 
     /// The thread as of the session's last stored event.
     pub async fn load_thread(&self, id: &str) -> StoreResult<Thread> {
-        let (head, rows, deltas, since) = self.read_stored(id).await?;
+        let (head, mut rows, deltas, since) = self.read_stored(id).await?;
 
         let written_at: Vec<u64> = rows.iter().map(|row| row.updated_seq as u64).collect();
-        let messages = rows
+        let left_out: Vec<Option<LeftOut>> =
+            rows.iter_mut().map(|row| row.streamed_inputs.take().map(|left_out| left_out.0)).collect();
+        let mut messages: Vec<Message> = rows
             .into_iter()
             .map(|row| Message {
                 id: row.id,
@@ -53,11 +56,17 @@ impl Store {
         let (end, deltas) = match &self.journal {
             Some(journal) => {
                 let end = journal.run_end(id, last_seq).await?.unwrap_or(last_seq);
-                let pieces = match since {
-                    Some(since) => journal.read_after(id, since as u64, usize::MAX).await?,
+                // One read of the file, for both: the rows' left-out inputs (`streamed.rs`) and
+                // the streaming messages' pieces.
+                let since = since.map(|since| since as u64);
+                let pieces = match since.into_iter().chain(streamed::read_from(&left_out)).min() {
+                    Some(from) => journal.read_after(id, from, usize::MAX).await?,
                     None => Vec::new(),
                 };
-                let mut events: Vec<SessionEvent> = pieces.into_iter().filter(|piece| piece.seq <= end).collect();
+                streamed::read_back(&mut messages, &left_out, &pieces);
+                journal.inputs(id, |inputs| inputs.remember(&left_out));
+                let replayed = |piece: &SessionEvent| since.is_some_and(|since| piece.seq > since) && piece.seq <= end;
+                let mut events: Vec<SessionEvent> = pieces.into_iter().filter(replayed).collect();
                 events.extend(deltas.into_iter().map(SessionEvent::from));
                 events.sort_by_key(|event| event.seq);
                 (end, events)
@@ -100,11 +109,13 @@ impl Store {
                 .ok_or_else(|| StoreError::SessionNotFound(id.to_string()))?;
             let rows: Vec<MessageRow> = sqlx::query_as(
                 Sql {
-                    sqlite: "SELECT m.id, m.role, m.blocks, m.streaming, m.created_at_ms, m.updated_seq, u.usage
+                    sqlite: "SELECT m.id, m.role, m.blocks, m.streaming, m.created_at_ms, m.updated_seq, u.usage,
+                               m.streamed_inputs
                              FROM messages AS m LEFT JOIN message_usage AS u USING (session_id, position)
                              WHERE m.session_id = $1 ORDER BY m.position",
                     postgres: "SELECT m.id, m.role, m.blocks, m.streaming,
-                                 (extract(epoch FROM m.created_at) * 1000)::bigint AS created_at_ms, m.updated_seq, u.usage
+                                 (extract(epoch FROM m.created_at) * 1000)::bigint AS created_at_ms, m.updated_seq, u.usage,
+                                 NULL::jsonb AS streamed_inputs
                                FROM messages AS m LEFT JOIN message_usage AS u USING (session_id, position)
                                WHERE m.session_id = $1 ORDER BY m.position",
                 }
@@ -222,6 +233,8 @@ row! {
         created_at_ms: i64,
         updated_seq: i64,
         usage: Option<Json<Usage>>,
+        /// The inputs the row leaves out, which the file beside the database has (`streamed.rs`).
+        streamed_inputs: Option<Json<LeftOut>>,
     }
 }
 

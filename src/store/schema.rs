@@ -46,6 +46,7 @@ pub(super) const SQLITE: Migrations = migrations!("sqlite":
     "0016_terminal_transcript_offset.sql",
     "0017_search_reindex_on_change.sql",
     "0018_message_usage_apart.sql",
+    "0019_streamed_inputs.sql",
 );
 
 pub(super) const POSTGRES: Migrations = migrations!("postgres":
@@ -122,6 +123,15 @@ mod tests {
         summary(&migrator)
     }
 
+    impl Migrations {
+        /// The migrations that run before the file `name`.
+        fn before(&self, name: &str) -> Migrations {
+            let all: &'static [(&str, &str)] = self.0;
+            let at = all.iter().position(|(file, _)| *file == name).expect("a migration of the folder");
+            Migrations(&all[..at])
+        }
+    }
+
     fn summary(migrator: &Migrator) -> Vec<(i64, String, Vec<u8>, bool)> {
         migrator.iter().map(|m| (m.version, m.description.to_string(), m.checksum.to_vec(), m.no_tx)).collect()
     }
@@ -138,7 +148,7 @@ mod tests {
         let folder = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}?mode=rwc", folder.path().join("old.db").display());
         let sqlite = sqlx::SqlitePool::connect(&url).await.unwrap();
-        let before = Migrations(&SQLITE.0[..SQLITE.0.len() - 1]);
+        let before = SQLITE.before("0018_message_usage_apart.sql");
         before.migrator().await.unwrap().run(&sqlite).await.unwrap();
         for sql in insert {
             sqlx::query(sql).execute(&sqlite).await.unwrap();
@@ -153,7 +163,7 @@ mod tests {
 
         let postgres =
             sqlx::PgPool::connect(&crate::testing::postgres::TestPostgres::shared().database().await).await.unwrap();
-        let before = Migrations(&POSTGRES.0[..POSTGRES.0.len() - 1]);
+        let before = POSTGRES.before("0017_message_usage_apart.sql");
         before.migrator().await.unwrap().run(&postgres).await.unwrap();
         sqlx::query(
             "INSERT INTO sessions (id, title, agent, created_at, updated_at) VALUES ('s1', 't', 'scripted', now(), now())",

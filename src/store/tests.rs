@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::*;
 use crate::error::AppError;
 use crate::testing::postgres::TestPostgres;
-use crate::thread::{EventBody, SessionEvent, SessionSummary, Thread, TurnOutcome, Usage};
+use crate::thread::{Block, EventBody, SessionEvent, SessionSummary, Thread, ToolStatus, TurnOutcome, Usage};
 
 /// A fresh, empty database: a SQLite file in a folder of its own, or a database of its own on
 /// this process's test Postgres.
@@ -1140,6 +1140,93 @@ async fn a_tool_calls_streamed_arguments_are_not_stored_again_in_its_ready_event
         sqlx::query_scalar("SELECT kind FROM events ORDER BY seq DESC LIMIT 1").fetch_one(pool).await.unwrap();
     assert_eq!(kind, "tool_call_ready");
     assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+}
+
+/// A tool call's streamed arguments, large and not searched (a file written), and another's that
+/// search reads (a command), as the scripted turn `streamed.rs`'s tests build.
+fn a_reply_writing_a_file(content: &str) -> (Vec<EventBody>, serde_json::Value) {
+    let input = serde_json::json!({"file_path": "/tmp/big.txt", "content": content});
+    let command = serde_json::json!({"command": format!("echo {}", "y".repeat(3_000))});
+    let mut bodies = a_turn()[..3].to_vec();
+    for (id, name, input) in [("t1", "Write", &input), ("t2", "Bash", &command)] {
+        bodies.push(EventBody::ToolCallStarted { message_id: "a1".into(), tool_use_id: id.into(), name: name.into() });
+        for piece in input.to_string().as_bytes().chunks(1_000) {
+            let partial_json = String::from_utf8(piece.to_vec()).unwrap();
+            bodies.push(EventBody::ToolInputDelta { tool_use_id: id.into(), partial_json });
+        }
+        bodies.push(EventBody::ToolCallReady { tool_use_id: id.into(), input: input.clone() });
+    }
+    bodies.push(EventBody::MessageFinished { message_id: "a1".into() });
+    (bodies, input)
+}
+
+/// The reply's row: its blocks' length, and the inputs it leaves out.
+async fn reply_row(store: &Store) -> (i64, Option<String>) {
+    let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+    sqlx::query_as("SELECT length(blocks), streamed_inputs FROM messages WHERE id = 'a1'")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+/// Where a file keeps what streams, a file's content that streamed is stored there once: its
+/// message's row leaves it out and says where it is, and the thread reads back whole, after a
+/// restart and after the row's later writes. A command, which search reads, stays in the row.
+#[tokio::test]
+async fn a_files_streamed_content_is_stored_once_and_its_message_reads_back_whole() {
+    let (_dir, path, store) = a_sqlite_file_with_a_session().await;
+    let content = "line of the file\n".repeat(2_000);
+    let (bodies, _) = a_reply_writing_a_file(&content);
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, bodies).await;
+    let (length, left_out) = reply_row(&store).await;
+    assert!(length < 5_000, "the row holds the command's 3 KB, not the file's {} bytes: {length}", content.len());
+    let left_out: std::collections::BTreeMap<String, u64> = serde_json::from_str(&left_out.unwrap()).unwrap();
+    assert_eq!(left_out.keys().collect::<Vec<_>>(), ["t1"]);
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    store.close().await;
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread, "after a restart");
+    let end = vec![
+        EventBody::ToolResult { tool_use_id: "t1".into(), output: "written".into(), is_error: false },
+        EventBody::ToolResult { tool_use_id: "t2".into(), output: "y".into(), is_error: false },
+        EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None },
+    ];
+    record(&store, "s1", &mut thread, end).await;
+    let (length, left_out) = reply_row(&store).await;
+    assert!(length < 5_000 && left_out.is_some(), "the results' writes leave it out again: {length}");
+    assert_eq!(store.load_thread("s1").await.unwrap(), thread);
+    let events = store.events_after("s1", 0, u32::MAX).await.unwrap();
+    let mut folded = Thread::default();
+    events.iter().for_each(|event| {
+        folded.apply(event);
+    });
+    assert_eq!(folded, thread, "the log folds into the same thread");
+}
+
+/// A file beside the database that was not kept with it: the inputs only it had are missing, and
+/// the rest of the thread reads back as it was.
+#[tokio::test]
+async fn a_left_out_input_whose_file_is_gone_reads_back_without_it_and_nothing_else_is_lost() {
+    let (dir, path, store) = a_sqlite_file_with_a_session().await;
+    let (bodies, _) = a_reply_writing_a_file(&"line of the file\n".repeat(2_000));
+    let mut thread = Thread::default();
+    record(&store, "s1", &mut thread, bodies).await;
+    store.close().await;
+    std::fs::remove_file(dir.path().join("askbridge.db-streams/s1")).unwrap();
+
+    let loaded = Store::open(&path).await.unwrap().load_thread("s1").await.unwrap();
+    let call = loaded.tool_call("t1").unwrap();
+    assert_eq!((call.input.as_ref(), call.status), (None, ToolStatus::Running));
+    let mut expected = thread.clone();
+    let Some(Block::ToolCall(call)) =
+        expected.messages[1].blocks.iter_mut().find(|b| matches!(b, Block::ToolCall(c) if c.id == "t1"))
+    else {
+        unreachable!()
+    };
+    call.input = None;
+    assert_eq!(loaded, expected);
 }
 
 /// A row that several events of one transaction changed is written once, as the last left it.
