@@ -59,8 +59,13 @@ async function main() {
     machine: { cores: os.cpus().length, cpu: os.cpus()[0].model, memoryGiB: Math.round(os.totalmem() / 2 ** 30) },
     loadBefore: os.loadavg(),
   };
+  // ASKBRIDGE_BIN may be a copy of another commit's build (an A/B run): then the header names
+  // the file, since the checkout's commit says nothing of what it runs.
+  const built = process.env.ASKBRIDGE_BIN
+    ? `${run.binary.path} (built ${run.binary.built}; checkout at ${run.commit})`
+    : `release build of ${run.commit}${run.uncommitted ? " (with uncommitted changes)" : ""}`;
   console.log(
-    `bench: release build of ${run.commit}${run.uncommitted ? " (with uncommitted changes)" : ""}, ` +
+    `bench: ${built}, ` +
       `${run.date}, ${run.machine.cores} cores, load average ${run.loadBefore.map((l) => l.toFixed(2)).join(" ")}`,
   );
 
