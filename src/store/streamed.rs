@@ -169,6 +169,8 @@ fn searched(value: &Value) -> bool {
     }
 }
 
+/// The call as its row stores it: field by field, so that the large input is not cloned to be
+/// dropped.
 fn without_input(call: &ToolCall) -> ToolCall {
     ToolCall {
         id: call.id.clone(),
