@@ -1058,6 +1058,50 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
     assert_eq!(Store::open(&older).await.unwrap().load_thread("s1").await.unwrap(), thread);
 }
 
+/// A file in small pages already but made without auto-vacuum (one over the size the page rewrite
+/// takes on is the same case) is rewritten once at a start, so that a deleted session's pages go
+/// back to the file system rather than to a free list inside the file.
+#[tokio::test]
+async fn a_database_made_without_auto_vacuum_is_rewritten_once_and_a_deleted_session_then_gives_its_space_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("older.db");
+    let pragma = |store: &Store, name: &'static str| {
+        let Pool::Sqlite(pool) = &store.pool else { unreachable!() };
+        let pool = pool.clone();
+        async move { sqlx::query_scalar::<_, i64>(&format!("PRAGMA {name}")).fetch_one(&pool).await.unwrap() }
+    };
+    let mut kept = Thread::default();
+    {
+        let options = SqliteConnectOptions::from_str("sqlite://")
+            .unwrap()
+            .filename(&path)
+            .create_if_missing(true)
+            .page_size(PAGE_SIZE)
+            .auto_vacuum(sqlx::sqlite::SqliteAutoVacuum::None)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new().connect_with(options).await.unwrap();
+        let store = Store::migrated_sqlite(pool, journal::Journal::beside(&path)).await.unwrap();
+        assert_eq!(pragma(&store, "auto_vacuum").await, 0);
+        for (id, thread) in [("kept", &mut kept), ("deleted", &mut Thread::default())] {
+            store.create_session(&summary(id, 1)).await.unwrap();
+            let text = format!("{id} ").repeat(20_000);
+            let message = EventBody::UserMessage { message_id: format!("{id}-u1"), text, attachments: Vec::new() };
+            record(&store, id, thread, vec![message]).await;
+        }
+        store.close().await;
+    }
+
+    let store = Store::open(&path).await.unwrap();
+    assert_eq!(pragma(&store, "auto_vacuum").await, 2, "incremental, once the file was rewritten");
+    assert_eq!(pragma(&store, "page_size").await, i64::from(PAGE_SIZE), "its pages as they were");
+    assert_eq!(store.load_thread("kept").await.unwrap(), kept, "everything it held, as it was");
+    let pages = pragma(&store, "page_count").await;
+    store.delete_session("deleted").await.unwrap();
+    assert_eq!(pragma(&store, "freelist_count").await, 0, "no page left free inside the file");
+    assert!(pragma(&store, "page_count").await < pages - 100, "the deleted session's pages were given back");
+    assert_eq!(store.load_thread("kept").await.unwrap(), kept);
+}
+
 /// Where a file keeps what streams, a tool call of a message still streaming is stored as its
 /// events, not as the message again at each of them: the message's row is written at its end,
 /// once, and until then (a restart too) the thread reads back whole, its events replayed onto it.
