@@ -7,12 +7,14 @@ use std::time::Duration;
 
 use askbridge::approval::PermissionMode;
 use askbridge::error::{AppError, MAX_MESSAGE_CHARS};
+use askbridge::question::QuestionAnswer;
 use askbridge::testing::wait_until;
+use askbridge::thread::Block;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use support::router::{Harness, harness};
+use support::router::{Harness, harness, harness_with};
 use tower::ServiceExt;
 
 impl Harness {
@@ -225,6 +227,48 @@ async fn bad_approval_decisions_and_modes_are_explained_and_change_nothing() {
     h.assert_history_intact(&id).await;
     let (_, thread) = h.manager.snapshot(&id).await.unwrap();
     assert_eq!(thread.turn.permission_mode, Some(PermissionMode::Default), "every session starts with a mode");
+}
+
+/// A page that sends an answer and goes away at once (a tab closed, a phone's page dropped right
+/// after the tap): the call runs to its end on the server, and the agent gets the answer. Here the
+/// call is polled once, as far as its first wait (the store's write), and dropped, as hyper drops
+/// a handler's future when its connection closes.
+#[tokio::test]
+async fn an_answer_whose_page_went_away_mid_call_still_reaches_the_agent() {
+    let h = harness_with(support::server::ASK_AND_QUOTE).await;
+    let session = h.manager.create_session(None).await.unwrap().id;
+    h.manager.send_message(&session, "which?".into()).await.unwrap();
+    let tool_use_id = wait_until("the question", Duration::from_secs(30), || async {
+        let (_, thread) = h.manager.snapshot(&session).await.unwrap();
+        thread.messages.iter().flat_map(|m| &m.blocks).find_map(|block| match block {
+            Block::ToolCall(call) if call.interaction.as_ref().is_some_and(|i| i.is_pending()) => Some(call.id.clone()),
+            _ => None,
+        })
+    })
+    .await;
+
+    let answers = [QuestionAnswer::new(support::server::QUESTION, &["JWT"], None, None)];
+    let body = json!({"session": session, "tool_use_id": tool_use_id, "answers": answers});
+    let request = Request::post("/api/submit_answers")
+        .header(header::HOST, "127.0.0.1:3000")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    // Boxed, so that dropping it drops the call itself (as hyper does), not a pin of it.
+    let mut call = Box::pin(h.app.clone().oneshot(request));
+    assert!(futures::poll!(call.as_mut()).is_pending(), "the answer is stored before the call answers");
+    drop(call);
+
+    wait_until("the agent to quote the answer", Duration::from_secs(30), || async {
+        let (_, thread) = h.manager.snapshot(&session).await.unwrap();
+        let quoted = thread.messages.iter().flat_map(|m| &m.blocks).any(|block| match block {
+            Block::Text { text } => text.contains(r#"="JWT""#),
+            _ => false,
+        });
+        (quoted && !thread.turn.working).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]

@@ -15,17 +15,19 @@ use axum::routing::{get, post};
 use leptos::config::LeptosOptions;
 use leptos::nonce::Nonce;
 use leptos::prelude::provide_context;
+use server_fn::ServerFn;
 use tower_http::compression::CompressionLayer;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::services::ServeDir;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
-use tracing::warn;
+use tracing::{Instrument, warn};
 
 use super::cli::ServeArgs;
 use super::security::{self, Access};
 use super::site;
 use crate::api::WorkspaceView;
+use crate::api::changes::WaitForChanges;
 use crate::app::{AssetPaths, shell};
 use crate::error::{AppError, MAX_BODY_BYTES};
 use crate::live::{LIVE_PATH, sse};
@@ -33,6 +35,24 @@ use crate::notify::Notifier;
 use crate::session::SessionManager;
 use crate::ui::navigation::Page;
 use crate::ui::page_data::PageData;
+
+/// A server function's call runs to its end once it has reached the server, even if the page
+/// goes away meanwhile (a tab closed, or a phone's page dropped, right after a tap): hyper drops
+/// a handler's future when its connection closes, and an answer dropped between being stored and
+/// being handed to the waiting agent would leave the agent waiting for an answer the card shows
+/// as given. Only a call that waits for news (`wait_for_changes`, up to 25 s) goes with its page.
+async fn to_its_end<R>(call: impl Future<Output = R> + Send + 'static) -> Response<Body>
+where
+    R: IntoResponse + Send + 'static,
+{
+    match tokio::spawn(call.in_current_span()).await {
+        Ok(response) => response.into_response(),
+        Err(error) => {
+            tracing::error!(%error, "a server function's call ended without an answer");
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+    }
+}
 
 #[derive(Clone, FromRef)]
 pub struct AppState {
@@ -96,7 +116,9 @@ pub fn router_with(args: &ServeArgs, manager: Arc<SessionManager>, notifier: Opt
     };
     let server_fn = move |request: Request<Body>| {
         let context = context.clone();
-        async move { leptos_axum::handle_server_fns_with_context(context, request).await }
+        let waits_for_news = request.uri().path() == <WaitForChanges as ServerFn>::PATH;
+        let call = leptos_axum::handle_server_fns_with_context(context, request);
+        async move { if waits_for_news { call.await.into_response() } else { to_its_end(call).await } }
     };
     let fallback_assets = assets;
 

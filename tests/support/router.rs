@@ -22,10 +22,15 @@ pub struct Harness {
 
 /// The router as `askbridge serve` builds it with its default flags.
 pub async fn harness() -> Harness {
+    harness_with("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n").await
+}
+
+/// [`harness`], its scripted agent playing `scenario` (TOML) instead.
+pub async fn harness_with(scenario: &str) -> Harness {
     let Command::Serve(args) = <Cli as clap::Parser>::try_parse_from(["askbridge", "serve"]).unwrap().command else {
         panic!("serve")
     };
-    let scenario = Scenario::parse("pace = 1000\n[[turn]]\n[[turn.step]]\nsay = \"ok\"\n", "test").unwrap();
+    let scenario = Scenario::parse(scenario, "test").unwrap();
     let store = Store::open_in_memory().await.unwrap();
     let manager = SessionManager::new(store.clone(), Arc::new(ScriptedAgent::new(scenario)));
     Harness { app: router(&args, manager.clone()), manager, store }
