@@ -17,17 +17,19 @@ use serde_json::{Value, json};
 use support::router::{Harness, harness, harness_with};
 use tower::ServiceExt;
 
+/// A call of the server function `function`, as a page sends it.
+fn server_fn_request(function: &str, body: impl Into<Body>) -> Request<Body> {
+    Request::post(format!("/api/{function}"))
+        .header(header::HOST, "127.0.0.1:3000")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json")
+        .body(body.into())
+        .unwrap()
+}
+
 impl Harness {
     async fn post(&self, function: &str, body: impl Into<Body>) -> (StatusCode, Vec<u8>) {
-        self.call_for_body(
-            Request::post(format!("/api/{function}"))
-                .header(header::HOST, "127.0.0.1:3000")
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "application/json")
-                .body(body.into())
-                .unwrap(),
-        )
-        .await
+        self.call_for_body(server_fn_request(function, body)).await
     }
 
     async fn post_json(&self, function: &str, body: Value) -> (StatusCode, Vec<u8>) {
@@ -249,12 +251,7 @@ async fn an_answer_whose_page_went_away_mid_call_still_reaches_the_agent() {
 
     let answers = [QuestionAnswer::new(support::server::QUESTION, &["JWT"], None, None)];
     let body = json!({"session": session, "tool_use_id": tool_use_id, "answers": answers});
-    let request = Request::post("/api/submit_answers")
-        .header(header::HOST, "127.0.0.1:3000")
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap();
+    let request = server_fn_request("submit_answers", body.to_string());
     // Boxed, so that dropping it drops the call itself (as hyper does), not a pin of it.
     let mut call = Box::pin(h.app.clone().oneshot(request));
     assert!(futures::poll!(call.as_mut()).is_pending(), "the answer is stored before the call answers");
