@@ -46,7 +46,7 @@ const REDUCED_MOTION = process.env.BENCH_REDUCED_MOTION === "1";
 /** BENCH_TRACE=folder: a Chromium performance trace of each run's click → tool_result, one file a run. */
 const TRACE_DIR = process.env.BENCH_TRACE;
 /** BENCH_COLD_RUNS: runs on a page opened fresh at the session's link, the question waiting (issue 38). */
-const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 7);
+const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 15);
 /** The answer paths of those runs. */
 const COLD_PATHS = (process.env.BENCH_COLD_PATHS ?? "hook").split(",").filter((p) => PATHS.includes(p));
 const CARD_BUDGET_MS = 30;
