@@ -319,7 +319,7 @@ impl InteractionBridge {
         &self,
         session: &str,
         tool_use_id: &str,
-        answered: oneshot::Receiver<InteractionOutcome>,
+        mut answered: oneshot::Receiver<InteractionOutcome>,
     ) -> Result<InteractionOutcome, NoOutcome> {
         let parked = || self.forget(session, tool_use_id);
         match self.ledger.park(session, tool_use_id, &parked).await {
@@ -327,7 +327,14 @@ impl InteractionBridge {
                 info!(session, tool_use_id, "parked: the agent lets go until the person answers");
                 Err(NoOutcome::Parked)
             }
-            Ok(Some(_)) => answered.await.map_err(|_| NoOutcome::Stopped),
+            // Decided first. Recorded here, it was handed to this waiter in the same step; recorded
+            // by another server, it comes with that server's notice. Taken as recorded, so that a
+            // hand-over that never comes (a notice lost, a settle cut short) leaves no agent
+            // waiting for ever.
+            Ok(Some(recorded)) => {
+                self.forget(session, tool_use_id);
+                Ok(answered.try_recv().unwrap_or(recorded))
+            }
             Err(error) => {
                 self.forget(session, tool_use_id);
                 Err(NoOutcome::NotRecorded(error))

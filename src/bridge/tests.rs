@@ -275,6 +275,24 @@ async fn a_parked_question_stays_open_and_its_answer_asks_to_resume_the_agent() 
 }
 
 #[tokio::test]
+async fn an_agent_told_to_park_takes_an_answer_recorded_but_not_yet_handed_to_it() {
+    // Recorded as another server records (through the store), before its notice reached this
+    // server's bridge: nothing hands it to the waiter, and the park finds it decided.
+    let ((bridge, ledger), mut resumes) = bridge_and_resumes(Timeouts::default());
+    let agent = waiting(&bridge, question(), CancellationToken::new()).await;
+    let answered = InteractionOutcome::Answered { answers: answer("JWT") };
+    ledger.interactions.lock().await.get_mut(&key("s", "t")).unwrap().outcome = Some(answered.clone());
+    assert_eq!(bridge.park_waiting(None), ["s"]);
+    let got = tokio::time::timeout(Duration::from_secs(10), agent).await.expect("the agent goes on").unwrap();
+    assert_eq!(got, Ok(answered.clone()));
+    assert!(!bridge.is_waiting("s", "t"));
+    // The notice, when it comes, finds the agent gone on: the session is asked to resume, and
+    // finds its turn still working (`start_owed`).
+    bridge.resolved("s", "t", &answered);
+    assert_eq!(resumes.recv().await.as_deref(), Some("s"));
+}
+
+#[tokio::test]
 async fn an_agent_nobody_answers_is_parked_after_the_set_time() {
     let timeouts = Timeouts { park_after: Some(Duration::from_millis(20)), ..Timeouts::default() };
     let (bridge, ledger) = bridge(timeouts);
