@@ -178,7 +178,7 @@ size: release
 	scripts/size.sh
 
 # Not part of `make test`: what people feel and what the server costs, against the budgets of
-# issue 12 (BENCHMARKS.md). Prints a table and writes target/bench/summary.json; about 6 minutes.
+# issue 12 (BENCHMARKS.md). Prints a table and writes target/bench/summary.json; about 15 minutes.
 # Then how long `askbridge hook` holds up a terminal's claude when AskBridge cannot answer
 # (scripts/bench-hook.mjs), and what a durable commit costs per stored event (examples/store_bench.rs).
 bench: release
