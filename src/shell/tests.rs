@@ -86,6 +86,14 @@ async fn ending_a_sessions_shell_ends_what_it_runs() {
         // Quoted apart, so that the line as typed (the terminal shows it) is not the answer.
         shell.write(b"sleep 600 & echo \"chi\"\"ld=$!\"\n").unwrap();
         let pid = shown_pid(&mut news, "child=").await;
+        // The shell names the job as soon as it forked it; until the job runs `sleep`, it is a copy
+        // of the shell that may still have the shell's own hang-up handler, which takes the
+        // signal and then runs `sleep` all the same (seen once in `make test`).
+        let sleeping = move || async move {
+            let command = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            command.starts_with(b"sleep\0").then_some(())
+        };
+        crate::testing::wait_until("the job running sleep", Duration::from_secs(60), sleeping).await;
         shells.end("s1");
         assert!(shell.has_ended());
         // Gone, or a zombie its new parent has not reaped yet.
