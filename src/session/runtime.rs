@@ -83,6 +83,9 @@ pub(super) struct RuntimeState {
     /// Events applied to `thread` and not stored yet: written in the transaction of the session's
     /// next event, or alone shortly after (`SessionRuntime::hold`). Broadcast once stored.
     held: Vec<Held>,
+    /// A write was under way when the future making it was dropped (its caller went away): the
+    /// store may or may not have it. Healed before the next write (`heal`).
+    cut_short: bool,
 }
 
 impl SessionRuntime {
@@ -105,6 +108,7 @@ impl SessionRuntime {
                 fence: None,
                 lease_lost: false,
                 held: Vec::new(),
+                cut_short: false,
             }),
             events: OnceLock::new(),
             remote,
@@ -221,15 +225,18 @@ impl SessionRuntime {
     }
 
     async fn write_held(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        self.heal(store, state).await?;
         if state.held.is_empty() {
             return Ok(());
         }
-        let held = std::mem::take(&mut state.held);
-        if let Err(error) = store.append_all(held.iter().map(|held| held.append(&self.id)).collect()).await {
+        state.cut_short = true;
+        let written = store.append_all(state.held.iter().map(|held| held.append(&self.id)).collect()).await;
+        state.cut_short = false;
+        if let Err(error) = written {
             self.back_to_stored(store, state).await;
             return Err(error);
         }
-        held.into_iter().for_each(|held| self.published(held.event));
+        std::mem::take(&mut state.held).into_iter().for_each(|held| self.published(held.event));
         Ok(())
     }
 
@@ -321,6 +328,28 @@ impl SessionRuntime {
         }
     }
 
+    /// After a write that was cut short (`cut_short`): the thread read back as stored, what was
+    /// stored and never published sent out now (that write's events, if its transaction
+    /// committed), and the held events it did not store held again, on top of what was.
+    async fn heal(&self, store: &Store, state: &mut RuntimeState) -> StoreResult<()> {
+        if !state.cut_short {
+            return Ok(());
+        }
+        let mut thread = store.load_thread(&self.id).await?;
+        thread.turn.working = state.turn.is_some();
+        for stored in store.events_after(&self.id, self.seq(), u32::MAX).await? {
+            self.published(stored);
+        }
+        state.held.retain(|held| held.event.seq > thread.seq);
+        for held in &state.held {
+            thread.apply(&held.event);
+        }
+        warn!(session = %self.id, stored = thread.seq, "a write was cut short; the thread is read back as stored");
+        state.thread = thread;
+        state.cut_short = false;
+        Ok(())
+    }
+
     /// An event of this runtime's, stored: to the tabs, and to the observer.
     fn published(&self, event: SessionEvent) {
         self.seq.store(event.seq, Ordering::Release);
@@ -399,23 +428,30 @@ impl SessionRuntime {
             // What the agent here still says as it stops, once another server took it over.
             return Err(StoreError::LeaseLost { session: self.id.clone() });
         }
-        // The events held back go in the same transaction, before it.
-        let held = std::mem::take(&mut state.held);
+        self.heal(store, state).await?;
         let input_streamed = store.journals() && input_is_streamed(&state.thread, &body);
         let event = SessionEvent { seq: state.thread.seq + 1, at_ms: now_ms(), body };
         let change = state.thread.apply(&event);
         let fence = state.fence.as_deref().filter(|_| event.body.is_agents());
         let append = Append { fence, input_streamed, ..Append::of(&self.id, &event, &state.thread, &change) };
-        let written = match held.is_empty() {
+        // The events held back go in the same transaction, before it; they stay held until it is
+        // stored.
+        state.cut_short = true;
+        let written = match state.held.is_empty() {
             true => store.append(append).await,
-            false => store.append_all(held.iter().map(|held| held.append(&self.id)).chain([append]).collect()).await,
+            false => {
+                let held = state.held.iter().map(|held| held.append(&self.id));
+                store.append_all(held.chain([append]).collect()).await
+            }
         };
+        state.cut_short = false;
         match written {
             Ok(()) => {}
             Err(conflict @ StoreError::SequenceConflict { .. }) => {
                 // Ours was applied in memory only: the thread is read again as stored, and the
                 // events other servers wrote go to this server's tabs.
                 let running = state.turn.is_some();
+                state.held.clear();
                 state.thread = store.load_thread(&self.id).await?;
                 state.thread.turn.working |= running;
                 let missed = store.events_after(&self.id, event.seq - 1, u32::MAX).await?;
@@ -439,7 +475,7 @@ impl SessionRuntime {
                 return Err(error);
             }
         }
-        held.into_iter().for_each(|held| self.published(held.event));
+        std::mem::take(&mut state.held).into_iter().for_each(|held| self.published(held.event));
         self.published(event);
         Ok(())
     }

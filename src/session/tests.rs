@@ -1116,3 +1116,34 @@ async fn a_replys_end_is_stored_with_its_turns_end_and_alone_when_nothing_follow
     assert_eq!(event.body, finished("a2"));
     assert!(!store.load_thread(&id).await.unwrap().messages[1].streaming, "stored before it was broadcast");
 }
+
+/// A write whose caller went away midway (its future dropped while the store wrote, as a turn's
+/// task is at the end of its grace) loses nothing else: the reply's end held for it is stored with
+/// the next event, the log has no gap, and each stored event reaches the tabs once, in order.
+#[tokio::test]
+async fn a_write_cut_short_by_its_caller_going_away_loses_no_held_event_and_leaves_no_gap() {
+    use crate::thread::EventBody;
+    let manager = manager().await;
+    let id = manager.create_session(None).await.unwrap().id;
+    let (runtime, store) = (manager.runtime(&id).await.unwrap(), manager.store().clone());
+    let mut tab = runtime.subscribe();
+    let before = runtime.seq();
+    runtime.append(&store, EventBody::TurnStarted).await.unwrap();
+    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a1".into() }).await.unwrap();
+    runtime.hold(&store, EventBody::MessageFinished { message_id: "a1".into() }).await.unwrap();
+
+    let mut cut_short =
+        Box::pin(runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a2".into() }));
+    assert!(futures::poll!(cut_short.as_mut()).is_pending(), "the write is under way");
+    drop(cut_short);
+
+    // The next one (not a turn's end, which would end the reply anyway).
+    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a3".into() }).await.unwrap();
+    let stored = store.load_thread(&id).await.unwrap();
+    assert!(!stored.messages[0].streaming, "the held reply's end is stored: {stored:?}");
+    let seqs: Vec<u64> = store.events_after(&id, 0, u32::MAX).await.unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=stored.seq).collect::<Vec<_>>(), "no gap in the log");
+    assert_eq!(runtime.lock().await.thread.seq, stored.seq, "the runtime's thread is the stored one");
+    let seen: Vec<u64> = std::iter::from_fn(|| tab.try_recv().ok()).map(|event| event.seq).collect();
+    assert_eq!(seen, (before + 1..=stored.seq).collect::<Vec<_>>(), "each stored event reached the tab once, in order");
+}
