@@ -1085,6 +1085,29 @@ async fn ten_thousand_questions_cost_bounded_storage_and_a_card_that_says_why() 
     assert!(after + input.len() as u64 / 2 < before, "the database file went from {before} to {after} bytes");
 }
 
+/// A session of `manager`'s whose turn started and whose reply `a1` started and ended, that end
+/// held (`SessionRuntime::hold`); a tab that followed it from before its turn, and the sequence
+/// number it followed from.
+struct HeldReply {
+    id: String,
+    runtime: Arc<super::runtime::SessionRuntime>,
+    store: Store,
+    tab: tokio::sync::broadcast::Receiver<Arc<crate::thread::SessionEvent>>,
+    before: u64,
+}
+
+async fn held_reply(manager: &SessionManager) -> HeldReply {
+    use crate::thread::EventBody;
+    let id = manager.create_session(None).await.unwrap().id;
+    let (runtime, store) = (manager.runtime(&id).await.unwrap(), manager.store().clone());
+    let tab = runtime.subscribe();
+    let before = runtime.seq();
+    runtime.append(&store, EventBody::TurnStarted).await.unwrap();
+    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a1".into() }).await.unwrap();
+    runtime.hold(&store, EventBody::MessageFinished { message_id: "a1".into() }).await.unwrap();
+    HeldReply { id, runtime, store, tab, before }
+}
+
 /// A reply's end waits for the event after it, its turn's end, and the two are one transaction;
 /// neither is broadcast before it is stored. A reply's end that nothing follows is stored alone,
 /// a moment later.
@@ -1092,14 +1115,9 @@ async fn ten_thousand_questions_cost_bounded_storage_and_a_card_that_says_why() 
 async fn a_replys_end_is_stored_with_its_turns_end_and_alone_when_nothing_follows() {
     use crate::thread::EventBody;
     let manager = manager().await;
-    let id = manager.create_session(None).await.unwrap().id;
-    let (runtime, store) = (manager.runtime(&id).await.unwrap(), manager.store().clone());
-    let mut tab = runtime.subscribe();
+    let HeldReply { id, runtime, store, mut tab, .. } = held_reply(&manager).await;
     let finished = |message: &str| EventBody::MessageFinished { message_id: message.into() };
 
-    runtime.append(&store, EventBody::TurnStarted).await.unwrap();
-    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a1".into() }).await.unwrap();
-    runtime.hold(&store, finished("a1")).await.unwrap();
     let commits = store.commits();
     runtime.append(&store, EventBody::TurnEnded { outcome: TurnOutcome::Completed, usage: None }).await.unwrap();
     assert_eq!(store.commits(), commits + 1, "the reply's end and the turn's end in one transaction");
@@ -1124,13 +1142,7 @@ async fn a_replys_end_is_stored_with_its_turns_end_and_alone_when_nothing_follow
 async fn a_write_cut_short_by_its_caller_going_away_loses_no_held_event_and_leaves_no_gap() {
     use crate::thread::EventBody;
     let manager = manager().await;
-    let id = manager.create_session(None).await.unwrap().id;
-    let (runtime, store) = (manager.runtime(&id).await.unwrap(), manager.store().clone());
-    let mut tab = runtime.subscribe();
-    let before = runtime.seq();
-    runtime.append(&store, EventBody::TurnStarted).await.unwrap();
-    runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a1".into() }).await.unwrap();
-    runtime.hold(&store, EventBody::MessageFinished { message_id: "a1".into() }).await.unwrap();
+    let HeldReply { id, runtime, store, mut tab, before } = held_reply(&manager).await;
 
     let mut cut_short =
         Box::pin(runtime.append(&store, EventBody::AssistantMessageStarted { message_id: "a2".into() }));
