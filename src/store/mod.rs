@@ -93,17 +93,31 @@ pub use terminals::TranscriptRead;
 /// The page size of a SQLite file this server creates (`open`).
 const PAGE_SIZE: u32 = 1024;
 
-/// The page size a SQLite file's header gives (bytes 16–17, big-endian; 1 for 65,536: SQLite's
-/// "Database File Format", 1.3), or `None` for a file too short to be a database. Read from the
-/// header so that a start needs no connection of its own to know the file is in small pages.
-fn sqlite_page_size(path: &Path) -> Option<u32> {
+/// What a SQLite file's header says of the settings `Store::rewritten_once` makes (SQLite's
+/// "Database File Format", 1.3), read from the file so that a start needs no connection of its
+/// own to know it has them. In WAL mode the header can lag what the log holds; a header that
+/// lags only costs that start a connection.
+struct SqliteHeader {
+    page_size: u32,
+    incremental_vacuum: bool,
+}
+
+/// The header of the SQLite file at `path`, or `None` for a file too short to be a database (or
+/// none).
+fn sqlite_header(path: &Path) -> Option<SqliteHeader> {
     use std::io::Read;
-    let mut header = [0u8; 18];
+    let mut header = [0u8; 68];
     std::fs::File::open(path).ok()?.read_exact(&mut header).ok()?;
-    match u16::from_be_bytes([header[16], header[17]]) {
-        1 => Some(65_536),
-        size => Some(u32::from(size)),
-    }
+    let word = |at: usize| u32::from_be_bytes([header[at], header[at + 1], header[at + 2], header[at + 3]]);
+    Some(SqliteHeader {
+        // Bytes 16–17, big-endian; 1 for 65,536.
+        page_size: match u16::from_be_bytes([header[16], header[17]]) {
+            1 => 65_536,
+            size => u32::from(size),
+        },
+        // Auto-vacuum keeps the largest root page (bytes 52–55); incremental sets bytes 64–67.
+        incremental_vacuum: word(52) != 0 && word(64) != 0,
+    })
 }
 
 #[derive(Clone)]
@@ -259,7 +273,7 @@ impl Store {
             // its largest size for good.
             .pragma("journal_size_limit", (64 << 20).to_string())
             // Pages of 1 KiB in a new file (one made before is rewritten once,
-            // `converted_to_small_pages`): each event is a transaction that writes whole pages to
+            // `rewritten_once`): each event is a transaction that writes whole pages to
             // the log, most of them a few bytes changed in a session's row, an index or a small
             // event. Against SQLite's 4 KiB, a reply at a reading pace wrote 140–160 KiB to the
             // disk instead of 256 (12.7×, 11.1× its text, against 20.3×; 2 KiB gave 15.5×, 512 B
@@ -271,7 +285,7 @@ impl Store {
         if let Some(pages) = pages {
             options = options.pragma("max_page_count", pages.to_string());
         }
-        Self::converted_to_small_pages(&options, path).await;
+        Self::rewritten_once(&options, path).await;
         let named = |error: StoreError| match error {
             StoreError::NotADatabase { .. } => StoreError::NotADatabase { path: path.display().to_string() },
             // SQLITE_BUSY at the first read: another process holds the file's lock.
@@ -295,7 +309,6 @@ impl Store {
         if !tables.is_empty() && !tables.iter().any(|t| t == "_sqlx_migrations") {
             return Err(StoreError::Foreign { path: path.display().to_string(), tables: tables.join(", ") });
         }
-        Self::converted_to_incremental_vacuum(&pool).await;
         // The log's index file an older version kept (`-shm`): no process but this one can have
         // it open now that this one holds the file's lock, and SQLite no longer reads it.
         let mut index = path.as_os_str().to_owned();
@@ -308,80 +321,80 @@ impl Store {
         Self::migrated_sqlite(pool, journal::Journal::beside(path)).await
     }
 
-    /// A file made before in SQLite's 4 KiB pages is rewritten once in pages of `PAGE_SIZE`
-    /// (each event then writes a quarter of the bytes: see `open_sqlite`), with incremental
-    /// auto-vacuum set in the same rewrite. A file's page size changes only out of WAL mode, by a
-    /// `VACUUM` on the file's only connection, which needs about the file's size free on the disk
-    /// and takes about a second per 100 MB here: so only for a file of ours up to
-    /// `CONVERTED_UP_TO`, at a start, before the pool opens its connections. One that cannot be
-    /// rewritten now (a full disk) is used as it is and tried again at the next start; a larger
-    /// one keeps its pages.
-    async fn converted_to_small_pages(options: &SqliteConnectOptions, path: &Path) {
+    /// A file made before in SQLite's 4 KiB pages, or without incremental auto-vacuum, is
+    /// rewritten once at a start, on a connection of its own before the pool opens any: each
+    /// event then writes a quarter of the bytes (see `open_sqlite`), and a deleted session's pages
+    /// go back to the file system (`give_back_space`) rather than to a free list only this file
+    /// can use again. Before the pool, because a connection that was open across the rewrite
+    /// keeps reading the file's old settings until its next transaction (an idle one of the pool
+    /// answered `PRAGMA auto_vacuum` with 0 after the rewrite had set it, and a store test failed
+    /// so on a loaded machine). Auto-vacuum is set once in the file, not by every connection:
+    /// setting it writes the file's header. A new file takes it before its first table; one made
+    /// before is rewritten (`VACUUM`, which needs about the file's size free on the disk and takes
+    /// about a second per 100 MB here). Its page size changes only out of WAL mode, so only for a
+    /// file up to `SMALL_PAGES_UP_TO`; a larger one keeps its pages. A file that cannot be
+    /// rewritten now (a full disk) is used as it is and tried again at the next start.
+    async fn rewritten_once(options: &SqliteConnectOptions, path: &Path) {
         use sqlx::{ConnectOptions, Connection};
-        const CONVERTED_UP_TO: u64 = 64 << 20;
-        if !std::fs::metadata(path).is_ok_and(|file| file.len() <= CONVERTED_UP_TO) {
+        const SMALL_PAGES_UP_TO: u64 = 64 << 20;
+        // Every start after the first: the file's header says so, and no connection is needed.
+        if sqlite_header(path).is_some_and(|header| header.page_size == PAGE_SIZE && header.incremental_vacuum) {
             return;
         }
-        // A new file, or one in small pages already (every start after the first): no connection.
-        if sqlite_page_size(path).is_none_or(|size| size == PAGE_SIZE) {
-            return;
-        }
-        // Not a database, or not one of ours: left to the pool's checks, which say so.
+        let small_pages = std::fs::metadata(path).is_ok_and(|file| file.len() <= SMALL_PAGES_UP_TO);
+        // Not a database: left to the pool's checks, which say so.
         let Ok(mut connection) = options.connect().await else { return };
-        let read = async {
-            let ours: Vec<String> =
-                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+        let settings = async {
+            let tables: Vec<String> =
+                sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
                     .fetch_all(&mut connection)
                     .await?;
-            let page_size: Vec<i64> = sqlx::query_scalar("PRAGMA page_size").fetch_all(&mut connection).await?;
-            Ok::<_, sqlx::Error>(!ours.is_empty() && page_size.first() != Some(&i64::from(PAGE_SIZE)))
+            // Ours, or new: someone else's database is left to the pool's checks, which refuse it.
+            let ours = tables.is_empty() || tables.iter().any(|table| table == "_sqlx_migrations");
+            let page_size = Self::pragma(&mut connection, "page_size").await?;
+            let auto_vacuum = Self::pragma(&mut connection, "auto_vacuum").await?;
+            Ok::<_, sqlx::Error>((ours, page_size, auto_vacuum))
         };
-        if read.await.is_ok_and(|convert| convert) {
-            tracing::info!("rewriting the database once, in pages of {PAGE_SIZE} bytes");
+        const INCREMENTAL: i64 = 2;
+        let settings = settings.await;
+        let pages = matches!(settings, Ok((true, page_size, _)) if small_pages && page_size != i64::from(PAGE_SIZE));
+        if pages || matches!(settings, Ok((true, _, auto_vacuum)) if auto_vacuum != INCREMENTAL) {
             let rewritten = async {
-                // Leaving WAL mode copies the log into the file first.
-                sqlx::query("PRAGMA journal_mode = DELETE").execute(&mut connection).await?;
+                if pages {
+                    tracing::info!("rewriting the database once, in pages of {PAGE_SIZE} bytes");
+                    // Leaving WAL mode copies the log into the file first.
+                    sqlx::query("PRAGMA journal_mode = DELETE").execute(&mut connection).await?;
+                }
                 let vacuumed = async {
-                    sqlx::query(&format!("PRAGMA page_size = {PAGE_SIZE}")).execute(&mut connection).await?;
+                    if pages {
+                        sqlx::query(&format!("PRAGMA page_size = {PAGE_SIZE}")).execute(&mut connection).await?;
+                    }
                     sqlx::query("PRAGMA auto_vacuum = INCREMENTAL").execute(&mut connection).await?;
-                    sqlx::query("VACUUM").execute(&mut connection).await
+                    // A new file has it now; one with tables takes it (and its pages) by a rewrite.
+                    if pages || Self::pragma(&mut connection, "auto_vacuum").await? != INCREMENTAL {
+                        tracing::info!("rewriting the database once, so that deleted sessions give their space back");
+                        sqlx::query("VACUUM").execute(&mut connection).await?;
+                    }
+                    Ok::<_, sqlx::Error>(())
                 }
                 .await;
                 // Back to WAL whatever the rewrite did (every connection of the pool asks for it too).
-                sqlx::query("PRAGMA journal_mode = WAL").execute(&mut connection).await?;
-                vacuumed.map(drop)
+                if pages {
+                    sqlx::query("PRAGMA journal_mode = WAL").execute(&mut connection).await?;
+                }
+                vacuumed
             };
             if let Err(error) = rewritten.await {
-                tracing::warn!(%error, "the database could not be rewritten in smaller pages now: it keeps its own");
+                tracing::warn!(%error, "the database could not be rewritten now: it keeps its pages, and deleted sessions their space");
             }
         }
         _ = connection.close().await;
     }
 
-    /// A deleted session's pages go back to the file system (`give_back_space`), not to a free
-    /// list only this file can use again: SQLite's incremental auto-vacuum, set once in the file
-    /// (not by every connection: setting it writes the file's header). A new file takes it at
-    /// once; one made before is rewritten once (VACUUM, which needs about the file's size free on
-    /// the disk), and one that cannot be now is used as it is and converted at a later start.
-    async fn converted_to_incremental_vacuum(pool: &SqlitePool) {
-        const INCREMENTAL: i64 = 2;
-        let converted = async {
-            let mut connection = pool.acquire().await?;
-            let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(&mut *connection).await?;
-            if mode == INCREMENTAL {
-                return Ok::<_, sqlx::Error>(());
-            }
-            sqlx::query("PRAGMA auto_vacuum = INCREMENTAL").execute(&mut *connection).await?;
-            let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum").fetch_one(&mut *connection).await?;
-            if mode != INCREMENTAL {
-                tracing::info!("rewriting the database once, so that deleted sessions give their space back");
-                sqlx::query("VACUUM").execute(&mut *connection).await?;
-            }
-            Ok(())
-        };
-        if let Err(error) = converted.await {
-            tracing::warn!(%error, "the database could not be rewritten now: deleted sessions keep their space");
-        }
+    /// A pragma's value as the file has it now: never from a statement prepared before (SQLite
+    /// computes a setting's value when the statement is prepared).
+    async fn pragma(connection: &mut sqlx::SqliteConnection, name: &str) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar(&format!("PRAGMA {name}")).persistent(false).fetch_one(connection).await
     }
 
     /// After a delete: the pages it freed go back to the file system. SQLite only, best effort (a

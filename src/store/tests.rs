@@ -1020,6 +1020,7 @@ async fn a_new_database_has_small_pages_and_one_made_with_larger_pages_is_rewrit
     };
     let new = Store::open(&dir.path().join("new.db")).await.unwrap();
     assert_eq!(pragma(&new, "page_size").await, i64::from(PAGE_SIZE));
+    assert_eq!(pragma(&new, "auto_vacuum").await, 2, "incremental from its first table on");
 
     // A file an earlier version made and wrote, in SQLite's 4 KiB pages, without auto-vacuum.
     let older = dir.path().join("older.db");
