@@ -211,18 +211,24 @@ pub fn bring_into_view(card: &leptos::web_sys::Element, first: Option<&leptos::w
         let scroller = card.closest(".thread").ok().flatten()?;
         let view = scroller.get_bounding_client_rect();
         let rect = card.get_bounding_client_rect();
-        let top = if rect.height() <= view.height() {
+        // Where the thread's top goes, and whether the card's bottom edge is what sets it.
+        let (top, to_bottom) = if rect.height() <= view.height() {
             if rect.top() < view.top() {
-                rect.top()
+                (rect.top(), false)
             } else if rect.bottom() > view.bottom() {
-                rect.bottom() - view.height()
+                (rect.bottom() - view.height(), true)
             } else {
-                view.top()
+                (view.top(), false)
             }
         } else {
-            first.unwrap_or(card).get_bounding_client_rect().top()
+            (first.unwrap_or(card).get_bounding_client_rect().top(), false)
         };
-        let by = (top - view.top()).round() as i32;
+        // In whole pixels (the scroll offset is whole pixels here, and a card's edges need not
+        // be), rounded towards the edge kept in view: rounded to the nearest, a card brought up
+        // from below could end a fraction of a pixel under the message box (a browser test saw
+        // 0.4 px).
+        let by = top - view.top();
+        let by = if to_bottom { by.ceil() } else { by.floor() } as i32;
         if by != 0 {
             scroller.set_scroll_top(scroller.scroll_top() + by);
         }
