@@ -96,7 +96,8 @@ const PAGE_SIZE: u32 = 1024;
 /// What a SQLite file's header says of the settings `Store::rewritten_once` makes (SQLite's
 /// "Database File Format", 1.3), read from the file so that a start needs no connection of its
 /// own to know it has them. In WAL mode the header can lag what the log holds; a header that
-/// lags only costs that start a connection.
+/// lags only costs that start a connection. So does every start of a file over the size that
+/// takes small pages and still in 4 KiB ones: one connection, two pragmas, no rewrite.
 struct SqliteHeader {
     page_size: u32,
     incremental_vacuum: bool,
